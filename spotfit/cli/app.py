@@ -1,0 +1,77 @@
+"""The typer application, shared options and the one place that turns errors into exit codes.
+
+Command modules (`jobs.py`, `market.py`, ...) decorate functions with `@app.command()`; each
+command parses its flags, calls one SDK function and renders the result (`render.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from spotfit.errors import SpotfitError
+
+app = typer.Typer(
+    name="spotfit",
+    help="Train Keras models on cloud spot GPUs at the lowest cost, without losing work.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+console = Console()
+err_console = Console(stderr=True)
+
+_debug = {"on": False}
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+) -> None:
+    _debug["on"] = debug
+
+
+def print_json(document: Any) -> None:
+    """Write one JSON document to stdout (the `--json` contract of every verb)."""
+    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def fail(err: SpotfitError) -> None:
+    """Print `error: message` (and the hint) on stderr and exit with the error's code."""
+    err_console.print(f"[bold red]error:[/] {err.message}", markup=True, highlight=False)
+    if err.hint:
+        err_console.print(f"[dim]hint:[/] {err.hint}", markup=True, highlight=False)
+    raise typer.Exit(err.exit_code)
+
+
+def main() -> None:
+    """Console entry point: run the app, map SpotfitError to one line and an exit code."""
+    from spotfit.cli import jobs, market  # noqa: F401  (registers the commands)
+
+    try:
+        app(standalone_mode=False)
+    except SpotfitError as err:
+        if _debug["on"]:
+            raise
+        try:
+            fail(err)
+        except typer.Exit as exit_:
+            sys.exit(exit_.exit_code)
+    except typer.Exit as exit_:
+        sys.exit(exit_.exit_code)
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise

@@ -1,0 +1,178 @@
+"""The Policy protocol: one decision per tick from the past and the present.
+
+A policy is asked at the start of every tick what the job should run on now::
+
+    policy = make_policy("spotfit")
+    policy.reset()                                 # a new job
+    decision = policy.decide(ctx)                  # once per tick, online
+
+`ctx` is a `Context` (all times in seconds since the job started):
+
+- `now_s`, `gap_s`: the start of this tick and the tick length;
+- `work_s`, `work_done_s`, `deadline_s`, `overhead_s`: the job and its progress;
+- `mode`: what runs now, after this tick's preemption check (`NONE` right after a preemption,
+  with `preempted=True`); `overhead_left_s`: start-up still to pay in the current launch;
+- `market`: a `MarketView` of every zone up to now (`is_available`, `spot_usd_per_h`,
+  `on_demand_usd_per_h`, `run_ticks`, `mean_up_ticks`, `mean_down_ticks`, `history`);
+- `zones`: the zones the job may use (one for a single-zone job).
+
+The answer is a `Decision`: `NONE` (wait, nothing billed), `spot(zone)` (the zone's spot must be
+available now) or `ON_DEMAND`. Returning the current mode continues it; anything else is a fresh
+launch that pays `overhead_s` again. The offline simulator drives exactly this API; the
+controller calls it the same way on live observations. `optimum` is the one offline policy: it
+sees the whole trace and is solved, not asked (`offline = True`, `solve(...)`).
+
+Policies are registered by name (`POLICIES`); `make_policy` imports them lazily.
+
+Example:
+
+>>> p = make_policy("on_demand")
+>>> p.name, sorted(POLICIES)[:2]
+('on_demand', ['greedy', 'on_demand'])
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar, Protocol, runtime_checkable
+
+from spotfit.errors import UsageError
+from spotfit.market.view import MarketView
+
+
+class Kind(str, Enum):
+    NONE = "none"
+    SPOT = "spot"
+    ON_DEMAND = "on_demand"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to run this tick: NONE, SPOT in `zone`, or ON_DEMAND."""
+
+    kind: Kind
+    zone: str | None = None
+
+    def __str__(self) -> str:
+        return f"spot:{self.zone}" if self.kind is Kind.SPOT else self.kind.value
+
+
+NONE = Decision(Kind.NONE)
+ON_DEMAND = Decision(Kind.ON_DEMAND)
+
+
+def spot(zone: str) -> Decision:
+    """Run on spot in `zone` (it must be available now)."""
+    return Decision(Kind.SPOT, zone)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Everything a policy may know at the start of a tick (seconds since job start)."""
+
+    now_s: float
+    gap_s: int
+    work_s: float
+    work_done_s: float
+    deadline_s: float
+    overhead_s: float
+    mode: Decision
+    overhead_left_s: float
+    market: MarketView
+    zones: tuple[str, ...]
+    preempted: bool = False
+
+    @property
+    def work_left_s(self) -> float:
+        return self.work_s - self.work_done_s
+
+    @property
+    def time_left_s(self) -> float:
+        return self.deadline_s - self.now_s
+
+    @property
+    def slack_s(self) -> float:
+        """Time to spare if the job went on-demand now (a launch unless already on it)."""
+        start_up = self.overhead_left_s if self.mode.kind is Kind.ON_DEMAND else self.overhead_s
+        return self.time_left_s - self.work_left_s - start_up
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Decides per tick; `reset` starts a new job (policies may keep state between ticks)."""
+
+    name: ClassVar[str]
+    multi_zone: ClassVar[bool]  # True: uses every zone of ctx.zones together
+
+    def reset(self) -> None: ...
+
+    def decide(self, ctx: Context) -> Decision: ...
+
+
+class InvalidDecision(RuntimeError):
+    """A policy chose something the market does not allow (a bug in the policy)."""
+
+
+class BasePolicy:
+    """Stateless default: `reset` does nothing. Subclasses implement `decide`."""
+
+    name: ClassVar[str] = ""
+    multi_zone: ClassVar[bool] = False
+    offline: ClassVar[bool] = False
+
+    def reset(self) -> None:
+        return None
+
+    def decide(self, ctx: Context) -> Decision:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def safe_off_on_demand(ctx: Context, gain_s: float) -> bool:
+    """True when doing something else than on-demand this tick still leaves a way to finish.
+
+    The job gains `gain_s` of progress this tick at best (0 when waiting, or when the spot
+    instance is still starting); the latest on-demand launch is then at the next tick, and it
+    must finish by the deadline. Keeping this true at every tick is what guarantees the
+    deadline whenever on-demand from the start would make it.
+    """
+    left_s = ctx.work_left_s - gain_s
+    if left_s <= 0:
+        return True
+    return ctx.now_s + ctx.gap_s + ctx.overhead_s + left_s <= ctx.deadline_s + 1e-6
+
+
+def gain_if_continued(ctx: Context) -> float:
+    """Progress this tick if the current launch keeps running."""
+    if ctx.mode.kind is Kind.NONE:
+        return 0.0
+    return max(0.0, ctx.gap_s - ctx.overhead_left_s)
+
+
+def gain_if_launched(ctx: Context) -> float:
+    """Progress this tick of a fresh launch."""
+    return max(0.0, ctx.gap_s - ctx.overhead_s)
+
+
+POLICIES: dict[str, str] = {
+    "on_demand": "spotfit.market.policies.on_demand:OnDemand",
+    "greedy": "spotfit.market.policies.greedy:Greedy",
+    "uniform_progress": "spotfit.market.policies.uniform_progress:UniformProgress",
+    "spotfit": "spotfit.market.policies.spotfit:Spotfit",
+    "optimum": "spotfit.market.policies.optimum:Optimum",
+}
+
+DEFAULT_POLICY = "spotfit"
+
+
+def make_policy(name: str) -> Policy:
+    """A fresh policy by registry name; unknown names raise a UsageError listing valid ones."""
+    target = POLICIES.get(name)
+    if target is None:
+        raise UsageError(
+            f"Unknown policy {name!r}: expected one of {', '.join(sorted(POLICIES))}.",
+            hint=f"Use --policy {DEFAULT_POLICY} (the default) or --policy all.",
+        )
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)()

@@ -1,0 +1,275 @@
+"""Spot market traces: load the shared CSV format and summarise each zone.
+
+A trace is one row per zone per tick::
+
+    tick,timestamp,zone,available,spot_price_usd_per_h,on_demand_usd_per_h
+    0,2023-02-15 22:08:16,us-east-1a,0,1.6703,3.06
+
+`available` is 1 when spot capacity could be had (any count >= 1 also means available).
+Files may be gzipped. The tick length (`gap_s`) is inferred from the timestamps (the median
+step, rounded to whole seconds) unless given. Every zone must cover the same ticks.
+
+Example:
+
+>>> trace = load_trace(resolve_trace("aws-v100"))
+>>> trace.zones[0], trace.gap_s, trace.n_ticks
+('us-east-1a', 195, 20158)
+>>> round(zone_stats(trace)[0].availability, 2)
+0.17
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from spotfit.errors import TraceError
+
+COLUMNS = ("tick", "timestamp", "zone", "available", "spot_price_usd_per_h", "on_demand_usd_per_h")
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+# Bundled traces by short name; the file name is accepted too.
+BUNDLED = {"aws-v100": "aws_p3.2xlarge_v100_avail_2023-02-15_9zones.csv.gz"}
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Per-zone availability and prices on a common tick grid (arrays are zones × ticks)."""
+
+    zones: tuple[str, ...]
+    gap_s: int
+    start: datetime
+    available: np.ndarray  # bool
+    spot_usd_per_h: np.ndarray  # float
+    on_demand_usd_per_h: np.ndarray  # float
+    source: str = ""
+
+    @property
+    def n_ticks(self) -> int:
+        return int(self.available.shape[1])
+
+    def zone_index(self, zone: str) -> int:
+        """Row of `zone`; raise a TraceError that lists the trace's zones otherwise."""
+        try:
+            return self.zones.index(zone)
+        except ValueError:
+            raise TraceError(
+                f"Unknown zone {zone!r} for trace {self.source or '<memory>'}: "
+                f"expected one of {', '.join(self.zones)}.",
+                hint="Pass zones that the trace contains, or omit them to use all.",
+            ) from None
+
+    def select(self, zones: list[str] | tuple[str, ...] | None) -> Trace:
+        """The same trace restricted to `zones` (all zones when empty or None)."""
+        if not zones:
+            return self
+        rows = [self.zone_index(z) for z in zones]
+        return Trace(
+            zones=tuple(zones),
+            gap_s=self.gap_s,
+            start=self.start,
+            available=self.available[rows],
+            spot_usd_per_h=self.spot_usd_per_h[rows],
+            on_demand_usd_per_h=self.on_demand_usd_per_h[rows],
+            source=self.source,
+        )
+
+
+@dataclass(frozen=True)
+class ZoneStats:
+    """What the history says about one zone (times in hours, prices in $/h)."""
+
+    zone: str
+    availability: float
+    mean_up_h: float
+    mean_down_h: float
+    mtbf_h: float
+    preemptions: int
+    spot_min_usd_per_h: float
+    spot_mean_usd_per_h: float
+    spot_max_usd_per_h: float
+    on_demand_usd_per_h: float
+
+
+def resolve_trace(name_or_path: str | Path) -> Path:
+    """Path of a trace given a file path or a bundled name (`aws-v100` or its file name)."""
+    text = str(name_or_path)
+    if text in BUNDLED:
+        return DATA_DIR / BUNDLED[text]
+    if text in BUNDLED.values():
+        return DATA_DIR / text
+    path = Path(text).expanduser()
+    if path.is_file():
+        return path
+    raise TraceError(
+        f"Trace not found: {text!r}: expected a CSV(.gz) file or a bundled trace name "
+        f"({', '.join(sorted(BUNDLED))}).",
+        hint="Check the path, or use --trace aws-v100 for the bundled AWS V100 trace.",
+    )
+
+
+def load_trace(path: str | Path, gap_s: int | None = None) -> Trace:
+    """Read a trace CSV (gzipped or not) into a `Trace`, validating every row."""
+    path = resolve_trace(path)
+    text = _read_text(path)
+    lines = text.splitlines()
+    if not lines or not lines[0].strip():
+        raise _bad(path, "the file is empty", "a header line", "write the header " + ",".join(COLUMNS))
+    header = [h.strip() for h in lines[0].split(",")]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise _bad(path, f"missing column(s) {', '.join(missing)} in header {lines[0]!r}",
+                   "columns " + ",".join(COLUMNS), "rename or add the columns")
+    pos = [header.index(c) for c in COLUMNS]
+    rows = [line.split(",") for line in lines[1:] if line.strip()]
+    if not rows:
+        raise _bad(path, "no data rows", "one row per zone per tick", "add rows under the header")
+    width = len(header)
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise _bad(path, f"row {i + 2} has {len(row)} fields: {lines[i + 1]!r}",
+                       f"{width} comma-separated fields", "fix or remove that row")
+    cols = list(zip(*rows))
+    ticks = _numbers(path, cols[pos[0]], "tick", int)
+    zone_col = [z.strip() for z in cols[pos[2]]]
+    avail = _numbers(path, cols[pos[3]], "available", float)
+    spot = _numbers(path, cols[pos[4]], "spot_price_usd_per_h", float)
+    od = _numbers(path, cols[pos[5]], "on_demand_usd_per_h", float)
+    for name, arr in (("available", avail), ("spot_price_usd_per_h", spot), ("on_demand_usd_per_h", od)):
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+        if bad.size:
+            r = int(bad[0])
+            raise _bad(path, f"row {r + 2} has {name}={cols[pos[COLUMNS.index(name)]][r]!r}",
+                       "a finite number >= 0", "fix that row")
+
+    zones = list(dict.fromkeys(zone_col))
+    zone_arr = np.array(zone_col)
+    n = int(np.sum(zone_arr == zones[0]))
+    avail_z, spot_z, od_z = [], [], []
+    first_rows = None
+    for z in zones:
+        rows_z = np.flatnonzero(zone_arr == z)
+        if rows_z.size != n:
+            raise _bad(path, f"zone {z!r} has {rows_z.size} rows but zone {zones[0]!r} has {n}",
+                       "the same ticks for every zone", "fill the missing ticks or drop the zone")
+        order = np.argsort(ticks[rows_z], kind="stable")
+        rows_z = rows_z[order]
+        t = ticks[rows_z]
+        if t[0] != 0 or np.any(np.diff(t) != 1):
+            k = 0 if t[0] != 0 else int(np.flatnonzero(np.diff(t) != 1)[0]) + 1
+            raise _bad(path, f"zone {z!r} has tick {t[k]} at row {rows_z[k] + 2} after tick "
+                       f"{t[k - 1] if k else 'none'}", "ticks 0, 1, 2, ... with no gap or repeat",
+                       "renumber the ticks")
+        if first_rows is None:
+            first_rows = rows_z
+        avail_z.append(avail[rows_z] >= 1)
+        spot_z.append(spot[rows_z])
+        od_z.append(od[rows_z])
+
+    stamps = [cols[pos[1]][r] for r in first_rows]
+    start = _timestamp(path, stamps[0], int(first_rows[0]))
+    if gap_s is None:
+        gap_s = _infer_gap(path, stamps, first_rows)
+    elif gap_s <= 0:
+        raise TraceError(f"Invalid gap_s: received {gap_s}, expected a positive number of seconds.",
+                         hint="Pass --gap-s 195 (or omit it to infer the gap from the timestamps).")
+    return Trace(
+        zones=tuple(zones),
+        gap_s=int(gap_s),
+        start=start,
+        available=np.vstack(avail_z),
+        spot_usd_per_h=np.vstack(spot_z),
+        on_demand_usd_per_h=np.vstack(od_z),
+        source=str(path),
+    )
+
+
+def zone_stats(trace: Trace) -> list[ZoneStats]:
+    """Availability, mean up/down time, MTBF and price summary for every zone."""
+    hours = trace.gap_s / 3600.0
+    out = []
+    for i, zone in enumerate(trace.zones):
+        a = trace.available[i]
+        up_runs, down_runs = run_lengths(a)
+        preemptions = int(np.sum(a[:-1] & ~a[1:]))
+        up_ticks = int(a.sum())
+        spot = trace.spot_usd_per_h[i]
+        out.append(ZoneStats(
+            zone=zone,
+            availability=float(a.mean()),
+            mean_up_h=float(up_runs.mean() * hours) if up_runs.size else 0.0,
+            mean_down_h=float(down_runs.mean() * hours) if down_runs.size else 0.0,
+            mtbf_h=up_ticks * hours / preemptions if preemptions else float("inf"),
+            preemptions=preemptions,
+            spot_min_usd_per_h=float(spot.min()),
+            spot_mean_usd_per_h=float(spot.mean()),
+            spot_max_usd_per_h=float(spot.max()),
+            on_demand_usd_per_h=float(trace.on_demand_usd_per_h[i].mean()),
+        ))
+    return out
+
+
+def run_lengths(available: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths (in ticks) of the up runs and the down runs of a boolean series."""
+    a = np.asarray(available, dtype=bool)
+    if a.size == 0:
+        return np.zeros(0, int), np.zeros(0, int)
+    edges = np.flatnonzero(a[1:] != a[:-1]) + 1
+    bounds = np.concatenate(([0], edges, [a.size]))
+    lengths = np.diff(bounds)
+    states = a[bounds[:-1]]
+    return lengths[states], lengths[~states]
+
+
+def _read_text(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise _bad(path, f"cannot be read ({exc})", "a UTF-8 CSV, optionally gzipped",
+                   "re-export the trace") from None
+
+
+def _numbers(path: Path, values: tuple[str, ...], name: str, kind: type) -> np.ndarray:
+    try:
+        return np.array(values, dtype=float).astype(kind) if kind is int else np.array(values, dtype=float)
+    except ValueError:
+        for r, v in enumerate(values):
+            try:
+                float(v)
+            except ValueError:
+                raise _bad(path, f"row {r + 2} has {name}={v!r}", "a number", "fix that row") from None
+        raise
+
+
+def _timestamp(path: Path, text: str, row: int) -> datetime:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise _bad(path, f"row {row + 2} has timestamp={text!r}", "ISO format like 2023-02-15 22:08:16",
+                   "fix that row") from None
+
+
+def _infer_gap(path: Path, stamps: list[str], rows: np.ndarray) -> int:
+    if len(stamps) < 2:
+        raise _bad(path, "only one tick, so the tick length cannot be inferred",
+                   "two or more ticks per zone", "add ticks or pass --gap-s")
+    secs = np.array([_timestamp(path, s, int(r)).timestamp() for s, r in zip(stamps, rows)])
+    steps = np.diff(secs)
+    if np.any(steps <= 0):
+        k = int(np.flatnonzero(steps <= 0)[0]) + 1
+        raise _bad(path, f"row {rows[k] + 2} has timestamp={stamps[k]!r}, not after {stamps[k - 1]!r}",
+                   "timestamps increasing with the tick", "fix the timestamps or pass --gap-s")
+    return int(round(float(np.median(steps))))
+
+
+def _bad(path: Path, what: str, expected: str, fix: str) -> TraceError:
+    return TraceError(f"Malformed trace {path.name}: {what}; expected {expected}.", hint=f"Fix: {fix}.")

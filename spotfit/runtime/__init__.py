@@ -1,0 +1,17 @@
+"""The runtime: the code that runs inside an attempt, the only part of spotfit that imports TF.
+
+It runs the user's Keras script unmodified and instruments `keras.Model.fit`: restore the
+newest valid checkpoint, replay the input pipeline to the exact data position, checkpoint
+periodically and on a preemption notice, report progress and events to the object store.
+
+It talks to the controller only through the job's store prefix and its exit code:
+
+- `EXIT_DONE` (0): the script finished.
+- `EXIT_PREEMPTED` (75): a preemption notice arrived; a checkpoint of the current step was saved.
+- `EXIT_STOPPED` (76): stopped on request (a rule or `spotfit cancel`); a checkpoint was saved.
+- anything else: the script or the runtime failed.
+"""
+
+EXIT_DONE = 0
+EXIT_PREEMPTED = 75
+EXIT_STOPPED = 76

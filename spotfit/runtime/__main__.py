@@ -1,0 +1,3 @@
+from spotfit.runtime.main import main
+
+main()

@@ -1,0 +1,38 @@
+"""What the controller tells an attempt: written as `runtime.json` under the job's prefix."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class RuntimeConfig:
+    """Everything one attempt needs; plain data so that any backend can ship it."""
+
+    job_id: str
+    job_url: str  # the job's prefix in the object store
+    script: str  # absolute path of the script on the machine that runs it
+    workdir: str
+    args: list[str] = field(default_factory=list)
+    attempt: int = 1
+    seed: int = 0
+    deterministic: bool = False
+    keep: int = 2
+    interval_steps: int | None = None
+    interval_s: float | None = None
+    mtbf_s: float | None = None  # mean time between preemptions, wall seconds (interval: auto)
+    hold_at_steps: list[int] = field(default_factory=list)  # injected preemptions
+    hold_timeout_s: float = 60.0
+    heartbeat_s: float = 1.0
+    metadata_url: str | None = None  # spot interruption notice endpoint (AWS IMDS)
+    metadata_poll_s: float = 5.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RuntimeConfig":
+        data = json.loads(text)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})

@@ -1,0 +1,260 @@
+"""The job spec: what a user writes next to a Keras script, validated with pydantic.
+
+`load_spec(path)` reads the YAML, rejects unknown keys with a did-you-mean, and turns every
+validation problem into one `SpecError` line that names the field, the value received, what
+was expected and the fix. `docs/job-spec.md` documents each field.
+
+Example:
+
+>>> spec = JobSpec.model_validate({"name": "digits", "script": "train.py"})
+>>> spec.resources.accelerator, spec.checkpoint.keep, spec.training.strategy
+('V100', 2, 'auto')
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from spotfit.errors import SpecError
+
+DOCS = "docs/job-spec.md"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Resources(_Section):
+    """What to run on: accelerator type and count per machine, machines, spot or on-demand."""
+
+    accelerator: str = Field("V100", description="GPU type, e.g. V100, A100, H100, L4, T4, or CPU.")
+    count: int = Field(1, ge=1, le=16, description="accelerators per machine")
+    workers: int = Field(1, ge=1, le=64, description="machines (MultiWorkerMirroredStrategy when > 1)")
+    spot: bool = Field(True, description="use spot capacity (on-demand only when false)")
+
+
+class Preemption(_Section):
+    """An injected preemption: SIGTERM at `at_step`, SIGKILL `notice_s` seconds later."""
+
+    at_step: int = Field(ge=1)
+    notice_s: float = Field(5.0, ge=0)
+
+
+class Market(_Section):
+    """The replayed spot market of the local backend (trace time, not wall time)."""
+
+    trace: str | None = Field("aws-v100", description="bundled trace name or path to a trace CSV")
+    zones: list[str] = Field(default_factory=list, description="zones to use; empty = all in the trace")
+    start: datetime | None = Field(None, description="trace time at which the job starts")
+    time_scale: float = Field(600.0, gt=0, description="trace seconds per real second")
+    gap_s: float | None = Field(None, gt=0, description="override the trace's tick length")
+    policy: str = Field("default", description="spot policy name (see `spotfit simulate`)")
+    overhead_h: float = Field(0.2, ge=0, description="restart overhead assumed by the policy")
+    preemptions: list[Preemption] = Field(default_factory=list)
+
+
+class StepsInterval(_Section):
+    steps: int = Field(ge=1)
+
+
+class SecondsInterval(_Section):
+    seconds: float = Field(gt=0)
+
+
+class Checkpoint(_Section):
+    """Where and how often to checkpoint."""
+
+    store: str | None = Field(None, description="object store URL; default file://$SPOTFIT_HOME/store")
+    interval: Union[Literal["auto"], StepsInterval, SecondsInterval] = "auto"
+    keep: int = Field(2, ge=1, description="good checkpoints kept")
+
+    @field_validator("store")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[a-z0-9]+://", value):
+            raise ValueError("expected a URL such as file:///path, s3://bucket/prefix or memory://x")
+        return value
+
+
+class Training(_Section):
+    """Speed-ups and reproducibility."""
+
+    strategy: Literal["auto", "none", "mirrored", "multi_worker"] = "auto"
+    mixed_precision: Literal["auto", "off", "mixed_float16", "mixed_bfloat16"] = "auto"
+    xla: Literal["auto", "on", "off"] = "auto"
+    seed: int = Field(0, ge=0, description="seed of data order and random layers")
+    deterministic: bool = Field(False, description="enable TF op determinism (bit-identical resume)")
+
+
+class Export(_Section):
+    """Where the trained model goes."""
+
+    registry: str | None = Field(None, description="registry URL; default file://$SPOTFIT_HOME/registry")
+    formats: list[Literal["savedmodel", "tflite", "keras"]] = Field(default_factory=lambda: ["savedmodel"])
+
+
+class JobSpec(_Section):
+    """A training job: a Keras script plus where, how and within which limits to run it."""
+
+    name: str = Field(description="job name: letters, digits, `-`, `_`")
+    script: str = Field(description="path to the Keras script, relative to the spec file")
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="environment for the script")
+    backend: Literal["local", "aws", "kubernetes"] = "local"
+    resources: Resources = Field(default_factory=Resources)
+    market: Market = Field(default_factory=Market)
+    checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+    training: Training = Field(default_factory=Training)
+    deadline_h: float | None = Field(None, gt=0, description="finish within this many trace hours")
+    work_h: float | None = Field(None, gt=0, description="expected training time, for planning")
+    budget_usd: float | None = Field(None, gt=0, description="stop when the job has cost this much")
+    max_failures: int = Field(3, ge=0, description="user-code failures retried before giving up")
+    export: Export | None = None
+
+    # Not part of the YAML: where the spec file lives (script paths are relative to it).
+    base_dir: str = Field(".", exclude=True, repr=False)
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", value):
+            raise ValueError("expected 1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
+        return value
+
+    @property
+    def script_path(self) -> Path:
+        """Absolute path of the training script."""
+        return (Path(self.base_dir) / self.script).resolve()
+
+    def spec_hash(self) -> str:
+        """sha256 of the canonical JSON form of the spec (stable across key order)."""
+        doc = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
+    """Read and validate a job spec YAML file; raise `SpecError` with one clear line."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(
+            f"Job spec not found: received {str(path)!r}, expected a YAML file.",
+            hint="Pass the path of your job YAML, e.g. `spotfit validate examples/digits/spotfit.yaml`.",
+        )
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SpecError(
+            f"Job spec {path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}.",
+            hint="Check indentation and quoting around that line.",
+        ) from exc
+    spec = parse_spec(raw, source=str(path), base_dir=str(path.parent.resolve()))
+    if check_script and not spec.script_path.is_file():
+        raise SpecError(
+            f"Invalid `script`: received {spec.script!r}, expected a file relative to "
+            f"{path.parent}/ (looked for {spec.script_path}).",
+            hint="Fix the path in `script:`; it is relative to the spec file.",
+        )
+    return spec
+
+
+def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec:
+    """Validate a parsed YAML document (a mapping) into a `JobSpec`."""
+    if not isinstance(raw, dict):
+        raise SpecError(
+            f"Job spec {source} must be a mapping of fields, received {type(raw).__name__}.",
+            hint=f"Start from examples/digits/spotfit.yaml; fields are listed in {DOCS}.",
+        )
+    try:
+        return JobSpec.model_validate({**raw, "base_dir": base_dir})
+    except ValidationError as exc:
+        raise _to_spec_error(exc, raw, source) from None
+
+
+def dump_spec(spec: JobSpec) -> str:
+    """The spec as YAML, such that `parse_spec(yaml.safe_load(dump_spec(s)))` equals `s`."""
+    return yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False)
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model that holds the field at `loc` (for did-you-mean suggestions)."""
+    model: Any = JobSpec
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if isinstance(model, type) else None
+        if field is None:
+            return None
+        annotation = field.annotation
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        for sub in candidates:
+            sub_args = getattr(sub, "__args__", ())
+            found = next((a for a in (sub, *sub_args) if isinstance(a, type) and issubclass(a, BaseModel)), None)
+            if found:
+                model = found
+                break
+        else:
+            return None
+    return model
+
+
+def _value_at(raw: Any, loc: tuple) -> Any:
+    for part in loc:
+        try:
+            raw = raw[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return raw
+
+
+def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
+    """One line for the first problem (`and N more` when there are several)."""
+    # Unknown keys first: a misspelt key usually also explains a "missing" one.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    # A field with several union members reports one error per member: keep the first per loc.
+    first = errors[0]
+    loc = tuple(p for p in first["loc"] if p not in ("literal['auto']", "StepsInterval", "SecondsInterval"))
+    dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+    more_locs = {tuple(e["loc"][:len(loc)]) for e in errors} - {loc}
+    more = f" ({len(more_locs)} more problem{'s' if len(more_locs) > 1 else ''} after this one)" if more_locs else ""
+    if first["type"] == "extra_forbidden":
+        model = _model_at(loc)
+        known = sorted(n for n, f in (model.model_fields.items() if model else []) if not f.exclude)
+        key = str(loc[-1])
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        parent = ".".join(str(p) for p in loc[:-1]) or "the top level"
+        suggestion = f" did you mean `{close[0]}`?" if close else ""
+        return SpecError(
+            f"Unknown field `{dotted}` in {source}:{suggestion}{more}",
+            hint=f"Valid fields at {parent}: {', '.join(known)} (see {DOCS}).",
+        )
+    received = _value_at(raw, loc) if first["type"] != "missing" else None
+    if first["type"] == "missing":
+        return SpecError(
+            f"Missing field `{dotted}` in {source}: it is required.{more}",
+            hint=f"Add `{loc[-1]}:` to the spec (see {DOCS}).",
+        )
+    expected = first["msg"]
+    if first["type"] == "literal_error":
+        expected = first["msg"].replace("Input should be", "expected one of")
+    elif first["type"] == "value_error":
+        expected = first["msg"].removeprefix("Value error, ")
+    else:
+        expected = "expected: " + expected[0].lower() + expected[1:]
+    if str(loc[-1]) == "interval":
+        expected = "expected `auto`, `{steps: N}` or `{seconds: S}`"
+    return SpecError(
+        f"Invalid `{dotted}` in {source}: received {received!r}, {expected}.{more}",
+        hint=f"Fix `{dotted}` (see {DOCS}).",
+    )
