@@ -42,6 +42,8 @@ CREATE TABLE jobs (
     step INTEGER NOT NULL DEFAULT 0,
     total_steps INTEGER,
     loss REAL,
+    clock_origin REAL,
+    trace_origin_s REAL,
     trace_now_s REAL NOT NULL DEFAULT 0,
     message TEXT,
     result_json TEXT
@@ -120,7 +122,9 @@ class StateDB:
                     hint="Upgrade spotfit, or point SPOTFIT_HOME at another folder.",
                 )
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                conn.executescript(_MIGRATIONS[target].replace("\n", "\n"))
+                # One statement at a time: executescript() would commit the transaction.
+                for statement in filter(str.strip, _MIGRATIONS[target].split(";")):
+                    conn.execute(statement)
                 conn.execute(f"PRAGMA user_version={target}")
 
     # jobs ---------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-console = Console()
-err_console = Console(stderr=True)
+# Pipes and CI logs get wide tables instead of columns cut to 80 characters.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 _debug = {"on": False}
 
@@ -52,7 +53,7 @@ def fail(err: SpotfitError) -> None:
 
 def main() -> None:
     """Console entry point: run the app, map SpotfitError to one line and an exit code."""
-    from spotfit.cli import jobs, market  # noqa: F401  (registers the commands)
+    from spotfit.cli import jobs, ledger, market  # noqa: F401  (registers the commands)
 
     try:
         app(standalone_mode=False)

@@ -127,17 +127,19 @@ def load_trace(path: str | Path, gap_s: int | None = None) -> Trace:
         raise _bad(path, f"missing column(s) {', '.join(missing)} in header {lines[0]!r}",
                    "columns " + ",".join(COLUMNS), "rename or add the columns")
     pos = [header.index(c) for c in COLUMNS]
-    rows = [line.split(",") for line in lines[1:] if line.strip()]
-    if not rows:
+    body = [line for line in lines[1:] if line.strip()]
+    if not body:
         raise _bad(path, "no data rows", "one row per zone per tick", "add rows under the header")
     width = len(header)
-    for i, row in enumerate(rows):
-        if len(row) != width:
-            raise _bad(path, f"row {i + 2} has {len(row)} fields: {lines[i + 1]!r}",
-                       f"{width} comma-separated fields", "fix or remove that row")
-    cols = list(zip(*rows))
+    flat = ",".join(body).split(",")
+    if len(flat) != width * len(body):
+        for i, line in enumerate(lines[1:]):
+            if line.strip() and line.count(",") != width - 1:
+                raise _bad(path, f"row {i + 2} has {line.count(',') + 1} fields: {line!r}",
+                           f"{width} comma-separated fields", "fix or remove that row")
+    cols = [flat[k::width] for k in range(width)]
     ticks = _numbers(path, cols[pos[0]], "tick", int)
-    zone_col = [z.strip() for z in cols[pos[2]]]
+    zone_col = np.char.strip(np.array(cols[pos[2]]))
     avail = _numbers(path, cols[pos[3]], "available", float)
     spot = _numbers(path, cols[pos[4]], "spot_price_usd_per_h", float)
     od = _numbers(path, cols[pos[5]], "on_demand_usd_per_h", float)
@@ -148,13 +150,13 @@ def load_trace(path: str | Path, gap_s: int | None = None) -> Trace:
             raise _bad(path, f"row {r + 2} has {name}={cols[pos[COLUMNS.index(name)]][r]!r}",
                        "a finite number >= 0", "fix that row")
 
-    zones = list(dict.fromkeys(zone_col))
-    zone_arr = np.array(zone_col)
-    n = int(np.sum(zone_arr == zones[0]))
+    names, first_seen, zone_ids = np.unique(zone_col, return_index=True, return_inverse=True)
+    zones = [str(names[i]) for i in np.argsort(first_seen)]
+    n = int(np.sum(zone_col == zones[0]))
     avail_z, spot_z, od_z = [], [], []
     first_rows = None
     for z in zones:
-        rows_z = np.flatnonzero(zone_arr == z)
+        rows_z = np.flatnonzero(zone_ids == int(np.searchsorted(names, z)))
         if rows_z.size != n:
             raise _bad(path, f"zone {z!r} has {rows_z.size} rows but zone {zones[0]!r} has {n}",
                        "the same ticks for every zone", "fill the missing ticks or drop the zone")

@@ -26,7 +26,7 @@ class MarketView:
     """Causal view over per-zone availability and prices; `tick` is "now"."""
 
     __slots__ = ("zones", "gap_s", "tick", "_index", "_avail", "_spot", "_od", "_cum_up",
-                 "_run_start", "_falls", "_rises", "_n")
+                 "_run_start", "_falls", "_rises", "_n", "_runs")
 
     def __init__(self, zones: Sequence[str], gap_s: int, available: np.ndarray,
                  spot_usd_per_h: np.ndarray, on_demand_usd_per_h: np.ndarray, tick: int = 0):
@@ -50,6 +50,7 @@ class MarketView:
         rises[:, 1:] = ~a[:, :-1] & a[:, 1:]
         self._falls = np.cumsum(falls, axis=1)
         self._rises = np.cumsum(rises, axis=1)
+        self._runs: dict[int, tuple] = {}
 
     @classmethod
     def of_trace(cls, trace, tick: int = 0) -> MarketView:
@@ -115,3 +116,23 @@ class MarketView:
             return None
         current = 0 if self._avail[i, t] else self.run_ticks(zone)
         return (t + 1 - float(self._cum_up[i, t]) - current) / n
+
+    def up_runs(self, zone: str) -> np.ndarray:
+        """Lengths (ticks) of the up runs of `zone` that ended before now, oldest first."""
+        return self._completed(zone, True)
+
+    def down_runs(self, zone: str) -> np.ndarray:
+        """Lengths (ticks) of the down runs of `zone` that ended before now, oldest first."""
+        return self._completed(zone, False)
+
+    def _completed(self, zone: str, up: bool) -> np.ndarray:
+        i = self._index[zone]
+        if i not in self._runs:
+            a = self._avail[i]
+            starts = np.concatenate(([0], np.flatnonzero(a[1:] != a[:-1]) + 1))
+            ends = np.concatenate((starts[1:], [self._n]))  # the tick a run is known to be over
+            lengths = ends - starts
+            state = a[starts]
+            self._runs[i] = ((lengths[state], ends[state]), (lengths[~state], ends[~state]))
+        lengths, ends = self._runs[i][0 if up else 1]
+        return lengths[: int(np.searchsorted(ends, self._t(), side="right"))]

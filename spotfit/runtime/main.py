@@ -100,6 +100,19 @@ def main(argv: list[str] | None = None) -> None:
         traceback.print_exc()
         sys.stderr.flush()
         code = 1
+    _record_exit(argv[0], int(argv[1]), code)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _record_exit(job_url: str, attempt: int, code: int) -> None:
+    """Leave the exit code in the store: a controller that adopted this attempt reads it."""
+    import json
+
+    try:
+        open_store(job_url).write_bytes(
+            f"attempts/{attempt:04d}/exit.json", json.dumps({"code": code, "at": time.time()}).encode()
+        )
+    except Exception as exc:  # the code still reaches a parent through the exit status
+        sys.stderr.write(f"spotfit: could not record the exit code: {exc}\n")

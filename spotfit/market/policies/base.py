@@ -164,14 +164,15 @@ POLICIES: dict[str, str] = {
 }
 
 DEFAULT_POLICY = "spotfit"
+ALIASES = {"default": DEFAULT_POLICY}
 
 
 def make_policy(name: str) -> Policy:
     """A fresh policy by registry name; unknown names raise a UsageError listing valid ones."""
-    target = POLICIES.get(name)
+    target = POLICIES.get(ALIASES.get(name, name))
     if target is None:
         raise UsageError(
-            f"Unknown policy {name!r}: expected one of {', '.join(sorted(POLICIES))}.",
+            f"Unknown policy {name!r}: expected one of {', '.join(sorted([*POLICIES, *ALIASES]))}.",
             hint=f"Use --policy {DEFAULT_POLICY} (the default) or --policy all.",
         )
     module, cls = target.split(":")

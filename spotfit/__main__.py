@@ -1,0 +1,3 @@
+from spotfit.cli import main
+
+main()

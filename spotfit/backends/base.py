@@ -1,0 +1,71 @@
+"""The backend contract: launch an attempt somewhere, watch it, signal it, stop it.
+
+A backend knows nothing about policies, checkpoints or the ledger: the controller decides,
+the backend carries out. Handles are JSON-able strings so that a restarted controller can
+adopt the attempts of the one that died (`spotfit resume`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass
+class LaunchRequest:
+    """One attempt to start: the runtime reads everything else from `job_url`."""
+
+    job_id: str
+    attempt: int
+    job_url: str
+    zone: str | None
+    market: str  # "spot" or "on_demand"
+    workers: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    log_key: str = ""
+
+
+@dataclass
+class AttemptStatus:
+    """What a backend can tell about a launched attempt."""
+
+    running: bool
+    exit_code: int | None = None  # None while running, or when the exit went unobserved
+    signal: int | None = None  # the signal that ended it, if any
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def launch(self, request: LaunchRequest) -> str:
+        """Start the attempt; return its handle. Raise `NoCapacityError` when there is none."""
+
+    def status(self, handle: str) -> AttemptStatus:
+        """Whether the attempt still runs and, once it ended, how."""
+
+    def preempt(self, handle: str, notice_s: float) -> None:
+        """Deliver a preemption: SIGTERM now, SIGKILL after `notice_s` (0: SIGKILL at once)."""
+
+    def stop(self, handle: str, grace_s: float = 10.0) -> None:
+        """Stop the attempt and release its resources (idempotent)."""
+
+
+_BACKENDS = {
+    "local": "spotfit.backends.local:LocalBackend",
+}
+
+
+def make_backend(name: str, **options) -> Backend:
+    """The backend registered as `name`."""
+    from spotfit.errors import UsageError
+
+    if name not in _BACKENDS:
+        raise UsageError(
+            f"Unknown backend {name!r}: expected one of {', '.join(sorted(_BACKENDS))}.",
+            hint="Set `backend: local` in the job spec (the others arrive with their extras).",
+        )
+    module, cls = _BACKENDS[name].split(":")
+    import importlib
+
+    return getattr(importlib.import_module(module), cls)(**options)

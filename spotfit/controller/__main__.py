@@ -1,0 +1,15 @@
+"""`python -m spotfit.controller JOB_ID`: a detached controller (what `spotfit run --detach` starts)."""
+
+import sys
+
+from spotfit.controller.loop import Controller
+from spotfit.home import home
+from spotfit.state import StateDB
+
+
+def main() -> None:
+    db = StateDB(home() / "state.db")
+    Controller(db, sys.argv[1]).run()
+
+
+main()

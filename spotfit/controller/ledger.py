@@ -1,0 +1,84 @@
+"""The cost ledger: what each attempt cost, what all-on-demand would have cost, what was wasted.
+
+A pure function of the attempts recorded in the state DB (trace time, trace prices):
+
+- spent: the sum of the attempts' costs (per-second billing, 60 s minimum per launch);
+- on-demand equivalent: one uninterrupted on-demand run of the same work: the first launch's
+  start-up overhead plus every step once, at the rate the attempts measured;
+- waste: steps trained twice (work lost between the last checkpoint and a preemption) and the
+  restart overhead of every launch after the first, with their cost at the spot price paid.
+
+Example:
+
+>>> rows = [{"number": 1, "market": "spot", "zone": "z", "state": "completed", "start_step": 0,
+...          "end_step": 100, "trace_start_s": 0.0, "trace_end_s": 3600.0, "billed_s": 3600.0,
+...          "cost_usd": 1.0, "info": {"timings": {"first_step_s": 6.0}, "time_scale": 100.0,
+...          "on_demand_usd_per_h": 3.06}}]
+>>> ledger(rows, total_steps=100)["totals"]["savings_pct"]
+67.3
+"""
+
+from __future__ import annotations
+
+
+def _overhead_s(attempt: dict) -> float:
+    """Trace seconds from launch to the end of the first step (process, import, restore, step)."""
+    info = attempt.get("info") or {}
+    first = (info.get("timings") or {}).get("first_step_s")
+    if first is None:
+        return float(attempt.get("billed_s") or 0.0) if not _steps(attempt) else 0.0
+    return min(first * info.get("time_scale", 1.0), float(attempt.get("billed_s") or 0.0))
+
+
+def _steps(attempt: dict) -> int:
+    return max(0, (attempt.get("end_step") or 0) - (attempt.get("start_step") or 0))
+
+
+def ledger(attempts: list[dict], total_steps: int | None) -> dict:
+    """Per-attempt rows and totals; see the module docstring for the definitions."""
+    rows, spent, redone, restart_s, waste_usd = [], 0.0, 0, 0.0, 0.0
+    od_price = next((a["info"].get("on_demand_usd_per_h") for a in attempts
+                     if (a.get("info") or {}).get("on_demand_usd_per_h")), None)
+    best_step = 0
+    productive_s, productive_steps = 0.0, 0
+    for i, a in enumerate(a for a in attempts if a.get("billed_s") is not None):
+        billed, cost = float(a["billed_s"]), float(a["cost_usd"] or 0.0)
+        price = cost / (billed / 3600.0) if billed else 0.0
+        overhead = _overhead_s(a)
+        lost = max(0, best_step - (a.get("start_step") or 0))
+        steps = _steps(a)
+        per_step = (billed - overhead) / steps if steps else 0.0
+        if steps:
+            productive_s += billed - overhead
+            productive_steps += steps
+        redone += lost
+        if i > 0:
+            restart_s += overhead
+            waste_usd += overhead / 3600.0 * price
+        waste_usd += lost * per_step / 3600.0 * price
+        best_step = max(best_step, a.get("end_step") or 0)
+        spent += cost
+        rows.append({
+            "attempt": a["number"], "state": a["state"], "market": a["market"], "zone": a["zone"],
+            "start_s": a["trace_start_s"], "end_s": a["trace_end_s"], "billed_s": round(billed, 3),
+            "price_usd_per_h": round(price, 6), "cost_usd": round(cost, 6),
+            "start_step": a.get("start_step"), "end_step": a.get("end_step"),
+        })
+    on_demand = None
+    if od_price and productive_steps:
+        first_overhead = _overhead_s(attempts[0])
+        work_s = productive_s / productive_steps * (total_steps or best_step)
+        on_demand = max(first_overhead + work_s, 60.0) / 3600.0 * od_price
+    savings = round(100.0 * (1.0 - spent / on_demand), 1) if on_demand else None
+    return {
+        "rows": rows,
+        "totals": {
+            "spent_usd": round(spent, 6),
+            "on_demand_usd": round(on_demand, 6) if on_demand is not None else None,
+            "savings_usd": round(on_demand - spent, 6) if on_demand is not None else None,
+            "savings_pct": savings,
+            "steps_redone": redone,
+            "restart_overhead_s": round(restart_s, 3),
+            "waste_usd": round(waste_usd, 6),
+        },
+    }

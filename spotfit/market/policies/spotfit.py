@@ -1,0 +1,161 @@
+"""`spotfit`: the default policy — spend the slack where the history says it buys the most spot.
+
+Slack (time to spare if the job went on-demand now) is what every cheap decision costs: each
+idle tick spends a tick of it, each launch spends `overhead_s`. The policy decides from the past
+and the present only (the zone's completed up and down runs so far, its current run, prices):
+
+1. Safety: whenever doing anything but on-demand this tick could leave too little time to
+   finish on on-demand from the next tick, run on-demand (`safe_off_on_demand`).
+2. Spot up: keep running spot; launch it from idle. From on-demand, switch only when the
+   expected rest of this up run (given how long it has lasted) saves more than the two
+   launches it costs (spot now, on-demand again after the preemption), slack included, and
+   only while the slack can pay both launches.
+3. Spot down, on on-demand: stay (hysteresis: leaving wastes the launch just paid).
+4. Spot down, idle: wait while this down run is younger than a threshold θ, else go on-demand.
+   θ is the largest wait such that waiting up to θ through every down run expected in the time
+   left (empirical down-run lengths, E[min(d, θ)]) fits the slack left after the launches
+   those down runs will cost. Short outages are waited out; long ones are bridged on-demand.
+
+Multi-zone (several `ctx.zones`): the same rules over the zones together; a preempted or idle
+job launches in the available zone with the lowest effective price (spot price plus the
+relaunch overhead spread over the zone's expected remaining up time); it waits only while
+no zone is up.
+
+Example:
+
+>>> Spotfit().name
+'spotfit'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spotfit.market.policies.base import (
+    NONE,
+    ON_DEMAND,
+    BasePolicy,
+    Context,
+    Decision,
+    Kind,
+    gain_if_continued,
+    gain_if_launched,
+    safe_off_on_demand,
+    spot,
+)
+
+# Before a zone has history: two pseudo-runs of typical spot up and down times.
+_PRIOR_UP_H, _PRIOR_DOWN_H, _PRIOR_RUNS = 4.0, 1.0, 2
+_PRIOR_RUN_H = 1.0  # expected rest of a run when too few past runs lasted as long
+_RESERVE_SHARE = 0.5  # of the initial slack, kept back in proportion to the work left
+_RECENT = 12  # completed up runs that judge whether the current one is worth a launch
+
+
+class Spotfit(BasePolicy):
+    name = "spotfit"
+    multi_zone = True
+
+    def decide(self, ctx: Context) -> Decision:
+        market = ctx.market
+        up = [z for z in ctx.zones if market.is_available(z)]
+        if ctx.mode.kind is Kind.SPOT:  # still up, or the simulator would have preempted it
+            return ctx.mode if safe_off_on_demand(ctx, gain_if_continued(ctx)) else ON_DEMAND
+        if up:
+            zone = min(up, key=lambda z: _effective_price(ctx, z))
+            if not safe_off_on_demand(ctx, gain_if_launched(ctx)):
+                return ON_DEMAND
+            if ctx.mode.kind is Kind.NONE:
+                return spot(zone)
+            return spot(zone) if _worth_leaving_on_demand(ctx, zone) else ON_DEMAND
+        if ctx.mode.kind is Kind.ON_DEMAND or not safe_off_on_demand(ctx, 0.0):
+            return ON_DEMAND
+        return NONE if _worth_waiting(ctx) else ON_DEMAND
+
+
+def _runs_h(ctx: Context, zone: str, up: bool) -> np.ndarray:
+    lengths = ctx.market.up_runs(zone) if up else ctx.market.down_runs(zone)
+    return lengths * (ctx.gap_s / 3600.0)
+
+
+def _residual_h(lengths_h: np.ndarray, age_h: float) -> float:
+    """Expected rest of a run that has lasted `age_h`, from the past runs' lengths."""
+    longer = lengths_h[lengths_h > age_h]
+    if longer.size < 3:
+        return max(age_h, _PRIOR_RUN_H)
+    return float(longer.mean() - age_h)
+
+
+def _effective_price(ctx: Context, zone: str) -> float:
+    market = ctx.market
+    price = market.spot_usd_per_h(zone)
+    age_h = market.run_ticks(zone) * ctx.gap_s / 3600.0
+    rest_h = _residual_h(_runs_h(ctx, zone, True), age_h)
+    return price * (1.0 + (ctx.overhead_s / 3600.0) / max(rest_h, 1e-3))
+
+
+def _slack_price(ctx: Context, zone: str) -> float:
+    """$ per hour of slack: what an hour of on-demand instead of spot costs, when slack is short."""
+    od = ctx.market.on_demand_usd_per_h(ctx.zones)
+    gap = od - ctx.market.spot_usd_per_h(zone)
+    return gap if _wait_threshold_h(ctx, zone) < float("inf") else 0.0
+
+
+def _reserve_s(ctx: Context) -> float:
+    """Slack kept back for the rest of the job: a share of the initial slack, shrinking with
+    the work left, so that no early outage or flapping spends what later preemptions need."""
+    initial = ctx.deadline_s - ctx.work_s - ctx.overhead_s
+    return _RESERVE_SHARE * initial * ctx.work_left_s / ctx.work_s
+
+
+def _worth_leaving_on_demand(ctx: Context, zone: str) -> bool:
+    o = ctx.overhead_s
+    if ctx.slack_s - 2 * o - ctx.gap_s < _reserve_s(ctx):
+        return False
+    market = ctx.market
+    od, price = market.on_demand_usd_per_h(ctx.zones), market.spot_usd_per_h(zone)
+    age = market.run_ticks(zone) * ctx.gap_s
+    runs = market.up_runs(zone)[-_RECENT:] * ctx.gap_s
+    rest = runs[runs > age] - age
+    if rest.size < 3:  # longer than (almost) anything seen lately: expect it to last as long again
+        rest = np.full(1, float(age))
+    rest = np.minimum(rest, ctx.work_left_s)
+    lam = _slack_price(ctx, zone)
+    net = (np.maximum(rest - o, 0) * (od - price) - np.minimum(rest, o) * price - o * od
+           - lam * (np.minimum(rest, o) + o)) / 3600.0
+    return float(net.mean()) > 0
+
+
+def _worth_waiting(ctx: Context) -> bool:
+    zones = ctx.zones
+    if len(zones) > 1:
+        return ctx.slack_s > 4 * ctx.overhead_s + ctx.gap_s
+    zone = zones[0]
+    age_h = ctx.market.run_ticks(zone) * ctx.gap_s / 3600.0
+    return age_h <= _wait_threshold_h(ctx, zone)
+
+
+def _wait_threshold_h(ctx: Context, zone: str) -> float:
+    """Longest wait per outage that the slack affords over the outages still to come (θ)."""
+    market = ctx.market
+    downs = _runs_h(ctx, zone, False)
+    ups = _runs_h(ctx, zone, True)
+    mean_down = (downs.sum() + _PRIOR_RUNS * _PRIOR_DOWN_H) / (downs.size + _PRIOR_RUNS)
+    mean_up = (ups.sum() + _PRIOR_RUNS * _PRIOR_UP_H) / (ups.size + _PRIOR_RUNS)
+    time_left_h = ctx.time_left_s / 3600.0
+    outages = time_left_h / (mean_up + mean_down)
+    budget_h = ctx.slack_s / 3600.0 - outages * ctx.overhead_s / 3600.0
+    if budget_h <= 0:
+        return 0.0
+    if downs.size < 3:
+        downs = np.full(1, mean_down)
+    d = np.sort(downs)
+    n = d.size
+    # E[min(d, θ)] at θ = d[i]: the shorter runs in full, the rest cut at d[i].
+    expected = (np.concatenate(([0.0], np.cumsum(d)[:-1])) + d * (n - np.arange(n))) / n
+    need = outages * expected
+    if need[-1] <= budget_h:
+        return float("inf")
+    i = int(np.searchsorted(need, budget_h, side="right"))
+    below_need, below_theta = (need[i - 1], d[i - 1]) if i else (0.0, 0.0)
+    # Between two sorted lengths E[min(d, θ)] grows linearly with slope (n - i) / n.
+    return below_theta + (budget_h - below_need) / (outages * (n - i) / n)

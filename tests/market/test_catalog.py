@@ -1,0 +1,27 @@
+"""The bundled price catalogs, parsed by header and filtered."""
+
+from __future__ import annotations
+
+import pytest
+
+from spotfit.errors import UsageError
+from spotfit.market.catalog import load_catalog
+
+
+def test_filters_by_accelerator_count_cloud_region():
+    offers = load_catalog(accelerator="v100", count=1, cloud="aws", region="us-east-1")
+    assert offers and all(o.cloud == "aws" and o.region == "us-east-1" and o.count == 1 for o in offers)
+    assert {o.instance_type for o in offers} == {"p3.2xlarge"}
+    assert offers[0].on_demand_usd_per_h == pytest.approx(3.06)
+
+
+def test_spot_filter_sorts_by_spot_price_and_reads_every_cloud():
+    offers = load_catalog(accelerator="V100", spot=True)
+    prices = [o.spot_usd_per_h for o in offers]
+    assert None not in prices and prices == sorted(prices)
+    assert {o.cloud for o in offers} == {"aws", "gcp", "azure"}
+
+
+def test_unknown_cloud_lists_valid_ones():
+    with pytest.raises(UsageError, match="aws, gcp, azure"):
+        load_catalog(cloud="oracle")

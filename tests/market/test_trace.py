@@ -1,0 +1,80 @@
+"""Trace loading, validation and per-zone statistics."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+from market_helpers import make_trace, write_csv
+
+from spotfit.errors import TraceError
+from spotfit.market.trace import load_trace, resolve_trace, run_lengths, zone_stats
+
+HEADER = "tick,timestamp,zone,available,spot_price_usd_per_h,on_demand_usd_per_h\n"
+
+
+def test_bundled_trace_loads_by_name_and_file_name():
+    trace = load_trace("aws-v100")
+    assert trace.gap_s == 195 and trace.n_ticks == 20158 and len(trace.zones) == 9
+    assert resolve_trace("aws_p3.2xlarge_v100_avail_2023-02-15_9zones.csv.gz") == resolve_trace("aws-v100")
+    stats = {s.zone: s for s in zone_stats(trace)}
+    assert round(stats["us-east-1a"].availability, 2) == 0.17
+    assert round(stats["us-west-2b"].availability, 2) == 0.90
+    assert 0.9 < stats["us-west-2b"].spot_min_usd_per_h < stats["us-west-2b"].spot_max_usd_per_h < 1.9
+
+
+def test_plain_and_gzipped_files_load_the_same(tmp_path):
+    trace = make_trace([[1, 1, 0, 0, 1], [0, 1, 1, 1, 1]], spot=[[1, 2, 3, 4, 5]] * 2)
+    plain = write_csv(tmp_path / "t.csv", trace)
+    packed = tmp_path / "t.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = load_trace(plain), load_trace(packed)
+    assert a.zones == b.zones == ("z0", "z1") and a.gap_s == b.gap_s == 60
+    assert np.array_equal(a.available, trace.available) and np.array_equal(b.spot_usd_per_h, trace.spot_usd_per_h)
+    assert load_trace(plain, gap_s=195).gap_s == 195
+
+
+def test_availability_counts_above_one_mean_available(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(HEADER + "0,2023-01-01 00:00:00,a,3,1,3\n1,2023-01-01 00:01:00,a,0,1,3\n")
+    assert load_trace(path).available.tolist() == [[True, False]]
+
+
+def test_stats_of_a_hand_made_zone():
+    trace = make_trace([[1, 1, 0, 0, 0, 1, 1, 1, 1, 0]], gap_s=3600)
+    (s,) = zone_stats(trace)
+    assert s.availability == 0.6 and s.preemptions == 2
+    assert s.mean_up_h == 3.0 and s.mean_down_h == 2.0 and s.mtbf_h == 3.0
+    ups, downs = run_lengths(trace.available[0])
+    assert ups.tolist() == [2, 4] and downs.tolist() == [3, 1]
+
+
+@pytest.mark.parametrize("body, words", [
+    ("", "empty"),
+    ("tick,timestamp,zone,available\n0,2023-01-01 00:00:00,a,1\n", "missing column"),
+    (HEADER, "no data rows"),
+    (HEADER + "0,2023-01-01 00:00:00,a,1,1\n", "fields"),
+    (HEADER + "0,2023-01-01 00:00:00,a,yes,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "available='yes'"),
+    (HEADER + "0,2023-01-01 00:00:00,a,1,-1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "spot_price_usd_per_h"),
+    (HEADER + "0,2023-01-01 00:00:00,a,1,1,3\n2,2023-01-01 00:01:00,a,1,1,3\n", "tick 2"),
+    (HEADER + "0,2023-01-01 00:00:00,a,1,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n0,2023-01-01 00:00:00,b,1,1,3\n", "rows"),
+    (HEADER + "0,yesterday,a,1,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "timestamp='yesterday'"),
+    (HEADER + "0,2023-01-01 00:02:00,a,1,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "not after"),
+    (HEADER + "0,2023-01-01 00:00:00,a,1,1,3\n", "cannot be inferred"),
+])
+def test_malformed_traces_raise_one_clear_line(tmp_path, body, words):
+    path = tmp_path / "bad.csv"
+    path.write_text(body)
+    with pytest.raises(TraceError) as err:
+        load_trace(path)
+    message = err.value.message
+    assert words in message and "expected" in message and "\n" not in message
+    assert err.value.hint and err.value.exit_code == 2
+
+
+def test_unknown_trace_and_zone_are_usage_errors(tmp_path):
+    with pytest.raises(TraceError, match="aws-v100"):
+        resolve_trace(tmp_path / "nope.csv")
+    with pytest.raises(TraceError, match="us-east-1a"):
+        load_trace("aws-v100").select(["mars-1a"])

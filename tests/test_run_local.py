@@ -1,0 +1,100 @@
+"""End to end on the local backend: real worker processes, real Keras training, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import spotfit_cmd, write_spec
+
+# us-west-2a has spot for 400 ticks (21 trace hours) from this start: no market preemptions.
+CALM = """
+name: {name}
+script: train.py
+args: ["--epochs", "{epochs}"]
+market: {{trace: aws-v100, zones: [us-west-2a], start: "2023-02-17T19:16:00", time_scale: 10}}
+checkpoint: {{interval: {{steps: 20}}, keep: 2}}
+training: {{seed: 0, deterministic: true}}
+"""
+
+
+def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(spotfit_cmd(*args), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, env=os.environ.copy())
+
+
+def _status(job_id: str) -> dict:
+    out = _run("status", job_id, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.slow
+def test_run_trains_to_completion_and_reports(tmp_path):
+    spec = write_spec(tmp_path / "job", CALM.format(name="digits", epochs=2))
+    out = _run("run", str(spec), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["state"] == "completed"
+    assert doc["step"] == doc["total_steps"] == 94  # 1500 samples / 32 = 47 steps x 2 epochs
+    assert len(doc["weights_sha256"]) == 64
+    assert doc["metrics"]["val_accuracy"] > 0.5
+    assert [a["state"] for a in doc["attempts"]] == ["completed"]
+    assert doc["cost_usd"] > 0
+    for key in ("id", "name", "state", "step", "total_steps", "attempts", "cost_usd", "weights_sha256"):
+        assert key in doc
+    listed = json.loads(_run("list", "--json").stdout)
+    assert [j["id"] for j in listed] == [doc["id"]]
+
+
+@pytest.mark.slow
+def test_detach_status_logs_cancel_from_separate_shells(tmp_path):
+    spec = write_spec(tmp_path / "job", CALM.format(name="longrun", epochs=400))
+    out = _run("run", str(spec), "--detach", "--json")
+    assert out.returncode == 0, out.stderr
+    job_id = json.loads(out.stdout)["id"]
+
+    deadline = time.monotonic() + 120
+    doc = _status(job_id)
+    while doc["step"] < 50 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        doc = _status(job_id)
+    assert doc["state"] == "running" and doc["step"] >= 50, doc
+    assert doc["controller"] == "alive"
+
+    logs = json.loads(_run("logs", job_id, "--json").stdout)
+    assert logs["attempt"] == 1
+    assert "Epoch 1/400" in logs["log"]
+    assert any(e["kind"] == "launch" for e in logs["events"])
+
+    out = _run("cancel", job_id, "--json")
+    assert out.returncode == 0, out.stderr
+    deadline = time.monotonic() + 60
+    while _status(job_id)["state"] != "cancelled" and time.monotonic() < deadline:
+        time.sleep(0.3)
+    doc = _status(job_id)
+    assert doc["state"] == "cancelled"
+    assert doc["attempts"][-1]["state"] == "stopped"
+    assert doc["step"] < doc["total_steps"]
+    # The stop saved a checkpoint at the step it reached: nothing was lost.
+    events = json.loads(_run("logs", job_id, "--json").stdout)["events"]
+    saves = [e for e in events if e["kind"] == "checkpoint"]
+    assert saves and saves[-1]["data"]["step"] == doc["attempts"][-1]["end_step"]
+
+
+def test_run_rejects_a_bad_spec_with_one_line(tmp_path):
+    spec = write_spec(tmp_path / "job", "name: x\nscript: train.py\nresourcs: {count: 1}\n")
+    out = _run("run", str(spec))
+    assert out.returncode == 2
+    assert "did you mean `resources`" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_status_of_unknown_job_is_a_clear_error():
+    out = _run("status", "no-such-job")
+    assert out.returncode == 2
+    assert "No job matches 'no-such-job'" in out.stderr
