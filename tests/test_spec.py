@@ -75,16 +75,20 @@ def test_export_section_defaults_to_savedmodel():
 
 
 def test_digits_example_loads():
+    # Compare with the file itself: its numbers get tuned, the mapping to fields must not change.
+    raw = yaml.safe_load(EXAMPLE.read_text())
     spec = load_spec(EXAMPLE)
-    assert spec.name == "digits"
-    assert spec.script_path == (EXAMPLE.parent / "train.py").resolve()
-    assert spec.args == ["--epochs", "20"]
-    assert spec.market.zones == ["us-west-2b"]
-    assert spec.market.start == datetime(2023, 2, 19, 19, 2, 1)
-    assert spec.market.time_scale == 200
-    assert spec.checkpoint.interval == "auto"
-    assert spec.training.deterministic is True
-    assert spec.deadline_h == 4
+    assert spec.name == raw["name"] == "digits"
+    assert spec.script_path == (EXAMPLE.parent / raw["script"]).resolve()
+    assert spec.script_path.is_file()
+    assert spec.args == raw["args"]
+    assert spec.resources.model_dump() == raw["resources"]
+    assert spec.market.zones == raw["market"]["zones"]
+    assert spec.market.start == datetime.fromisoformat(raw["market"]["start"])
+    assert spec.market.time_scale == raw["market"]["time_scale"]
+    assert spec.checkpoint.interval == raw["checkpoint"]["interval"]
+    assert spec.training.deterministic is raw["training"]["deterministic"]
+    assert spec.deadline_h == raw["deadline_h"]
 
 
 @pytest.mark.parametrize(
@@ -365,10 +369,25 @@ def test_cli_validate_bad_spec_exits_2_with_one_line(tmp_path):
     path = _write(tmp_path, "name: digits\nscript: train.py\nresourcs: {count: 1}\n")
     result = _spotfit("validate", str(path), home=tmp_path / "home")
     assert result.returncode == 2, result.stderr
-    assert "did you mean `resources`" in result.stderr
-    assert "error:" in result.stderr and "hint:" in result.stderr
+    # Whitespace-normalized: see test_cli_error_is_one_line for the wrapping of long messages.
+    stderr = " ".join(result.stderr.split())
+    assert "did you mean `resources`" in stderr
+    assert f"error: Unknown field `resourcs` in {path}" in stderr
+    assert "hint: Valid fields at the top level" in stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.xfail(strict=True, reason="rich wraps stderr at a fixed width (160) when it is not a "
+                                        "terminal, so a long error message spans several lines")
+def test_cli_error_is_one_line(tmp_path):
+    folder = tmp_path / ("deep" * 30)  # a long path makes the message wider than any fixed width
+    folder.mkdir()
+    path = _write(folder, "name: digits\nscript: train.py\nresourcs: {count: 1}\n")
+    result = _spotfit("validate", str(path), home=tmp_path / "home")
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("error: Unknown field `resourcs`")
+    assert first.endswith("did you mean `resources`?")
 
 
 def test_cli_validate_good_spec(tmp_path):

@@ -5,7 +5,7 @@ order differs per cloud. GCP rows are GPU attachment prices only (the host VM is
 
 Example:
 
->>> offers = load_catalog(accelerator="V100", count=1, cloud="aws", region="us-east-1")
+>>> offers = load_catalog(accelerator="V100", count=1, cloud="aws", region="us-east-1", spot=True)
 >>> offers[0].instance_type, offers[0].spot_usd_per_h is not None
 ('p3.2xlarge', True)
 """

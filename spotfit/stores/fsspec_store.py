@@ -38,7 +38,7 @@ class FsspecStore:
     """An object store rooted at `url`, backed by an fsspec file system."""
 
     def __init__(self, url: str, **storage_options):
-        protocol, root = _split(url)
+        protocol, _ = _split(url)
         try:
             self.fs = fsspec.filesystem(protocol, **storage_options)
         except (ImportError, ValueError) as exc:
@@ -54,7 +54,8 @@ class FsspecStore:
             ) from exc
         self.protocol = protocol
         self.url = url.rstrip("/")
-        self.root = root.rstrip("/") if protocol != "file" else os.path.abspath(root)
+        # fsspec's own normal form of the root ("/name" for memory://, absolute for file://).
+        self.root = self.fs._strip_protocol(url).rstrip("/")
 
     def _path(self, key: str) -> str:
         key = key.strip("/")

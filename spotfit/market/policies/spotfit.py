@@ -11,7 +11,9 @@ and the present only (the zone's completed up and down runs so far, its current 
    launches it costs (spot now, on-demand again after the preemption), slack included, and
    only while the slack can pay both launches.
 3. Spot down, on on-demand: stay (hysteresis: leaving wastes the launch just paid).
-4. Spot down, idle: wait while this down run is younger than a threshold θ, else go on-demand.
+4. Reserve: slack is spent no faster than the work gets done. Waiting must leave at least
+   initial slack × work left / work (+ two launches); a switch back to spot half of that.
+5. Spot down, idle: wait while this down run is younger than a threshold θ, else go on-demand.
    θ is the largest wait such that waiting up to θ through every down run expected in the time
    left (empirical down-run lengths, E[min(d, θ)]) fits the slack left after the launches
    those down runs will cost. Short outages are waited out; long ones are bridged on-demand.
@@ -47,8 +49,9 @@ from spotfit.market.policies.base import (
 # Before a zone has history: two pseudo-runs of typical spot up and down times.
 _PRIOR_UP_H, _PRIOR_DOWN_H, _PRIOR_RUNS = 4.0, 1.0, 2
 _PRIOR_RUN_H = 1.0  # expected rest of a run when too few past runs lasted as long
-_RESERVE_SHARE = 0.5  # of the initial slack, kept back in proportion to the work left
-_RECENT = 12  # completed up runs that judge whether the current one is worth a launch
+_RESERVE_SHARE = 1.0  # of the initial slack, kept back in proportion to the work left
+_SWITCH_RESERVE = 0.5  # share of that reserve that a switch back to spot must also leave
+_RECENT = 20  # completed up runs that judge whether the current one is worth a launch
 
 
 class Spotfit(BasePolicy):
@@ -109,7 +112,7 @@ def _reserve_s(ctx: Context) -> float:
 
 def _worth_leaving_on_demand(ctx: Context, zone: str) -> bool:
     o = ctx.overhead_s
-    if ctx.slack_s - 2 * o - ctx.gap_s < _reserve_s(ctx):
+    if ctx.slack_s - 2 * o - ctx.gap_s < _SWITCH_RESERVE * _reserve_s(ctx):
         return False
     market = ctx.market
     od, price = market.on_demand_usd_per_h(ctx.zones), market.spot_usd_per_h(zone)
@@ -127,8 +130,10 @@ def _worth_leaving_on_demand(ctx: Context, zone: str) -> bool:
 
 def _worth_waiting(ctx: Context) -> bool:
     zones = ctx.zones
+    if ctx.slack_s - ctx.gap_s < _reserve_s(ctx) + 2 * ctx.overhead_s:
+        return False
     if len(zones) > 1:
-        return ctx.slack_s > 4 * ctx.overhead_s + ctx.gap_s
+        return True
     zone = zones[0]
     age_h = ctx.market.run_ticks(zone) * ctx.gap_s / 3600.0
     return age_h <= _wait_threshold_h(ctx, zone)

@@ -1,0 +1,85 @@
+"""Checkpoint protocol: manifest last, verified restore, fallback, pruning, Young–Daly interval."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from spotfit.runtime.checkpoint import CheckpointStore
+from spotfit.runtime.config import RuntimeConfig
+from spotfit.runtime.session import MIN_INTERVAL_SAVES, Session
+from spotfit.stores import open_store
+
+
+@pytest.fixture(params=["file", "memory"])
+def store(request, tmp_path):
+    url = f"file://{tmp_path}/store" if request.param == "file" else f"memory://ckpt-{tmp_path.name}"
+    return open_store(url)
+
+
+def _arrays(value: float) -> dict:
+    return {"w": np.full((4, 4), value, dtype="float32"), "b": np.arange(3)}
+
+
+def test_save_and_load_round_trip(store):
+    ckpts = CheckpointStore(store, keep=2)
+    ckpts.save(10, _arrays(1.0), {"epoch": 0, "batch": 10})
+    loaded = ckpts.load_latest()
+    assert loaded.step == 10 and loaded.meta == {"epoch": 0, "batch": 10}
+    np.testing.assert_array_equal(loaded.arrays["w"], _arrays(1.0)["w"])
+
+
+def test_keeps_only_the_newest_good_ones(store):
+    ckpts = CheckpointStore(store, keep=2)
+    for step in (10, 20, 30, 40):
+        ckpts.save(step, _arrays(step), {})
+    assert ckpts.steps() == [30, 40]
+    assert not [k for k in store.list("checkpoints") if "/000000000010/" in k or "/000000000020/" in k]
+
+
+def test_truncated_newest_falls_back_to_previous_with_an_event(store):
+    events = []
+    ckpts = CheckpointStore(store, keep=2, on_event=lambda kind, msg, **d: events.append((kind, d)))
+    ckpts.save(10, _arrays(1.0), {})
+    ckpts.save(20, _arrays(2.0), {})
+    key = "checkpoints/000000000020/state.npz"
+    store.write_bytes(key, store.read_bytes(key)[:100])  # truncated, as by a crash mid-upload
+    loaded = ckpts.load_latest()
+    assert loaded.step == 10
+    assert loaded.arrays["w"][0, 0] == 1.0
+    assert events == [("checkpoint_corrupt", {"step": 20})]
+
+
+def test_data_without_manifest_is_not_a_checkpoint(store):
+    ckpts = CheckpointStore(store, keep=2)
+    ckpts.save(10, _arrays(1.0), {})
+    store.write_bytes("checkpoints/000000000020/state.npz", b"half written")  # no manifest
+    assert ckpts.steps() == [10]
+    assert ckpts.load_latest().step == 10
+
+
+def test_no_checkpoint_gives_none(store):
+    assert CheckpointStore(store).load_latest() is None
+
+
+def _session(**config) -> Session:
+    cfg = RuntimeConfig(job_id="j", job_url="memory://session-test", script="s.py", workdir=".", **config)
+    return Session(cfg)
+
+
+def test_auto_interval_is_young_daly_with_a_floor():
+    session = _session(mtbf_s=3600.0)
+    assert session.interval_s() is None  # nothing measured yet: the first save measures
+    session.record_save(0.05)
+    assert session.interval_s() == pytest.approx(math.sqrt(2 * 0.05 * 3600.0))
+    short = _session(mtbf_s=1.0)
+    short.record_save(0.05)
+    assert short.interval_s() == pytest.approx(MIN_INTERVAL_SAVES * 0.05)  # save cost stays <= 2%
+
+
+def test_explicit_seconds_interval_wins():
+    session = _session(interval_s=7.5, mtbf_s=3600.0)
+    session.record_save(1.0)
+    assert session.interval_s() == 7.5
