@@ -78,12 +78,36 @@ class Checkpoint(_Section):
     interval: Union[Literal["auto"], StepsInterval, SecondsInterval] = "auto"
     keep: int = Field(2, ge=1, description="good checkpoints kept")
 
+    @field_validator("interval", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> Any:
+        # Pick the form by its key, so that errors speak of that form only.
+        if isinstance(value, dict) and set(value) == {"steps"}:
+            return _section(StepsInterval, value, "a whole number of steps >= 1")
+        if isinstance(value, dict) and set(value) == {"seconds"}:
+            return _section(SecondsInterval, value, "a number of seconds > 0")
+        if value == "auto" or isinstance(value, (StepsInterval, SecondsInterval)):
+            return value
+        raise ValueError("expected `auto`, `{steps: N}` or `{seconds: S}`")
+
     @field_validator("store")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^[a-z0-9]+://", value):
             raise ValueError("expected a URL such as file:///path, s3://bucket/prefix or memory://x")
         return value
+
+
+def _section(model: type[BaseModel], value: dict, expected: str) -> BaseModel:
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        raise ValueError(f"expected {expected}") from None
+
+
+def _on_off(value: Any) -> Any:
+    """YAML 1.1 reads unquoted `on`/`off` as booleans: take them back."""
+    return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
 
 class Training(_Section):
@@ -94,6 +118,16 @@ class Training(_Section):
     xla: Literal["auto", "on", "off"] = "auto"
     seed: int = Field(0, ge=0, description="seed of data order and random layers")
     deterministic: bool = Field(False, description="enable TF op determinism (bit-identical resume)")
+
+    @field_validator("xla", mode="before")
+    @classmethod
+    def _xla(cls, value: Any) -> Any:
+        return _on_off(value)
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _precision(cls, value: Any) -> Any:
+        return "off" if value is False else value
 
 
 class Export(_Section):
@@ -172,9 +206,15 @@ def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
 def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec:
     """Validate a parsed YAML document (a mapping) into a `JobSpec`."""
     if not isinstance(raw, dict):
+        kind = "an empty document" if raw is None else type(raw).__name__
         raise SpecError(
-            f"Job spec {source} must be a mapping of fields, received {type(raw).__name__}.",
+            f"Job spec {source} must be a mapping of fields, received {kind}.",
             hint=f"Start from examples/digits/spotfit.yaml; fields are listed in {DOCS}.",
+        )
+    if "base_dir" in raw:
+        raise SpecError(
+            f"Unknown field `base_dir` in {source}: it is set by spotfit, not by the spec.",
+            hint="Remove `base_dir:`; paths are relative to the spec file.",
         )
     try:
         return JobSpec.model_validate({**raw, "base_dir": base_dir})
@@ -184,7 +224,7 @@ def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec
 
 def dump_spec(spec: JobSpec) -> str:
     """The spec as YAML, such that `parse_spec(yaml.safe_load(dump_spec(s)))` equals `s`."""
-    return yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    return yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:
@@ -233,10 +273,10 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
         known = sorted(n for n, f in (model.model_fields.items() if model else []) if not f.exclude)
         key = str(loc[-1])
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        parent = ".".join(str(p) for p in loc[:-1]) or "the top level"
-        suggestion = f" did you mean `{close[0]}`?" if close else ""
+        parent = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc[:-1]).replace(".[", "[") or "the top level"
+        suggestion = f": did you mean `{close[0]}`?" if close else "."
         return SpecError(
-            f"Unknown field `{dotted}` in {source}:{suggestion}{more}",
+            f"Unknown field `{dotted}` in {source}{suggestion}{more}",
             hint=f"Valid fields at {parent}: {', '.join(known)} (see {DOCS}).",
         )
     received = _value_at(raw, loc) if first["type"] != "missing" else None

@@ -113,6 +113,13 @@ class StateDB:
         self._conn.execute("COMMIT")
 
     def _migrate(self) -> None:
+        try:
+            self._migrate_in_transaction()
+        except SpotfitError:
+            self._conn.close()
+            raise
+
+    def _migrate_in_transaction(self) -> None:
         with self.transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -150,12 +157,18 @@ class StateDB:
     def find_job(self, ref: str) -> dict[str, Any]:
         """A job by id, id prefix, or name (the newest job of that name)."""
         rows = self._conn.execute(
-            "SELECT * FROM jobs WHERE id = ? OR id LIKE ? OR name = ? ORDER BY created_at DESC",
-            (ref, f"{ref}%", ref),
+            "SELECT * FROM jobs WHERE id = ? OR name = ? OR substr(id, 1, ?) = ? ORDER BY created_at DESC",
+            (ref, ref, len(ref), ref),
         ).fetchall()
-        exact = [r for r in rows if r["id"] == ref]
-        if exact:
-            return dict(exact[0])
+        for match in (lambda r: r["id"] == ref, lambda r: r["name"] == ref):
+            found = [r for r in rows if match(r)]
+            if found:
+                return dict(found[0])
+        if len(rows) > 1:
+            raise NotFoundError(
+                f"Job prefix {ref!r} is ambiguous: it matches {', '.join(r['id'] for r in rows[:5])}.",
+                hint="Give more of the job id.",
+            )
         if not rows:
             raise NotFoundError(
                 f"No job matches {ref!r}: expected a job id, an id prefix or a job name.",
@@ -184,6 +197,8 @@ class StateDB:
             row = conn.execute(
                 "SELECT controller_pid, controller_seen_at FROM jobs WHERE id = ?", (job_id,)
             ).fetchone()
+            if row is None:
+                raise NotFoundError(f"No job {job_id!r} in {self.path}.", hint="`spotfit list` shows the known jobs.")
             holder, seen = row["controller_pid"], row["controller_seen_at"] or 0
             if holder not in (None, pid) and now - seen < stale_s and _alive(holder):
                 return False

@@ -339,3 +339,16 @@ def test_claim_controller_taken_over_when_holder_stale(db):
     db.update_job("a-1", controller_seen_at=0.0)  # last heartbeat long ago
     assert db.claim_controller("a-1", me + 1, stale_s=60.0)
     assert db.get_job("a-1")["controller_pid"] == me + 1
+
+
+# known bugs (strict: these start failing once fixed, so the marker gets removed) ----------------
+
+
+def test_find_job_prefix_is_literal(db):
+    _job(db, "my_job-1", "my_job", created_at=100.0)
+    _job(db, "my-job-2", "my-job", created_at=200.0)
+    assert db.find_job("my_job")["id"] == "my_job-1"
+    with pytest.raises(NotFoundError):
+        db.find_job("%")
+
+

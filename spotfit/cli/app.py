@@ -45,9 +45,9 @@ def print_json(document: Any) -> None:
 
 def fail(err: SpotfitError) -> None:
     """Print `error: message` (and the hint) on stderr and exit with the error's code."""
-    err_console.print(f"[bold red]error:[/] {err.message}", markup=True, highlight=False)
+    err_console.print(f"[bold red]error:[/] {err.message}", markup=True, highlight=False, soft_wrap=True)
     if err.hint:
-        err_console.print(f"[dim]hint:[/] {err.hint}", markup=True, highlight=False)
+        err_console.print(f"[dim]hint:[/] {err.hint}", markup=True, highlight=False, soft_wrap=True)
     raise typer.Exit(err.exit_code)
 
 

@@ -108,7 +108,7 @@ class Controller:
         progress = self._progress(number)
         # Injected preemptions: the runtime holds at the step; deliver the signal now.
         for inj in self.plan.pending_injections():
-            if progress.get("phase") == "holding" and progress.get("step") == inj.at_step:
+            if progress.get("phase") == "holding" and (progress.get("step") or 0) >= inj.at_step:
                 self.plan.mark_injected(inj, number)
                 self.backend.preempt(attempt["handle"], inj.notice_s)
         # The replayed market: the zone's spot capacity is gone.

@@ -137,7 +137,8 @@ class SpotfitCallback(keras.callbacks.Callback):
             s.reporter.progress(force=True, step=self.step, loss=_num(loss), epoch=self.epoch)
         else:
             s.reporter.progress(step=self.step, loss=_num(loss), epoch=self.epoch)
-        if self.step in s.config.hold_at_steps and self.step > self._last_save_step:
+        previous = self.step - self.model.steps_per_execution
+        if any(previous < at <= self.step for at in s.config.hold_at_steps) and self.step > self._last_save_step:
             self._hold()
         if s.watcher.notice.is_set():
             self._save(reason=s.watcher.source or "notice")
