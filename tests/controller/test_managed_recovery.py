@@ -101,9 +101,9 @@ def _check_ledger(job_id: str, zone: str) -> dict:
 
 
 def test_replayed_preemptions_recover_to_the_same_weights_and_ledger_adds_up(tmp_path):
-    base = _json("run", str(write_spec(tmp_path / "calm", CALM.format(epochs=40))))
+    base = _json("run", str(write_spec(tmp_path / "calm", CALM.format(epochs=80))))
     assert base["state"] == "completed"
-    doc = _json("run", str(write_spec(tmp_path / "flaky", FLAKY.format(epochs=40, scale=975))))
+    doc = _json("run", str(write_spec(tmp_path / "flaky", FLAKY.format(epochs=80, scale=2600))))
     assert doc["state"] == "completed", doc
     preempted = [a for a in doc["attempts"] if a["state"] in ("preempted", "killed")]
     assert len(preempted) >= 3, [a["state"] for a in doc["attempts"]]
