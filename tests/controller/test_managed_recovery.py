@@ -62,13 +62,18 @@ def _json(*args: str) -> dict:
 
 
 def _trace_prices(zone: str) -> tuple[list[float], list[float], float]:
-    """(tick start epoch seconds, spot price, on-demand price) read straight from the CSV."""
-    starts, prices, od = [], [], 0.0
+    """(tick start epoch seconds, spot price, on-demand price) read straight from the CSV.
+
+    Time is slotted in ticks of the trace's gap (195 s) from its first timestamp: the model of
+    docs/market.md, which the replay bills by.
+    """
+    starts, prices, od, first = [], [], 0.0, None
     with gzip.open(resolve_trace("aws-v100"), "rt") as f:
         for row in csv.DictReader(f):
+            if first is None:
+                first = datetime.fromisoformat(row["timestamp"]).replace(tzinfo=timezone.utc).timestamp()
             if row["zone"] == zone:
-                ts = datetime.fromisoformat(row["timestamp"]).replace(tzinfo=timezone.utc).timestamp()
-                starts.append(ts)
+                starts.append(first + int(row["tick"]) * 195.0)
                 prices.append(float(row["spot_price_usd_per_h"]))
                 od = float(row["on_demand_usd_per_h"])
     return starts, prices, od
