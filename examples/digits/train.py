@@ -14,7 +14,7 @@ from sklearn.datasets import load_digits
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--batch-size", type=int, default=32)
-parser.add_argument("--dataset", choices=["arrays", "tfdata"], default="arrays")
+parser.add_argument("--dataset", choices=["arrays", "tfdata", "tfdata-repeat"], default="arrays")
 args = parser.parse_args()
 
 digits = load_digits()
@@ -41,7 +41,7 @@ model.compile(
     metrics=["accuracy"],
 )
 
-if args.dataset == "tfdata":
+if args.dataset.startswith("tfdata"):
     import tensorflow as tf
 
     train = (
@@ -49,7 +49,11 @@ if args.dataset == "tfdata":
         .shuffle(len(x_train), seed=7)
         .batch(args.batch_size)
     )
-    model.fit(train, epochs=args.epochs, validation_data=(x_test, y_test), verbose=2)
+    if args.dataset == "tfdata-repeat":  # an endless pipeline: epochs are `steps_per_epoch` long
+        model.fit(train.repeat(), epochs=args.epochs, steps_per_epoch=40,
+                  validation_data=(x_test, y_test), verbose=2)
+    else:
+        model.fit(train, epochs=args.epochs, validation_data=(x_test, y_test), verbose=2)
 else:
     model.fit(
         x_train, y_train, batch_size=args.batch_size, epochs=args.epochs,

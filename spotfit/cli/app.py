@@ -56,7 +56,9 @@ def main() -> None:
     from spotfit.cli import jobs, ledger, market  # noqa: F401  (registers the commands)
 
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:  # a command's typer.Exit(code) comes back as a value
+            sys.exit(code)
     except SpotfitError as err:
         if _debug["on"]:
             raise

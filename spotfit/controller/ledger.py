@@ -41,7 +41,8 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
                      if (a.get("info") or {}).get("on_demand_usd_per_h")), None)
     best_step = 0
     productive_s, productive_steps = 0.0, 0
-    for i, a in enumerate(a for a in attempts if a.get("billed_s") is not None):
+    billed_attempts = [a for a in attempts if a.get("billed_s") is not None and a["state"] != "no_capacity"]
+    for i, a in enumerate(billed_attempts):
         billed, cost = float(a["billed_s"]), float(a["cost_usd"] or 0.0)
         price = cost / (billed / 3600.0) if billed else 0.0
         overhead = _overhead_s(a)

@@ -17,7 +17,7 @@ from typing import Callable
 from spotfit.backends.base import Backend, LaunchRequest, make_backend
 from spotfit.controller import outcome
 from spotfit.controller.attempts import AttemptPlanner
-from spotfit.errors import NotFoundError, SpotfitError
+from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.stores import open_store
@@ -177,7 +177,15 @@ class Controller:
         request = LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone,
                                 market=market, workers=self.spec.resources.workers,
                                 env=dict(self.spec.env))
-        handle = self.backend.launch(request)
+        try:
+            if market == "spot" and not self.plan.spot_available(zone):
+                raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
+            handle = self.backend.launch(request)
+        except NoCapacityError as exc:
+            self.db.update_attempt(self.job_id, number, state="no_capacity", ended_at=time.time(),
+                                   trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
+            self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {exc}", attempt=number)
+            return
         self.db.update_attempt(self.job_id, number, handle=handle, state="running")
         self.db.update_job(self.job_id, state="running", message=f"attempt {number} on {market} {zone or ''}".strip())
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",

@@ -64,3 +64,13 @@ def test_classify_outcomes():
     assert classify(None, 9) == "killed"
     assert classify(None) == "killed"
     assert classify(1) == "failed"
+
+
+def test_launches_without_capacity_are_not_billed():
+    attempts = [
+        {**_attempt(1, "no_capacity", 0, None, 0.0, 0.0, 0.0), "billed_s": 0.0},
+        _attempt(2, "completed", 0, 100, 0.0, 1000.0, 0.25),
+    ]
+    doc = ledger(attempts, total_steps=100)
+    assert [r["attempt"] for r in doc["rows"]] == [2]
+    assert doc["totals"]["spent_usd"] == pytest.approx(0.25)

@@ -24,14 +24,15 @@ training: {{seed: 0, deterministic: true}}
 TOTAL = 141  # 47 steps x 3 epochs
 
 
-def _run(tmp_path, name: str, dataset: str = "arrays", preempt_at: str | None = None) -> dict:
+def _run(tmp_path, name: str, dataset: str = "arrays", preempt_at: str | None = None,
+         total: int = TOTAL) -> dict:
     spec = write_spec(tmp_path / name, SPEC.format(dataset=dataset))
     args = ["run", str(spec), "--json"] + (["--preempt-at", preempt_at] if preempt_at else [])
     out = subprocess.run(spotfit_cmd(*args), capture_output=True, text=True, timeout=600,
                          stdin=subprocess.DEVNULL, env=os.environ.copy())
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
-    assert doc["state"] == "completed" and doc["step"] == TOTAL
+    assert doc["state"] == "completed" and doc["step"] == total
     return doc
 
 
@@ -73,3 +74,11 @@ def test_reshuffling_tf_data_pipeline_resumes_in_the_same_order(tmp_path, baseli
     doc = _run(tmp_path, "tfdata", dataset="tfdata", preempt_at="30:5,100:5")
     assert doc["weights_sha256"] == baseline["tfdata"]["weights_sha256"]
     assert len(doc["attempts"]) == 3
+
+
+def test_repeated_pipeline_with_steps_per_epoch_resumes_exactly(tmp_path):
+    # 40 steps per epoch over 47 batches per pass: epochs and passes do not line up.
+    base = _run(tmp_path, "repeat-base", dataset="tfdata-repeat", total=120)
+    doc = _run(tmp_path, "repeat", dataset="tfdata-repeat", preempt_at="45:5,101:0", total=120)
+    assert doc["weights_sha256"] == base["weights_sha256"]
+    assert [a["state"] for a in doc["attempts"]] == ["preempted", "killed", "completed"]
