@@ -29,6 +29,13 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 _debug = {"on": False}
 
+# One line per command module: a new module of verbs adds itself here.
+COMMAND_MODULES = (
+    "spotfit.cli.jobs",
+    "spotfit.cli.ledger",
+    "spotfit.cli.market",
+)
+
 
 @app.callback()
 def _root(
@@ -53,7 +60,10 @@ def fail(err: SpotfitError) -> None:
 
 def main() -> None:
     """Console entry point: run the app, map SpotfitError to one line and an exit code."""
-    from spotfit.cli import jobs, ledger, market  # noqa: F401  (registers the commands)
+    import importlib
+
+    for module in COMMAND_MODULES:  # each registers its commands on `app`
+        importlib.import_module(module)
 
     try:
         code = app(standalone_mode=False)
