@@ -53,9 +53,21 @@ def parse_preempt_at(text: str) -> list[Preemption]:
     return out
 
 
-def submit(path: str, preempt_at: str | None = None) -> str:
-    """Validate the spec and record a new pending job; returns its id."""
+def submit(path: str, preempt_at: str | None = None, backend: str | None = None) -> str:
+    """Validate the spec and record a new pending job; returns its id.
+
+    `backend` overrides the spec's `backend:` for this job (`spotfit run --backend`).
+    """
+    from spotfit.backends.base import registered_backends
+
     spec = load_spec(path)
+    chosen = backend or spec.backend
+    if chosen not in registered_backends():
+        raise UsageError(
+            f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
+            hint="Use --backend local (the embedded default) or --backend aws.",
+        )
+    spec.backend = chosen
     if preempt_at:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -90,9 +102,9 @@ def start_detached(job_id: str) -> int:
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
     """Give a job whose controller died a new one: it adopts or relaunches the attempt."""
     job = db().find_job(ref)
-    if job["state"] not in ACTIVE_JOB_STATES:
+    if job["state"] not in (*ACTIVE_JOB_STATES, "stopped"):
         raise UsageError(
-            f"Job {job['id']} is {job['state']}: only pending, running, waiting or paused jobs resume.",
+            f"Job {job['id']} is {job['state']}: only pending, running, waiting, paused or stopped jobs resume.",
             hint="Start a new run with `spotfit run JOB.yaml`.",
         )
     if controller_alive(job):
@@ -100,6 +112,8 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
             f"Job {job['id']} already has a live controller (pid {job['controller_pid']}).",
             hint=f"Watch it with `spotfit status {job['id']}`.",
         )
+    if job["state"] == "stopped":  # stopped by a rule: it goes on from its checkpoint
+        db().update_job(job["id"], state="paused", message="resuming a stopped job")
     if detach:
         start_detached(job["id"])
         return status(job["id"])

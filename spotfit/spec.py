@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from spotfit.errors import SpecError
+from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
 
 DOCS = "docs/job-spec.md"
 
@@ -118,6 +119,8 @@ class Training(_Section):
     xla: Literal["auto", "on", "off"] = "auto"
     seed: int = Field(0, ge=0, description="seed of data order and random layers")
     deterministic: bool = Field(False, description="enable TF op determinism (bit-identical resume)")
+    tensorboard: bool = Field(True, description="write TensorBoard logs under the job's store prefix")
+    histogram_freq: int = Field(0, ge=0, description="epochs between weight histograms in TensorBoard; 0 = none")
 
     @field_validator("xla", mode="before")
     @classmethod
@@ -130,11 +133,58 @@ class Training(_Section):
         return "off" if value is False else value
 
 
+class Data(_Section):
+    """The dataset: synced from object storage to a local cache before the script starts."""
+
+    source: str = Field(description="store URL of the dataset, e.g. s3://bucket/prefix or file:///path")
+    cache_dir: str | None = Field(None, description="local cache folder; default $SPOTFIT_HOME/cache/data")
+    cache_limit_gib: float | None = Field(None, gt=0, description="evict least-recently-used data above this")
+    workers: int = Field(16, ge=1, le=64, description="parallel downloads")
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        if not re.match(r"^[a-z0-9]+://", value):
+            raise ValueError("expected a URL such as s3://bucket/prefix, gs://bucket/prefix or file:///path")
+        if "@" in value.split("://", 1)[1].split("/", 1)[0]:
+            raise ValueError("expected a URL without credentials (they come from the environment or ~/.aws)")
+        return value
+
+
 class Export(_Section):
     """Where the trained model goes."""
 
     registry: str | None = Field(None, description="registry URL; default file://$SPOTFIT_HOME/registry")
     formats: list[Literal["savedmodel", "tflite", "keras"]] = Field(default_factory=lambda: ["savedmodel"])
+
+
+class Aws(_Section):
+    """The `aws` backend's settings (docs/aws.md); zones come from `market.zones`."""
+
+    region: str | None = Field(None, description="region when no zone is given; default us-east-1")
+    instance_type: str | None = Field(None, description="override the catalog's type for the accelerator")
+    ami: str | None = Field(None, description="`ami-...`, `ssm:/param` or `name:PATTERN`; default Deep Learning AMI")
+    key_name: str | None = Field(None, description="EC2 key pair for SSH; none = no SSH (use SSM)")
+    ssh_cidr: str | None = Field(None, description="the one address SSH is open to, e.g. 203.0.113.7/32")
+    subnet: str | None = Field(None, description="subnet id; default: the default VPC")
+    iam_instance_profile: str | None = Field(None, description="instance profile (name or ARN) for storage access")
+    runtime_pip: str | None = Field(None, description="what the instance pip-installs; default this spotfit version")
+    worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port, open only inside the job's group")
+
+    @field_validator("ssh_cidr")
+    @classmethod
+    def _one_address(cls, value: str | None) -> str | None:
+        import ipaddress
+
+        if value is None:
+            return value
+        try:
+            net = ipaddress.ip_network(value, strict=True)
+        except ValueError:
+            raise ValueError("expected one address as a /32 or /128 network, e.g. 203.0.113.7/32") from None
+        if net.num_addresses != 1:
+            raise ValueError("expected one address (/32 or /128): SSH is never opened to a range or the world")
+        return value
 
 
 class JobSpec(_Section):
@@ -149,11 +199,15 @@ class JobSpec(_Section):
     market: Market = Field(default_factory=Market)
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     training: Training = Field(default_factory=Training)
+    data: Data | None = Field(None, description="dataset to sync into the local cache before the script runs")
     deadline_h: float | None = Field(None, gt=0, description="finish within this many trace hours")
     work_h: float | None = Field(None, gt=0, description="expected training time, for planning")
     budget_usd: float | None = Field(None, gt=0, description="stop when the job has cost this much")
     max_failures: int = Field(3, ge=0, description="user-code failures retried before giving up")
+    rules: list[RuleSpec] = Field(default_factory=list, description="watchdog rules (docs/rules.md)")
+    notify: Notify | None = None
     export: Export | None = None
+    aws: Aws = Field(default_factory=Aws)
 
     # Not part of the YAML: where the spec file lives (script paths are relative to it).
     base_dir: str = Field(".", exclude=True, repr=False)
@@ -258,18 +312,27 @@ def _value_at(raw: Any, loc: tuple) -> Any:
     return raw
 
 
+def _clean_loc(loc: tuple) -> tuple:
+    """The field path as the user wrote it: without pydantic's union member names."""
+    tagged = len(loc) > 3 and loc[0] == "rules" and loc[2] in RULE_MODELS
+    return tuple(p for i, p in enumerate(loc)
+                 if p not in ("literal['auto']", "StepsInterval", "SecondsInterval") and not (tagged and i == 2))
+
+
 def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
     """One line for the first problem (`and N more` when there are several)."""
     # Unknown keys first: a misspelt key usually also explains a "missing" one.
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
     # A field with several union members reports one error per member: keep the first per loc.
     first = errors[0]
-    loc = tuple(p for p in first["loc"] if p not in ("literal['auto']", "StepsInterval", "SecondsInterval"))
+    raw_loc = first["loc"]
+    rule_model = RULE_MODELS.get(raw_loc[2]) if len(raw_loc) > 3 and raw_loc[0] == "rules" else None
+    loc = _clean_loc(raw_loc)
     dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
-    more_locs = {tuple(e["loc"][:len(loc)]) for e in errors} - {loc}
+    more_locs = {_clean_loc(e["loc"])[:len(loc)] for e in errors} - {loc}
     more = f" ({len(more_locs)} more problem{'s' if len(more_locs) > 1 else ''} after this one)" if more_locs else ""
     if first["type"] == "extra_forbidden":
-        model = _model_at(loc)
+        model = rule_model or _model_at(loc)
         known = sorted(n for n, f in (model.model_fields.items() if model else []) if not f.exclude)
         key = str(loc[-1])
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
@@ -286,7 +349,11 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
             hint=f"Add `{loc[-1]}:` to the spec (see {DOCS}).",
         )
     expected = first["msg"]
-    if first["type"] == "literal_error":
+    if first["type"] == "union_tag_invalid":
+        expected = "expected `rule:` to be one of " + ", ".join(f"`{n}`" for n in RULE_MODELS)
+    elif first["type"] == "union_tag_not_found":
+        expected = "expected a mapping with `rule:` naming the rule"
+    elif first["type"] == "literal_error":
         expected = first["msg"].replace("Input should be", "expected one of")
     elif first["type"] == "value_error":
         expected = first["msg"].removeprefix("Value error, ")

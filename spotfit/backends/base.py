@@ -8,7 +8,7 @@ adopt the attempts of the one that died (`spotfit resume`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass
@@ -23,6 +23,9 @@ class LaunchRequest:
     workers: int = 1
     env: dict[str, str] = field(default_factory=dict)
     log_key: str = ""
+    accelerator: str = "V100"  # per machine, as in the spec's `resources`
+    accelerator_count: int = 1
+    options: dict[str, Any] = field(default_factory=dict)  # the spec's section of this backend (`aws:`)
 
 
 @dataclass
@@ -53,7 +56,13 @@ class Backend(Protocol):
 
 _BACKENDS = {
     "local": "spotfit.backends.local:LocalBackend",
+    "aws": "spotfit.backends.aws.backend:AwsBackend",
 }
+
+
+def registered_backends() -> list[str]:
+    """Names `make_backend` knows, sorted."""
+    return sorted(_BACKENDS)
 
 
 def make_backend(name: str, **options) -> Backend:

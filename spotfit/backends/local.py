@@ -4,6 +4,13 @@ It runs `python -m spotfit.runtime JOB_URL N` with the same interpreter, so a la
 the whole system. Preemptions are real signals to the process group: SIGTERM, then SIGKILL
 after the notice. Handles carry the pid and the process start time, so that a controller that
 restarts can find (adopt) a still-running attempt and never confuse it with a reused pid.
+
+With `resources.workers` > 1 an attempt is a group of worker processes, one per worker, each
+with a `TF_CONFIG` naming all of them on free 127.0.0.1 ports (worker 0 is the chief; its log
+is the attempt's, the others log to `attempt-NNNN-wI.log`). The group has one handle; a
+preemption signals every worker; the group's exit code is the chief's unless a worker failed.
+Synchronous training cannot go on without a worker, so when one worker fails the others are
+killed, and when one ends normally the others get `GROUP_GRACE_S` to end too.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.home import home
 
 _EXIT_KEY = "attempts/{attempt:04d}/exit.json"
+_ENDED_OK = (0, 75, 76)  # done, preempted with checkpoint, stopped (spotfit.runtime)
+GROUP_GRACE_S = 60.0
 
 
 class LocalBackend:
@@ -33,11 +42,23 @@ class LocalBackend:
     def __init__(self, python: str | None = None):
         self.python = python or sys.executable
         self._children: dict[int, subprocess.Popen] = {}
+        self._first_exit: dict[int, float] = {}  # group (chief pid) -> when a worker ended
 
     def launch(self, request: LaunchRequest) -> str:
-        log_path = _log_path(request)
+        if request.workers <= 1:
+            return self._launch_one(request, _log_path(request), {})
+        ports = _free_ports(request.workers)
+        members = []
+        for index in range(request.workers):
+            log_path = _log_path(request)
+            if index:
+                log_path = log_path.with_name(f"{log_path.stem}-w{index}{log_path.suffix}")
+            members.append(json.loads(self._launch_one(request, log_path, {"TF_CONFIG": _tf_config(ports, index)})))
+        return json.dumps({**members[0], "workers": members})
+
+    def _launch_one(self, request: LaunchRequest, log_path: Path, extra_env: dict[str, str]) -> str:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **request.env, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **request.env, **extra_env, "PYTHONUNBUFFERED": "1"}
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 [self.python, "-m", "spotfit.runtime", request.job_url, str(request.attempt)],
@@ -53,6 +74,25 @@ class LocalBackend:
 
     def status(self, handle: str) -> AttemptStatus:
         info = json.loads(handle)
+        if "workers" not in info:
+            return self._status_one(info)
+        members = info["workers"]
+        statuses = [self._status_one(m) for m in members]
+        if all(s.running for s in statuses):
+            return AttemptStatus(running=True)
+        if not any(s.running for s in statuses):
+            self._first_exit.pop(info["pid"], None)
+            return _group_exit(statuses)
+        failed = any(not s.running and (s.signal or (s.exit_code is not None and s.exit_code not in _ENDED_OK))
+                     for s in statuses)
+        first = self._first_exit.setdefault(info["pid"], time.monotonic())
+        if failed or time.monotonic() - first > GROUP_GRACE_S:
+            for member, st in zip(members, statuses):
+                if st.running:
+                    _kill_group(member, signal.SIGKILL)
+        return AttemptStatus(running=True)
+
+    def _status_one(self, info: dict) -> AttemptStatus:
         pid = info["pid"]
         child = self._children.get(pid)
         if child is not None:
@@ -67,26 +107,27 @@ class LocalBackend:
         return AttemptStatus(running=False)  # adopted and gone: the exit went unobserved
 
     def preempt(self, handle: str, notice_s: float) -> None:
-        info = json.loads(handle)
+        members = _members(handle)
         if notice_s <= 0:
-            _kill_group(info, signal.SIGKILL)
+            _kill_all(members, signal.SIGKILL)
             return
-        _kill_group(info, signal.SIGTERM)
-        timer = threading.Timer(notice_s, _kill_group, args=(info, signal.SIGKILL))
+        _kill_all(members, signal.SIGTERM)
+        timer = threading.Timer(notice_s, _kill_all, args=(members, signal.SIGKILL))
         timer.daemon = True
         timer.start()
 
     def stop(self, handle: str, grace_s: float = 10.0) -> None:
-        info = json.loads(handle)
-        _kill_group(info, signal.SIGTERM)
+        members = _members(handle)
+        _kill_all(members, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and self.status(handle).running:
             time.sleep(0.05)
         if self.status(handle).running:
-            _kill_group(info, signal.SIGKILL)
-        child = self._children.get(info["pid"])
-        if child is not None:
-            child.wait()
+            _kill_all(members, signal.SIGKILL)
+        for member in members:
+            child = self._children.get(member["pid"])
+            if child is not None:
+                child.wait()
 
 
 def _log_path(request: LaunchRequest) -> Path:
@@ -95,6 +136,52 @@ def _log_path(request: LaunchRequest) -> Path:
     if request.job_url.startswith("file://"):
         return Path(request.job_url[len("file://"):]) / key
     return home() / "logs" / request.job_id / key
+
+
+def _members(handle: str) -> list[dict]:
+    info = json.loads(handle)
+    return info.get("workers") or [info]
+
+
+def _kill_all(members: list[dict], sig: int) -> None:
+    for member in members:
+        _kill_group(member, sig)
+
+
+def _group_exit(statuses: list[AttemptStatus]) -> AttemptStatus:
+    """A finished group's outcome: the chief's code, unless a worker failed or was killed."""
+    chief = statuses[0]
+    failed = [s.exit_code for s in statuses if s.exit_code is not None and s.exit_code not in _ENDED_OK]
+    if failed:
+        return AttemptStatus(running=False, exit_code=failed[0])
+    if chief.exit_code in _ENDED_OK:
+        return AttemptStatus(running=False, exit_code=chief.exit_code)
+    signals = [s.signal for s in statuses if s.signal]
+    if signals:
+        return AttemptStatus(running=False, exit_code=None, signal=signals[0])
+    return AttemptStatus(running=False)
+
+
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct free TCP ports on 127.0.0.1 (held open together so they differ)."""
+    import socket
+
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _tf_config(ports: list[int], index: int) -> str:
+    """The `TF_CONFIG` of worker `index` (runtime/strategy.py reads it)."""
+    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                       "task": {"type": "worker", "index": index}})
 
 
 def _same_process_alive(pid: int, create_time: float) -> bool:

@@ -34,6 +34,8 @@ COMMAND_MODULES = (
     "spotfit.cli.jobs",
     "spotfit.cli.ledger",
     "spotfit.cli.market",
+    "spotfit.cli.aws",
+    "spotfit.cli.tools",
 )
 
 

@@ -38,10 +38,20 @@ def run(
         None, "--preempt-at", metavar="STEP[:NOTICE_S],...",
         help="Inject preemptions at these steps (SIGTERM, SIGKILL after NOTICE_S; 0 = SIGKILL at once).",
     ),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Run on this backend instead of the spec's `backend:`."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact cloud requests; send and record nothing."),
     json_: bool = JSON,
 ) -> None:
     """Run a job: launch, checkpoint, survive preemptions, and print a summary."""
-    job_id = sdk.submit(str(spec), preempt_at=preempt_at)
+    if dry_run:
+        _check_dry_run(spec, backend)
+    if dry_run:
+        from spotfit.backends.aws.dryrun import dry_run as plan_requests
+        from spotfit.cli.aws import print_dry_run
+
+        print_dry_run(plan_requests(str(spec)), json_)
+        return
+    job_id = sdk.submit(str(spec), preempt_at=preempt_at, backend=backend)
     if detach:
         sdk.start_detached(job_id)
         if json_:
@@ -59,6 +69,16 @@ def run(
         render.print_status(console, doc)
     if doc["state"] != "completed":
         raise typer.Exit(1)
+
+
+def _check_dry_run(spec: Path, backend: str | None) -> None:
+    """`--dry-run` plans for aws only: the one backend that sends cloud requests."""
+    from spotfit.errors import UsageError
+
+    chosen = backend or sdk.validate(str(spec)).backend
+    if chosen != "aws":
+        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws (the only backend "
+                         "that sends cloud requests).", hint="Add --backend aws, or leave --dry-run out.")
 
 
 @app.command()

@@ -14,12 +14,14 @@ import time
 from spotfit.controller.replay import MarketReplay
 from spotfit.market.policies.base import DEFAULT_POLICY, Context, Decision, Kind, NONE, ON_DEMAND, make_policy, spot
 from spotfit.market.trace import load_trace, resolve_trace, zone_stats
+from spotfit.market.view import MarketView
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.spec import JobSpec, Preemption
 from spotfit.state import StateDB
 
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
 MIN_NOTICE_S = 3.0  # wall seconds: enough to finish a step and save on this machine
+NO_CAPACITY_RETRY_S = 300.0  # without a market: how long a zone that had no capacity is skipped
 
 
 class AttemptPlanner:
@@ -43,6 +45,7 @@ class AttemptPlanner:
         self._trace_s_per_step: float | None = None
         self._total_steps: int | None = None
         self._step = 0
+        self._no_capacity: dict[str | None, float] = {}  # zone -> trace second of a failed launch
 
     # -- clock ----------------------------------------------------------------------------------
 
@@ -82,6 +85,16 @@ class AttemptPlanner:
 
     def spot_available(self, zone: str | None) -> bool:
         return self.replay is None or zone is None or self.replay.available(zone, self.now_s())
+
+    def spot_price(self, zone: str | None) -> float | None:
+        """The zone's spot price now ($/h), or None without a market."""
+        if self.replay is None or zone is None:
+            return None
+        z = self.replay.trace.zone_index(zone)
+        return float(self.replay.trace.spot_usd_per_h[z, self.replay.tick_at(self.now_s())])
+
+    def zones(self) -> list[str]:
+        return list(self.replay.zones) if self.replay else []
 
     def bill(self, attempt: dict) -> tuple[float, float]:
         """(billed trace seconds, USD) of an attempt from its start until now."""
@@ -135,13 +148,17 @@ class AttemptPlanner:
         preempted = attempt is None and bool(attempts) and attempts[-1]["state"] in ("preempted", "killed")
         return Context(now_s=now_rel, gap_s=self.replay.gap_s, work_s=work_s, work_done_s=min(done, work_s),
                        deadline_s=deadline_s, overhead_s=overhead_s, mode=mode, overhead_left_s=left,
-                       market=self.replay.view(self.now_s()), zones=tuple(self.replay.zones),
+                       market=self._view(), zones=tuple(self.replay.zones),
                        preempted=preempted)
 
     def decide(self, attempt: dict | None, progress: dict) -> tuple[str, str | None] | None:
         """(market, zone) to run on now, or None to wait."""
         if self.replay is None:
-            return ("spot" if self.spec.resources.spot else "on_demand"), None
+            if not self.spec.resources.spot:
+                return "on_demand", None
+            blocked = self._blocked()
+            zones = [z for z in (self.spec.market.zones or [None]) if z not in blocked]
+            return ("spot", zones[0]) if zones else None
         if not self.spec.resources.spot:
             return "on_demand", None
         decision: Decision = self.policy.decide(self.context(attempt))
@@ -150,6 +167,34 @@ class AttemptPlanner:
         if decision.kind is Kind.ON_DEMAND:
             return "on_demand", None
         return "spot", decision.zone
+
+    def mark_no_capacity(self, zone: str | None) -> None:
+        """A launch in `zone` found no capacity: the next decisions skip it for a while.
+
+        With a market the zone counts as unavailable until the next tick (the policy then picks
+        another zone, on-demand or waiting); without one it is skipped for NO_CAPACITY_RETRY_S.
+        """
+        self._no_capacity[zone] = self.now_s()
+
+    def _blocked(self) -> set[str | None]:
+        now = self.now_s()
+        if self.replay is not None:
+            tick = self.replay.tick_at(now)
+            return {z for z, t in self._no_capacity.items() if self.replay.tick_at(t) == tick}
+        return {z for z, t in self._no_capacity.items() if now - t < NO_CAPACITY_RETRY_S}
+
+    def _view(self) -> MarketView:
+        """The market as the policy sees it now: zones that just had no capacity are down."""
+        view = self.replay.view(self.now_s())
+        blocked = [z for z in self._blocked() if z in self.replay.zones]
+        if not blocked:
+            return view
+        trace = self.replay.trace
+        available = trace.available.copy()
+        for zone in blocked:
+            available[trace.zone_index(zone), view.tick] = False
+        return MarketView(trace.zones, trace.gap_s, available, trace.spot_usd_per_h,
+                          trace.on_demand_usd_per_h, view.tick)
 
     @staticmethod
     def same_mode(attempt: dict, decision: tuple[str, str | None]) -> bool:
@@ -191,4 +236,28 @@ class AttemptPlanner:
             mtbf_s=self.mtbf_wall_s(zone),
             hold_at_steps=sorted(p.at_step for p in self.pending_injections()),
             heartbeat_s=0.5,
+            strategy=spec.training.strategy,
+            mixed_precision=spec.training.mixed_precision,
+            xla=spec.training.xla,
+            workers=spec.resources.workers,
+            tensorboard=spec.training.tensorboard,
+            histogram_freq=spec.training.histogram_freq,
+            export=self._export_options(attempt, zone),
+            data_source=spec.data.source if spec.data else None,
+            data_cache_dir=spec.data.cache_dir if spec.data else None,
+            data_cache_limit_gib=spec.data.cache_limit_gib if spec.data else None,
+            data_workers=spec.data.workers if spec.data else 16,
         )
+
+    def _export_options(self, attempt: int, zone: str | None) -> dict | None:
+        """What the runtime needs to export and to fill the model card (runtime/export.py)."""
+        if self.spec.export is None:
+            return None
+        from spotfit.home import default_registry_url
+
+        before = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] < attempt)
+        price = self.spot_price(zone) if zone is not None else self.on_demand_usd_per_h()
+        return {"registry": self.spec.export.registry or default_registry_url(),
+                "formats": list(self.spec.export.formats), "name": self.spec.name,
+                "spec_hash": self.spec.spec_hash(), "cost_usd_before": round(before, 6),
+                "price_usd_per_h": price, "time_scale": self.time_scale()}

@@ -15,8 +15,10 @@ import time
 from typing import Callable
 
 from spotfit.backends.base import Backend, LaunchRequest, make_backend
-from spotfit.controller import outcome
+from spotfit.controller import notify, outcome
 from spotfit.controller.attempts import AttemptPlanner
+from spotfit.controller.watchdog import Watchdog
+from spotfit.rulespec import Budget
 from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
@@ -24,6 +26,7 @@ from spotfit.stores import open_store
 
 TERMINAL = ("completed", "failed", "cancelled", "stopped")
 CONTROLLER_STALE_S = 10.0
+STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 
 
 class Controller:
@@ -47,6 +50,14 @@ class Controller:
         self._failures = sum(1 for a in db.attempts(job_id) if a["state"] == outcome.FAILED)
         self._notified: set[int] = set()
         self._switching: set[int] = set()
+        # Rules that already paused or stopped this job do not fire again when it resumes.
+        fired = {e["data"]["index"] for e in db.events(job_id)
+                 if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
+        self.watchdog = Watchdog(_rules_of(self.spec), fired)
+        self.webhook = notify.webhook_url(self.spec.notify.webhook if self.spec.notify else None)
+        self._halt: tuple[str, str] | None = None  # (state, message) once a rule paused or stopped
+        self._price_paused = False
+        self._stop_sent: dict[int, float] = {}
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -59,10 +70,15 @@ class Controller:
             )
         self.plan.start_clock()
         self._adopt()
+        if self.db.get_job(self.job_id)["state"] == "paused":
+            self.db.update_job(self.job_id, state="waiting", message="resumed")
+            self.db.add_event(self.job_id, "resumed", "paused job resumed")
         while True:
             job = self.db.get_job(self.job_id)
             if job["state"] in TERMINAL:
                 return job["state"]
+            if job["state"] == "paused" and not self._price_paused:
+                return "paused"  # `spotfit resume JOB` continues it
             self.db.update_job(self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time(),
                                trace_now_s=self.plan.now_s())
             self._ingest()
@@ -71,6 +87,8 @@ class Controller:
                 self._cancel(current)
             elif current is not None:
                 self._watch(current)
+            elif self._price_paused:
+                self._resume_below_cap()
             else:
                 self._decide_and_launch()
             self.on_update()
@@ -103,6 +121,7 @@ class Controller:
             result = outcome.classify(code, status.signal)
             if number in self._switching and result in (outcome.STOPPED, outcome.PREEMPTED, outcome.KILLED):
                 result = outcome.STOPPED
+            self.backend.stop(attempt["handle"], grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code)
             return
         progress = self._progress(number)
@@ -120,12 +139,17 @@ class Controller:
                               trace_s=self.plan.now_s())
             self.backend.preempt(attempt["handle"], self.plan.notice_s())
             return
+        if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
+            del self._stop_sent[number]
+            self.backend.preempt(attempt["handle"], self.plan.notice_s())
         if number not in self._notified and number not in self._switching and self.plan.new_tick():
             decision = self.plan.decide(attempt, progress)
             if decision is not None and not self.plan.same_mode(attempt, decision):
                 self._switching.add(number)
                 self.db.add_event(self.job_id, "switch", f"policy switches to {decision}", attempt=number)
                 self.backend.preempt(attempt["handle"], self.plan.notice_s())
+        if self.watchdog.active and number not in self._switching:
+            self._apply_rules(attempt, progress)
 
     def _finish(self, attempt: dict, result: str, code: int | None, why: str = "") -> None:
         number = attempt["number"]
@@ -151,6 +175,10 @@ class Controller:
                                    message=f"the script failed {self._failures} times; see `spotfit logs {self.job_id}`")
         elif result == outcome.STOPPED and self.db.get_job(self.job_id)["cancel_requested"]:
             self.db.update_job(self.job_id, state="cancelled", message="cancelled by the user")
+        elif result == outcome.STOPPED and self._halt is not None:
+            state, why = self._halt
+            self._halt = None
+            self.db.update_job(self.job_id, state=state, message=why)
 
     def _complete(self) -> None:
         try:
@@ -169,6 +197,8 @@ class Controller:
             self.db.update_job(self.job_id, state="waiting", message=self.plan.waiting_reason())
             return
         market, zone = decision
+        self.store.delete("control/stop")
+        self.watchdog.new_attempt()
         number = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
                                      state="launching", trace_start_s=self.plan.now_s(),
                                      start_step=self.db.get_job(self.job_id)["step"])
@@ -176,20 +206,83 @@ class Controller:
                                self.plan.runtime_config(self.job_url, number, zone).to_json().encode())
         request = LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone,
                                 market=market, workers=self.spec.resources.workers,
-                                env=dict(self.spec.env))
+                                env=dict(self.spec.env), accelerator=self.spec.resources.accelerator,
+                                accelerator_count=self.spec.resources.count,
+                                options=self.spec.aws.model_dump() if self.spec.backend == "aws" else {})
         try:
             if market == "spot" and not self.plan.spot_available(zone):
                 raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
             handle = self.backend.launch(request)
         except NoCapacityError as exc:
+            self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
             self.db.update_attempt(self.job_id, number, state="no_capacity", ended_at=time.time(),
                                    trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
             self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {exc}", attempt=number)
+            return
+        except SpotfitError as exc:  # credentials, quotas, bad parameters: a failed launch, not a crash
+            self.db.update_attempt(self.job_id, number, state=outcome.FAILED, ended_at=time.time(),
+                                   trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
+            self.db.add_event(self.job_id, "launch_failed", f"attempt {number}: {exc.message}", attempt=number,
+                              hint=exc.hint)
+            self._failures += 1
+            if self._failures > self.spec.max_failures:
+                self.db.update_job(self.job_id, state="failed", message=f"launch failed: {exc.message}")
             return
         self.db.update_attempt(self.job_id, number, handle=handle, state="running")
         self.db.update_job(self.job_id, state="running", message=f"attempt {number} on {market} {zone or ''}".strip())
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
                           attempt=number, trace_s=self.plan.now_s())
+
+    # -- rules ----------------------------------------------------------------------------------
+
+    def _apply_rules(self, attempt: dict, progress: dict) -> None:
+        """Evaluate the watchdog rules; notify, pause or stop as they say."""
+        spent = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != attempt["number"])
+        cost = spent + self.plan.bill(attempt)[1]
+        price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == "spot" else None
+        for verdict in self.watchdog.check(progress, cost, price):
+            saved = f" (saves ~${verdict.saved_usd:.4f})" if verdict.saved_usd else ""
+            message = f"{verdict.rule}: {verdict.message} -> {verdict.action}{saved}"
+            self.db.add_event(self.job_id, "rule", message, attempt=attempt["number"], rule=verdict.rule,
+                              index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd)
+            self._notify(verdict, message)
+            if verdict.action in ("pause", "stop") and self._halt is None:
+                self._halt = ("paused" if verdict.action == "pause" else "stopped", message)
+                self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
+                self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric")
+
+    def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False) -> None:
+        """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
+
+        Before training starts there is nothing new to save: SIGTERM stops it at once.
+        """
+        number = attempt["number"]
+        self._switching.add(number)
+        if progress.get("phase") != "training":
+            self.backend.preempt(attempt["handle"], self.plan.notice_s())
+            return
+        self._stop_sent[number] = time.time()
+        doc = {"attempt": number, "reason": reason, "export": export}
+        self.store.write_bytes("control/stop", json.dumps(doc).encode())
+
+    def _notify(self, verdict, message: str) -> None:
+        if not self.webhook:
+            return
+        payload = {"text": f"spotfit job {self.job_id}: {message}", "job": self.job_id, "rule": verdict.rule,
+                   "action": verdict.action, "message": verdict.message, "saved_usd": verdict.saved_usd}
+        error = notify.send(self.webhook, payload)
+        if error:
+            self.db.add_event(self.job_id, "notify_failed", f"webhook delivery failed: {error}")
+
+    def _resume_below_cap(self) -> None:
+        """A price-cap pause ends by itself when the spot price falls back under the cap."""
+        cap = self.watchdog.engine.price_cap()
+        price = min((self.plan.spot_price(z) for z in self.plan.zones()), default=None)
+        if cap is None or (price is not None and price <= cap):
+            self._price_paused = False
+            self.watchdog.engine.rearm("price_cap")
+            self.db.update_job(self.job_id, state="waiting", message="price back under the cap")
+            self.db.add_event(self.job_id, "resumed", f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h")
 
     def _cancel(self, current: dict | None) -> None:
         if current is None:
@@ -238,3 +331,11 @@ class Controller:
                 self.plan.observe(progress)
                 self.db.update_job(self.job_id, step=progress.get("step") or 0,
                                    total_steps=progress.get("total_steps"), loss=progress.get("loss"))
+
+
+def _rules_of(spec: JobSpec) -> list:
+    """The spec's rules; a top-level `budget_usd` is a `budget` rule that stops the job."""
+    rules = list(spec.rules)
+    if spec.budget_usd is not None and not any(r.rule == "budget" for r in rules):
+        rules.append(Budget(rule="budget", usd=spec.budget_usd, action="stop"))
+    return rules

@@ -27,6 +27,18 @@ class RuntimeConfig:
     heartbeat_s: float = 1.0
     metadata_url: str | None = None  # spot interruption notice endpoint (AWS IMDS)
     metadata_poll_s: float = 5.0
+    data_source: str | None = None  # store URL synced to the local data cache before the script
+    data_cache_dir: str | None = None  # default: $SPOTFIT_CACHE_DIR, else $SPOTFIT_HOME/cache/data
+    data_cache_limit_gib: float | None = None
+    data_workers: int = 16
+    # Speed-ups (runtime/strategy.py, precision.py, xla.py) and outputs (tensorboard.py, export.py).
+    strategy: str = "auto"  # auto | none | mirrored | multi_worker
+    mixed_precision: str = "auto"  # auto | off | mixed_float16 | mixed_bfloat16
+    xla: str = "auto"  # auto | on | off
+    workers: int = 1  # processes/machines of this attempt (TF_CONFIG comes from the backend)
+    tensorboard: bool = True
+    histogram_freq: int = 0  # epochs between weight histograms in TensorBoard; 0 = none
+    export: dict | None = None  # {registry, formats, name, spec_hash, cost_usd_before, price_usd_per_h, time_scale}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

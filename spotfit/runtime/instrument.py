@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING
 import keras
 import numpy as np
 
-from spotfit.runtime import EXIT_PREEMPTED, EXIT_STOPPED, resume
+from spotfit.errors import StoreError
+from spotfit.runtime import EXIT_PREEMPTED, EXIT_STOPPED, export, precision, resume
 from spotfit.runtime.preemption import Preempted
 
 if TYPE_CHECKING:
     from spotfit.runtime.session import Session
 
 _original_fit = keras.Model.fit
+SAVE_RETRY_S = 10.0  # `interval: auto` before any save succeeded: wait this long after a failure
 _FIT_SIGNATURE = inspect.signature(_original_fit)
 
 
@@ -36,10 +38,19 @@ def weights_sha256(model: keras.Model) -> str:
     """sha256 over the model's weights in their fixed order (names, shapes, dtypes, values)."""
     h = hashlib.sha256()
     for v in model.weights:
-        value = np.ascontiguousarray(keras.ops.convert_to_numpy(v.value))
+        value = np.ascontiguousarray(_numpy(v))
         h.update(f"{v.path}:{value.dtype}:{value.shape};".encode())
         h.update(value.tobytes())
     return h.hexdigest()
+
+
+def _numpy(variable) -> np.ndarray:
+    """A variable's value; a distributed variable's is its first local copy (all are equal)."""
+    value = variable.value
+    components = getattr(value, "values", None)  # tf.distribute's MirroredVariable and kin
+    if isinstance(components, tuple) and components:
+        value = components[0]
+    return keras.ops.convert_to_numpy(value)
 
 
 def _state_variables(model: keras.Model) -> list:
@@ -51,7 +62,7 @@ def _state_variables(model: keras.Model) -> list:
 
 
 def capture(model: keras.Model) -> dict[str, np.ndarray]:
-    arrays = {f"v{i:05d}": keras.ops.convert_to_numpy(v.value) for i, v in enumerate(_state_variables(model))}
+    arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
     keys, pos = np.random.get_state()[1:3]
     arrays["numpy_rng_keys"] = np.asarray(keys)
     arrays["numpy_rng_pos"] = np.asarray([pos])
@@ -92,6 +103,8 @@ class SpotfitCallback(keras.callbacks.Callback):
         self.steps_per_epoch = None
         self._last_save_t = 0.0
         self._last_save_step = 0
+        self._failed_t = 0.0  # last failed save (store unreachable): the next try waits an interval
+        self._failed_step = 0
         self._first_step_seen = False
 
     # -- Keras hooks ----------------------------------------------------------------------
@@ -126,11 +139,20 @@ class SpotfitCallback(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
 
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.session.xla is not None:
+            self.session.xla.on_batch_begin()
+
     def on_train_batch_end(self, batch, logs=None):
         s = self.session
         self.step += self.model.steps_per_execution
         self.batch_in_epoch = batch + 1
         loss = (logs or {}).get("loss")
+        s.reporter.record_loss(self.step, loss)
+        if s.xla is not None:
+            s.xla.on_batch_end(self.model, self.step)
+        if s.tensorboard is not None:
+            s.tensorboard.on_batch_end(self.step, _num(loss))
         if not self._first_step_seen:
             self._first_step_seen = True
             s.reporter.timing("first_step_s", time.time() - s.t_started)
@@ -140,14 +162,18 @@ class SpotfitCallback(keras.callbacks.Callback):
         previous = self.step - self.model.steps_per_execution
         if any(previous < at <= self.step for at in s.config.hold_at_steps) and self.step > self._last_save_step:
             self._hold()
-        if s.watcher.notice.is_set():
-            self._save(reason=s.watcher.source or "notice")
-            s.reporter.progress(force=True, phase="preempted")
-            raise Preempted(EXIT_PREEMPTED)
-        if s.stop_requested():
-            self._save(reason="stop")
-            s.reporter.progress(force=True, phase="stopped")
-            raise Preempted(EXIT_STOPPED)
+        # A notice or a stop request: every worker stops after the same step (strategy.py);
+        # with one worker, after this one.
+        if s.stop.target is None:
+            if s.watcher.notice.is_set():
+                s.stop.propose(self.step, s.watcher.source or "notice", EXIT_PREEMPTED)
+            elif s.stop_requested():
+                s.stop.propose(self.step, "stop", EXIT_STOPPED)
+        if s.stop.target is not None and self.step >= s.stop.target:
+            stopped = s.stop.code == EXIT_STOPPED
+            self._save(reason="stop" if stopped else (s.stop.reason or "notice"))
+            s.reporter.progress(force=True, phase="stopped" if stopped else "preempted")
+            raise Preempted(s.stop.code)
         if self._due():
             self._save(reason="interval")
 
@@ -155,8 +181,12 @@ class SpotfitCallback(keras.callbacks.Callback):
         metrics = {k: _num(v) for k, v in (logs or {}).items()}
         self.session.reporter.progress(force=True, metrics=metrics, epoch=epoch + 1)
         self.session.last_metrics = metrics
+        if self.session.tensorboard is not None:
+            self.session.tensorboard.on_epoch_end(epoch + 1, metrics, self.model)
 
     def on_train_end(self, logs=None):
+        if self.session.xla is not None:
+            self.session.xla.on_train_end(self.model)
         if self.step > self._last_save_step:
             self._save(reason="end")
         self.session.watcher.in_training = False
@@ -171,13 +201,17 @@ class SpotfitCallback(keras.callbacks.Callback):
     def _due(self) -> bool:
         cfg = self.session.config
         if cfg.interval_steps:
-            return self.step - self._last_save_step >= cfg.interval_steps
+            return self.step - max(self._last_save_step, self._failed_step) >= cfg.interval_steps
         interval = self.session.interval_s()
+        since = time.perf_counter() - max(self._last_save_t, self._failed_t)
         if interval is None:  # auto: the first save measures the save cost
-            return True
-        return time.perf_counter() - self._last_save_t >= interval
+            return not self._failed_t or since >= SAVE_RETRY_S
+        return since >= interval
 
     def _save(self, reason: str) -> None:
+        if not self.session.is_chief:  # the chief alone writes checkpoints (same weights)
+            self._last_save_t, self._last_save_step = time.perf_counter(), self.step
+            return
         epoch, batch = self._position()
         meta = {
             "fit_index": self.fit_index,
@@ -190,11 +224,21 @@ class SpotfitCallback(keras.callbacks.Callback):
         }
         s = self.session
         s.reporter.progress(force=True, phase="saving")
-        seconds = s.checkpoints.save(self.step, capture(self.model), meta)
+        try:
+            seconds = s.checkpoints.save(self.step, capture(self.model), meta)
+        except StoreError as exc:
+            # Training goes on from the previous checkpoint's safety; the next interval retries.
+            self._failed_t, self._failed_step = time.perf_counter(), self.step
+            s.reporter.progress(force=True, phase="training")
+            s.reporter.event("checkpoint_failed", f"could not save step {self.step} ({reason}), "
+                             f"retrying at the next interval: {exc}", step=self.step, reason=reason)
+            return
         s.record_save(seconds)
         s.reporter.progress(force=True, phase="training")
         s.reporter.event("checkpoint", f"saved step {self.step} ({reason}) in {seconds:.3f}s",
                          step=self.step, save_s=seconds, reason=reason)
+        if s.tensorboard is not None:
+            s.tensorboard.flush()
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
 
@@ -214,6 +258,18 @@ def _num(value):
     except (TypeError, ValueError):
         return None
     return value if math.isfinite(value) else None
+
+
+def _prepare(session: "Session", model: keras.Model, x) -> None:
+    """Before a fit call: float32 outputs under mixed precision, XLA, the card's data source."""
+    changed = precision.keep_outputs_float32(model)
+    if changed:
+        session.reporter.event("precision_outputs", f"output layers {changed} run in float32", layers=changed)
+    if session.xla is not None:
+        session.xla.before_fit(model)
+    session.fit_inputs.append(export.describe_inputs(x))
+    if session.sample_x is None and isinstance(x, np.ndarray):
+        session.sample_x = x[: export.SAMPLE_ROWS]
 
 
 def install(session: "Session") -> None:
@@ -241,6 +297,7 @@ def install(session: "Session") -> None:
         callback = SpotfitCallback(session, index, meta, arrays)
         call["callbacks"] = [*(call.get("callbacks") or []), callback]
         session.model = self
+        _prepare(session, self, call.get("x"))
         try:
             return _original_fit(self, **call)
         finally:

@@ -13,10 +13,12 @@ import sys
 import time
 import traceback
 
-from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED
+from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.runtime.config import RuntimeConfig
+from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.session import Session
+from spotfit.runtime.utilization import start_sampling
 from spotfit.stores import open_store
 
 
@@ -34,6 +36,7 @@ def run(job_url: str, attempt: int) -> int:
     rep = session.reporter
     rep.timing("process_start_s", _process_age_s())
     session.watcher.install()
+    stop_sampling = start_sampling(rep.state)
     try:
         t0 = time.perf_counter()
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -41,6 +44,7 @@ def run(job_url: str, attempt: int) -> int:
         import tensorflow as tf
 
         rep.timing("tf_import_s", time.perf_counter() - t0)
+        strategy = _speedups(session)  # before any other TF op: a multi-worker strategy needs that
         keras.utils.set_random_seed(config.seed)
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
@@ -48,36 +52,125 @@ def run(job_url: str, attempt: int) -> int:
         from spotfit.runtime import instrument
 
         instrument.install(session)
+        sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
         rep.progress(force=True, phase="running script")
-        code = _run_script(config)
+        code = _run_script(config, strategy)
         if code != EXIT_DONE:
             return code
         result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics}
         if session.model is not None:
             result["weights_sha256"] = instrument.weights_sha256(session.model)
-            result["step"] = int(keras.ops.convert_to_numpy(session.model.optimizer.iterations))
+            # Steps trained, as counted by the callback: Keras's `optimizer.iterations` also counts
+            # the empty call that ends an epoch on a dataset of unknown size.
+            result["step"] = rep.state["step"]
+            if config.export and session.is_chief:
+                result["export"] = _export(session, result)
         session.write_result(result)
         rep.progress(force=True, phase="done")
         rep.event("done", f"script finished at step {result['step']}", **result)
+        session.stop.barrier("done")
         return EXIT_DONE
     except Exception as exc:
         rep.event("failed", f"{type(exc).__name__}: {exc}", error=type(exc).__name__)
         raise
     except Preempted as exc:
-        rep.event("exit", f"stopped with checkpoint (exit {exc.code}), notice from {session.watcher.source}",
-                  code=exc.code)
+        rep.event("exit", f"stopped with checkpoint (exit {exc.code}), notice from "
+                  f"{session.stop.reason or session.watcher.source}", code=exc.code)
+        if (exc.code == EXIT_STOPPED and (session.stop_request or {}).get("export") and config.export
+                and session.is_chief and session.model is not None):
+            _export(session, {"step": None, "weights_sha256": None, "metrics": session.last_metrics})
+        session.stop.barrier("stopped")  # the chief's checkpoint is written before anyone exits
         return int(exc.code)
     finally:
+        stop_sampling.set()
         session.watcher.close()
 
 
-def _run_script(config: RuntimeConfig) -> int:
-    """Run the user's script as `__main__`; returns its exit status."""
+def _speedups(session: Session):
+    """Strategy, precision policy, XLA tuner and TensorBoard log of this attempt; returns the strategy."""
+    import tensorflow as tf
+
+    from spotfit.runtime import precision, strategy as dist, xla
+    from spotfit.runtime.tensorboard import TensorBoardLog
+
+    config, rep, cluster = session.config, session.reporter, session.cluster
+    logical_cpus = int(os.environ.get(dist.LOGICAL_CPUS_ENV) or 0)
+    if logical_cpus > 1:
+        dist.split_cpu(logical_cpus)
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    name = dist.choose(config.strategy, max(config.workers, cluster.workers), gpus or max(logical_cpus, 1))
+    if cluster.multi and name != "multi_worker":
+        raise ValueError(f"Invalid `training.strategy`: received {config.strategy!r} with {cluster.workers} "
+                         "workers, expected `multi_worker` or `auto` (each worker would train alone).")
+    strategy = dist.create(name)
+    session.strategy_name = name
+    replicas = strategy.num_replicas_in_sync if strategy is not None else 1
+    os.environ["SPOTFIT_NUM_REPLICAS"] = str(replicas)
+    os.environ["SPOTFIT_WORKER_INDEX"] = str(cluster.index)
+    if cluster.multi:
+        session.stop = dist.StopAgreement(cluster, config.attempt)
+    rep.event("strategy", f"strategy {name}: {replicas} replica(s) in sync on {cluster.workers} worker(s)",
+              strategy=name, replicas=replicas, workers=cluster.workers, worker=cluster.index)
+
+    policy, why = precision.choose(config.mixed_precision, precision.detect())
+    precision.apply(policy)
+    rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: {why}",
+              policy=policy, reason=why)
+
+    fixed, why = xla.without_measuring(bool(gpus), config.deterministic, strategy is not None)
+    session.xla = xla.XlaTuner(config.xla, session.store, rep, fixed, why)
+    if config.tensorboard and session.is_chief:
+        session.tensorboard = TensorBoardLog(session.store, config.histogram_freq)
+    return strategy
+
+
+def _export(session: Session, result: dict) -> dict:
+    """Export, verify and publish the trained model; failures are reported, not raised."""
+    import keras
+    import tensorflow as tf
+
+    from spotfit.runtime import export
+
+    config, opts = session.config, session.config.export
+    trace_h = (time.time() - session.t_started) * (opts.get("time_scale") or 1.0) / 3600.0
+    this_attempt = (opts.get("price_usd_per_h") or 0.0) * trace_h
+    card = {
+        "job_id": config.job_id, "attempt": config.attempt, "spec_hash": opts.get("spec_hash"),
+        "step": result.get("step"), "weights_sha256": result.get("weights_sha256"),
+        "metrics": session.last_metrics,
+        "cost": {"usd": round(opts.get("cost_usd_before", 0.0) + this_attempt, 6),
+                 "previous_attempts_usd": opts.get("cost_usd_before", 0.0),
+                 "this_attempt_usd_estimated": round(this_attempt, 6),
+                 "price_usd_per_h": opts.get("price_usd_per_h")},
+        "data_source": {**export.script_source(config.script, config.args), "fit_inputs": session.fit_inputs},
+        "training": {"dtype_policy": keras.mixed_precision.global_policy().name,
+                     "strategy": session.strategy_name,
+                     "replicas": int(os.environ.get("SPOTFIT_NUM_REPLICAS", "1")),
+                     "xla": None if session.xla is None else session.xla.choice},
+        "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
+    }
+    try:
+        card = export.export(session.model, opts, card, session.sample_x)
+    except Exception as exc:  # the model was trained and checkpointed: report, do not fail the job
+        session.reporter.event("export_failed", f"export not published: {type(exc).__name__}: {exc}",
+                               error=str(exc)[:500])
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    session.reporter.event("exported", f"published {opts['name']} version {card['version']} to {card['url']}",
+                           version=card["version"], url=card["url"], formats=sorted(card["formats"]))
+    return {"version": card["version"], "url": card["url"]}
+
+
+def _run_script(config: RuntimeConfig, strategy=None) -> int:
+    """Run the user's script as `__main__` (inside the strategy's scope); returns its exit status."""
+    import contextlib
+
     os.chdir(config.workdir)
     sys.argv = [config.script, *config.args]
     sys.path.insert(0, os.path.dirname(config.script))
+    scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     try:
-        runpy.run_path(config.script, run_name="__main__")
+        with scope:
+            runpy.run_path(config.script, run_name="__main__")
     except Preempted:
         raise
     except SystemExit as exc:
@@ -100,7 +193,10 @@ def main(argv: list[str] | None = None) -> None:
         traceback.print_exc()
         sys.stderr.flush()
         code = 1
-    _record_exit(argv[0], int(argv[1]), code)
+    from spotfit.runtime.strategy import cluster_from_env
+
+    if cluster_from_env().is_chief:  # the chief's code is the attempt's
+        _record_exit(argv[0], int(argv[1]), code)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -51,10 +52,32 @@ class NoticeWatcher:
     def _poll(self) -> None:
         while not self._stop.wait(self._poll_s):
             try:
-                with urllib.request.urlopen(self._metadata_url, timeout=2) as resp:
-                    if resp.status == 200:
-                        self.source = self.source or "metadata"
-                        self.notice.set()
-                        return
+                if self._interruption_noticed():
+                    self.source = self.source or "metadata"
+                    self.notice.set()
+                    return
             except (urllib.error.URLError, OSError, ValueError):
                 continue
+
+    def _interruption_noticed(self) -> bool:
+        """GET the notice endpoint, with an IMDSv2 session token when the server gives one."""
+        headers = {}
+        token = _imds_token(self._metadata_url)
+        if token:
+            headers["X-aws-ec2-metadata-token"] = token
+        request = urllib.request.Request(self._metadata_url, headers=headers)
+        with urllib.request.urlopen(request, timeout=2) as resp:
+            return resp.status == 200
+
+
+def _imds_token(metadata_url: str) -> str | None:
+    """An IMDSv2 token from the same server (`PUT /latest/api/token`), or None (IMDSv1, tests)."""
+    parts = urllib.parse.urlsplit(metadata_url)
+    url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/latest/api/token", "", ""))
+    request = urllib.request.Request(url, method="PUT",
+                                     headers={"X-aws-ec2-metadata-token-ttl-seconds": "21600"})
+    try:
+        with urllib.request.urlopen(request, timeout=2) as resp:
+            return resp.read().decode().strip() or None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None

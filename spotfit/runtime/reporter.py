@@ -4,15 +4,22 @@
   at most every `heartbeat_s` (and at once on phase changes and held steps).
 - `events/<attempt>-<seq>.json`: one object per event (restored, checkpoint saved, corrupt
   checkpoint skipped, preemption notice, ...); the controller copies them into the state DB.
+
+While the store is unreachable, training goes on: a progress write that fails is skipped (the
+next heartbeat carries the news) and events wait in order until a write succeeds again.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 import time
+from collections import deque
 from typing import Any
 
+from spotfit.errors import StoreError
 from spotfit.stores.base import ObjectStore
 
 
@@ -25,6 +32,7 @@ class Reporter:
         self.heartbeat_s = heartbeat_s
         self._seq = 0
         self._last_write = 0.0
+        self._unsent: deque = deque()  # events not yet written: (key, body)
         self.state: dict[str, Any] = {
             "attempt": attempt,
             "pid": os.getpid(),
@@ -35,21 +43,62 @@ class Reporter:
             "loss": None,
             "metrics": {},
             "timings": {},
+            "nan_loss": False,
         }
+        # The last steps' losses, for rules that look at windows of steps (loss_plateau).
+        self._losses: deque = deque(maxlen=256)
 
     def event(self, kind: str, message: str, **data: Any) -> None:
         self._seq += 1
         doc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
         key = f"events/{self.attempt:04d}-{self._seq:06d}.json"
-        self.store.write_bytes(key, json.dumps(doc, default=str).encode())
+        self._unsent.append((key, json.dumps(doc, default=str).encode()))
+        self._flush_events()
+
+    def _flush_events(self) -> bool:
+        """Write waiting events in order; False if the store failed (they wait for the next try)."""
+        while self._unsent:
+            key, body = self._unsent[0]
+            try:
+                self.store.write_bytes(key, body)
+            except StoreError as exc:
+                self._store_failed(exc)
+                return False
+            self._unsent.popleft()
+        return True
+
+    def _store_failed(self, exc: StoreError) -> None:
+        if not self.state.get("store_error"):
+            sys.stderr.write(f"spotfit: store unreachable, training goes on: {exc}\n")
+        self.state["store_error"] = str(exc)
+
+    def record_loss(self, step: int, loss: Any) -> None:
+        """Remember one step's loss; a NaN or infinite loss raises the `nan_loss` flag."""
+        try:
+            value = float(loss)
+        except (TypeError, ValueError):
+            return
+        if not math.isfinite(value):
+            self.state["nan_loss"] = True
+            self._losses.append((step, None))
+        else:
+            self._losses.append((step, value))
 
     def progress(self, force: bool = False, **fields: Any) -> None:
         self.state.update(fields)
         now = time.time()
         if force or now - self._last_write >= self.heartbeat_s:
             self.state["heartbeat_at"] = now
-            self.store.write_bytes("progress.json", json.dumps(self.state, default=float).encode())
+            self.state["losses"] = list(self._losses)
             self._last_write = now
+            if self._unsent and not self._flush_events():
+                return
+            try:
+                self.store.write_bytes("progress.json", json.dumps(self.state, default=float).encode())
+            except StoreError as exc:
+                self._store_failed(exc)
+                return
+            self.state.pop("store_error", None)
 
     def timing(self, name: str, seconds: float) -> None:
         self.state["timings"][name] = round(seconds, 4)

@@ -6,11 +6,13 @@ import json
 import math
 import time
 
+from spotfit.errors import NotFoundError, StoreError
 from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.preemption import NoticeWatcher
 from spotfit.runtime.reporter import Reporter
-from spotfit.stores import open_store
+from spotfit.runtime.strategy import LocalStop, cluster_from_env
+from spotfit.stores import child, open_store
 
 # Checkpoint interval floor, in multiples of the save cost: keeps saving under 2% of time.
 MIN_INTERVAL_SAVES = 50
@@ -24,7 +26,18 @@ class Session:
         self.config = config
         self.t_started = time.time()
         self.store = open_store(config.job_url)
-        self.reporter = Reporter(self.store, config.attempt, config.heartbeat_s)
+        # With several workers the chief reports for the attempt and alone writes checkpoints,
+        # progress and results; the others report under `workers/<index>/` (for debugging).
+        self.cluster = cluster_from_env()
+        self.report_store = self.store if self.cluster.is_chief else open_store(
+            child(config.job_url, "workers", str(self.cluster.index)))
+        self.reporter = Reporter(self.report_store, config.attempt, config.heartbeat_s)
+        self.stop = LocalStop()  # a StopAgreement once a multi-worker strategy exists
+        self.strategy_name = "none"
+        self.tensorboard = None  # runtime/tensorboard.py:TensorBoardLog on the chief
+        self.xla = None  # runtime/xla.py:XlaTuner
+        self.fit_inputs: list[str] = []  # what each fit call trained on, for the model card
+        self.sample_x = None  # a few rows of the training inputs, to verify exports
         self.checkpoints = CheckpointStore(self.store, keep=config.keep, on_event=self.reporter.event)
         self.watcher = NoticeWatcher(config.metadata_url, config.metadata_poll_s)
         self.fit_index = 0
@@ -33,6 +46,8 @@ class Session:
         self.load_s = 0.0
         self.last_metrics: dict = {}
         self.save_costs: list[float] = []
+        self._stop_checked = 0.0
+        self.stop_request: dict | None = None
 
     def load_checkpoint(self) -> None:
         t0 = time.perf_counter()
@@ -53,15 +68,31 @@ class Session:
         return max(math.sqrt(2.0 * cost * mtbf), MIN_INTERVAL_SAVES * cost)
 
     def stop_requested(self) -> bool:
-        """A `stop` file under the job prefix asks the attempt to save and stop (rules, cancel)."""
-        if not hasattr(self, "_stop_checked"):
-            self._stop_checked = 0.0
+        """`control/stop` under the job prefix, naming this attempt, asks it to save and stop.
+
+        The controller writes it for rules (pause, stop) and cancel; it is read at most once per
+        heartbeat. `self.stop_request` keeps the document (reason, export).
+        """
         now = time.time()
         if now - self._stop_checked < self.config.heartbeat_s:
             return False
         self._stop_checked = now
-        return self.store.exists("control/stop")
+        try:
+            doc = json.loads(self.store.read_bytes("control/stop"))
+        except (NotFoundError, StoreError, ValueError):  # unreachable store: ask at the next heartbeat
+            return False
+        if doc.get("attempt") != self.config.attempt:
+            return False
+        self.stop_request = doc
+        return True
+
+    @property
+    def is_chief(self) -> bool:
+        return self.cluster.is_chief
 
     def write_result(self, result: dict) -> None:
+        if not self.is_chief:
+            self.report_store.write_bytes("result.json", json.dumps(result).encode())
+            return
         self.store.write_bytes(f"attempts/{self.config.attempt:04d}/result.json", json.dumps(result).encode())
         self.store.write_bytes("result.json", json.dumps(result).encode())

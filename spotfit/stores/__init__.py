@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from spotfit.stores.base import ObjectStore
+from spotfit.stores.base import ObjectInfo, ObjectStore
 from spotfit.stores.fsspec_store import FsspecStore
+from spotfit.stores.retry import RetryPolicy
 
-__all__ = ["ObjectStore", "open_store", "child"]
+__all__ = ["ObjectInfo", "ObjectStore", "RetryPolicy", "open_store", "child"]
 
 
 def open_store(url: str, **storage_options) -> ObjectStore:

@@ -5,11 +5,29 @@ Keys are `/`-separated paths relative to the store's root. Writes of a single ob
 all-or-nothing: a reader never sees half an object (local files are written under a
 temporary name, then renamed; S3 PUTs are atomic by nature). Multi-object protocols such as
 checkpoints build on that by writing their manifest last.
+
+Errors: a missing object raises `NotFoundError`; anything else that goes wrong (server down,
+permission denied) raises `StoreError`, after the store's own retries.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One object: its key, size and the store's content tag.
+
+    `etag` is the store's tag of the content (S3's ETag without quotes, GCS's md5), or None
+    where the store has none (file://, memory://); `mtime` is then what tells versions apart.
+    """
+
+    key: str
+    size: int
+    etag: str | None = None
+    mtime: float | None = None
 
 
 @runtime_checkable
@@ -21,14 +39,23 @@ class ObjectStore(Protocol):
     def read_bytes(self, key: str) -> bytes:
         """Return the object's content; raise `NotFoundError` if it does not exist."""
 
+    def read_range(self, key: str, start: int, end: int) -> bytes:
+        """Return bytes `[start, end)` of the object (fewer at its end)."""
+
     def write_bytes(self, key: str, data: bytes) -> None:
         """Create or replace the object, atomically."""
 
     def exists(self, key: str) -> bool:
         """Whether the object exists."""
 
+    def info(self, key: str) -> ObjectInfo:
+        """Size and content tag of one object; raise `NotFoundError` if it does not exist."""
+
     def list(self, prefix: str = "") -> list[str]:
         """Keys of all objects under `prefix` (recursive), sorted."""
+
+    def list_info(self, prefix: str = "") -> list[ObjectInfo]:
+        """`ObjectInfo` of all objects under `prefix` (recursive), sorted by key."""
 
     def delete(self, key: str) -> None:
         """Remove one object; missing objects are ignored."""

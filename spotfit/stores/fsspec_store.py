@@ -1,14 +1,17 @@
 """`ObjectStore` over fsspec: one class for every protocol fsspec knows.
 
 Optional protocols load lazily: `s3://` needs s3fs (`pip install 'spotfit[s3]'`), `gs://`
-needs gcsfs (`pip install 'spotfit[gcs]'`).
+needs gcsfs (`pip install 'spotfit[gcs]'`). S3 settings come from the environment
+(`s3_options`), credentials only from the environment or the usual AWS files. Every call is
+retried with backoff (`retry.RetryPolicy`); failures surface as `StoreError`, missing objects
+as `NotFoundError`.
 
 Example:
 
 >>> store = FsspecStore("memory://doctest")
 >>> store.write_bytes("a/b.txt", b"hi")
->>> store.read_bytes("a/b.txt"), store.list("a")
-(b'hi', ['a/b.txt'])
+>>> store.read_bytes("a/b.txt"), store.list("a"), store.info("a/b.txt").size
+(b'hi', ['a/b.txt'], 2)
 """
 
 from __future__ import annotations
@@ -19,9 +22,14 @@ import uuid
 import fsspec
 
 from spotfit.errors import NotFoundError, StoreError, UsageError
+from spotfit.stores.base import ObjectInfo
+from spotfit.stores.retry import RetryPolicy
+from spotfit.stores.s3_reader import range_reader
 
 # protocol -> (pip extra, import name): shown when the optional package is missing.
 _INSTALL_HINTS = {"s3": ("s3", "s3fs"), "gs": ("gcs", "gcsfs"), "gcs": ("gcs", "gcsfs")}
+# Errors that no retry can fix.
+_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError, TypeError)
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -34,13 +42,44 @@ def _split(url: str) -> tuple[str, str]:
     return protocol, path
 
 
+def s3_options(environ: dict | None = None) -> dict:
+    """s3fs options from `SPOTFIT_S3_ENDPOINT_URL`, `SPOTFIT_S3_PROFILE`, `SPOTFIT_S3_REGION`.
+
+    Unset ones are left to botocore, which reads `AWS_ENDPOINT_URL`, `AWS_PROFILE`,
+    `AWS_DEFAULT_REGION` and `~/.aws/{config,credentials}` itself. Retries are spotfit's
+    (`RetryPolicy`), so botocore makes one attempt per call.
+
+    >>> s3_options({"SPOTFIT_S3_ENDPOINT_URL": "http://127.0.0.1:8333"})["endpoint_url"]
+    'http://127.0.0.1:8333'
+    """
+    env = os.environ if environ is None else environ
+    options: dict = {
+        # Another process (the runtime, the controller) writes the same prefixes: no stale listings.
+        "use_listings_cache": False,
+        "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"},
+                          "connect_timeout": 5, "read_timeout": 60},
+    }
+    if env.get("SPOTFIT_S3_ENDPOINT_URL"):
+        options["endpoint_url"] = env["SPOTFIT_S3_ENDPOINT_URL"]
+    if env.get("SPOTFIT_S3_PROFILE"):
+        options["profile"] = env["SPOTFIT_S3_PROFILE"]
+    if env.get("SPOTFIT_S3_REGION"):
+        options["client_kwargs"] = {"region_name": env["SPOTFIT_S3_REGION"]}
+    return options
+
+
+def _default_options(protocol: str) -> dict:
+    return s3_options() if protocol in ("s3", "s3a") else {}
+
+
 class FsspecStore:
     """An object store rooted at `url`, backed by an fsspec file system."""
 
-    def __init__(self, url: str, **storage_options):
+    def __init__(self, url: str, retry: RetryPolicy | None = None, **storage_options):
         protocol, _ = _split(url)
+        options = {**_default_options(protocol), **storage_options}
         try:
-            self.fs = fsspec.filesystem(protocol, **storage_options)
+            self.fs = fsspec.filesystem(protocol, **options)
         except (ImportError, ValueError) as exc:
             extra, module = _INSTALL_HINTS.get(protocol, (None, None))
             if extra is None:
@@ -52,7 +91,11 @@ class FsspecStore:
                 f"Store {url!r} needs the package {module}, which is not installed.",
                 hint=f"Install it with `pip install 'spotfit[{extra}]'`.",
             ) from exc
+        if hasattr(self.fs, "retries"):
+            self.fs.retries = 1  # s3fs's own loop: spotfit's RetryPolicy retries instead
         self.protocol = protocol
+        self.retry = retry or RetryPolicy()
+        self._ranges = range_reader(protocol, options, explicit=bool(storage_options))
         self.url = url.rstrip("/")
         # fsspec's own normal form of the root ("/name" for memory://, absolute for file://).
         self.root = self.fs._strip_protocol(url).rstrip("/")
@@ -61,59 +104,101 @@ class FsspecStore:
         key = key.strip("/")
         return f"{self.root}/{key}" if key else self.root
 
-    def read_bytes(self, key: str) -> bytes:
+    def _key(self, path: str) -> str:
+        root = self.root + "/"
+        return path[len(root):] if path.startswith(root) else path
+
+    def _call(self, what: str, key: str, fn):
+        """Run one file-system call with retries; translate its errors."""
         try:
-            return self.fs.cat_file(self._path(key))
+            return self.retry.call(fn, permanent=_PERMANENT)
         except FileNotFoundError as exc:
             raise NotFoundError(f"No object {key!r} in store {self.url}.") from exc
-        except OSError as exc:
-            raise StoreError(f"Could not read {key!r} from {self.url}: {exc}") from exc
+        except Exception as exc:
+            # The message names the call and key only: never the credentials in the options.
+            raise StoreError(f"Could not {what} {key!r} in {self.url}: {type(exc).__name__}: {exc}") from exc
+
+    def read_bytes(self, key: str) -> bytes:
+        return self._call("read", key, lambda: self.fs.cat_file(self._path(key)))
+
+    def read_range(self, key: str, start: int, end: int) -> bytes:
+        if self._ranges is not None:
+            return self._call("read", key, lambda: self._ranges.read(self._path(key), start, end))
+        return self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
 
     def write_bytes(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        try:
-            if self.protocol == "file":
-                # Local files are written under a temporary name and renamed: atomic.
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            else:
-                self.fs.pipe_file(path, data)
-        except OSError as exc:
-            raise StoreError(f"Could not write {key!r} to {self.url}: {exc}") from exc
+        if self.protocol == "file":
+            self._call("write", key, lambda: _write_local(path, data))
+        else:
+            self._call("write", key, lambda: self.fs.pipe_file(path, data))
 
     def exists(self, key: str) -> bool:
-        return self.fs.exists(self._path(key))
+        return self._call("check", key, lambda: self.fs.exists(self._path(key)))
+
+    def info(self, key: str) -> ObjectInfo:
+        raw = self._call("stat", key, lambda: self.fs.info(self._path(key)))
+        if raw.get("type") == "directory":
+            raise NotFoundError(f"No object {key!r} in store {self.url}: it is a folder.")
+        return _object_info(key.strip("/"), raw)
 
     def list(self, prefix: str = "") -> list[str]:
+        return [i.key for i in self.list_info(prefix)]
+
+    def list_info(self, prefix: str = "") -> list[ObjectInfo]:
         base = self._path(prefix)
-        try:
-            found = self.fs.find(base)
-        except FileNotFoundError:
-            return []
-        root = self.root + "/"
-        keys = [p[len(root):] if p.startswith(root) else p for p in found]
-        return sorted(k for k in keys if ".tmp-" not in k)
+
+        def find():
+            try:
+                return self.fs.find(base, detail=True)
+            except FileNotFoundError:
+                return {}
+
+        found = self._call("list", prefix, find)
+        # s3fs reports an empty prefix as a directory entry: objects only.
+        infos = (_object_info(self._key(p), raw) for p, raw in found.items() if raw.get("type") != "directory")
+        return sorted((i for i in infos if ".tmp-" not in i.key), key=lambda i: i.key)
 
     def delete(self, key: str) -> None:
-        try:
-            self.fs.rm_file(self._path(key))
-        except FileNotFoundError:
-            pass
+        def rm():
+            try:
+                self.fs.rm_file(self._path(key))
+            except FileNotFoundError:
+                pass
+
+        self._call("delete", key, rm)
 
     def get_file(self, key: str, local_path: str) -> None:
-        try:
-            self.fs.get_file(self._path(key), local_path)
-        except FileNotFoundError as exc:
-            raise NotFoundError(f"No object {key!r} in store {self.url}.") from exc
+        self._call("download", key, lambda: self.fs.get_file(self._path(key), local_path))
 
     def put_file(self, local_path: str, key: str) -> None:
         if self.protocol == "file":
             with open(local_path, "rb") as f:
                 self.write_bytes(key, f.read())
         else:
-            self.fs.put_file(local_path, self._path(key))
+            self._call("upload", key, lambda: self.fs.put_file(local_path, self._path(key)))
+
+
+def _write_local(path: str, data: bytes) -> None:
+    """Write under a temporary name and rename: readers never see half a file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _object_info(key: str, raw: dict) -> ObjectInfo:
+    etag = raw.get("ETag") or raw.get("md5Hash") or raw.get("etag")
+    mtime = raw.get("mtime") or raw.get("created") or raw.get("LastModified")
+    if hasattr(mtime, "timestamp"):
+        mtime = mtime.timestamp()
+    return ObjectInfo(key=key, size=int(raw.get("size") or 0),
+                      etag=etag.strip('"') if isinstance(etag, str) else None,
+                      mtime=float(mtime) if mtime is not None else None)

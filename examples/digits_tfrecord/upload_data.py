@@ -1,0 +1,61 @@
+"""Setup for the TFRecord example: write the digits data set as TFRecord shards, upload them.
+
+    python examples/digits_tfrecord/upload_data.py s3://my-bucket/datasets/digits-tfrecord
+
+Writes `train-0000-of-0004.tfrecord` ... (1,500 images) and `test-0000-of-0001.tfrecord`
+(297 images) of scikit-learn's bundled 8x8 digits (no download), then uploads them with
+spotfit's store layer: S3 settings and credentials come from the environment (docs/storage.md).
+"""
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+from sklearn.datasets import load_digits
+
+from spotfit.stores import open_store
+
+TRAIN_ROWS = 1500
+
+
+def _example(image: np.ndarray, label: int) -> bytes:
+    features = {
+        "image": tf.train.Feature(float_list=tf.train.FloatList(value=image.tolist())),
+        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def write_shards(folder: Path, train_shards: int = 4) -> list[Path]:
+    """The TFRecord files of the example, written into `folder`."""
+    digits = load_digits()
+    x = (digits.images.astype("float32") / 16.0).reshape(len(digits.images), 64)
+    y = digits.target
+    splits = {"train": (x[:TRAIN_ROWS], y[:TRAIN_ROWS], train_shards), "test": (x[TRAIN_ROWS:], y[TRAIN_ROWS:], 1)}
+    paths = []
+    for split, (images, labels, shards) in splits.items():
+        for n, rows in enumerate(np.array_split(np.arange(len(images)), shards)):
+            path = folder / f"{split}-{n:04d}-of-{shards:04d}.tfrecord"
+            with tf.io.TFRecordWriter(str(path)) as writer:
+                for i in rows:
+                    writer.write(_example(images[i], labels[i]))
+            paths.append(path)
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("url", help="store URL to upload to, e.g. s3://bucket/datasets/digits-tfrecord")
+    parser.add_argument("--train-shards", type=int, default=4)
+    args = parser.parse_args()
+    store = open_store(args.url)
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in write_shards(Path(tmp), args.train_shards):
+            store.put_file(str(path), path.name)
+            print(f"uploaded {path.name} ({path.stat().st_size} bytes) to {args.url}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""The instance agent: what the user-data runs on each EC2 instance of an attempt.
+
+`python -m spotfit.backends.aws.agent JOB_URL ATTEMPT --imds URL`:
+
+1. reads `attempts/<n>/launch.json` from the job's store (code archive, workdir, env, workers);
+2. unpacks the code into the workdir the runtime expects;
+3. with several workers, waits for `attempts/<n>/cluster.json` (the workers' private
+   addresses, written by the backend once the instances exist), finds its own index by its
+   private address (IMDSv2) and sets `TF_CONFIG`;
+4. runs `python -m spotfit.runtime JOB_URL ATTEMPT` in its own process group and forwards a
+   preemption as SIGTERM: the spot interruption notice (IMDSv2 `spot/instance-action`) or
+   `attempts/<n>/preempt.json` in the store (the controller's `preempt`);
+5. uploads its log and exits with the runtime's code; the user-data then powers off.
+
+The IMDS address is a flag, so that tests point it at a loopback server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from spotfit.errors import NotFoundError
+from spotfit.stores import open_store
+
+NOTICE_PATH = "/latest/meta-data/spot/instance-action"
+LOCAL_IP_PATH = "/latest/meta-data/local-ipv4"
+
+
+def tf_config(cluster: list[str], index: int) -> dict:
+    """The `TF_CONFIG` of worker `index` of `cluster` (worker 0 is the chief).
+
+    >>> tf_config(["10.0.0.5:2222", "10.0.0.9:2222"], 1)["task"]
+    {'type': 'worker', 'index': 1}
+    """
+    return {"cluster": {"worker": list(cluster)}, "task": {"type": "worker", "index": index}}
+
+
+class Imds:
+    """IMDSv2: a session token first (PUT), then reads that present it."""
+
+    def __init__(self, base_url: str, timeout_s: float = 2.0):
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._token: str | None = None
+        self._token_at = 0.0
+
+    def _get_token(self) -> str:
+        if self._token is None or time.time() - self._token_at > 3000:
+            req = urllib.request.Request(f"{self.base_url}/latest/api/token", method="PUT",
+                                         headers={"X-aws-ec2-metadata-token-ttl-seconds": "3600"})
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                self._token, self._token_at = resp.read().decode(), time.time()
+        return self._token
+
+    def get(self, path: str) -> str | None:
+        """The document at `path`, or None when it does not exist (404) or IMDS is unreachable."""
+        try:
+            req = urllib.request.Request(f"{self.base_url}{path}",
+                                         headers={"X-aws-ec2-metadata-token": self._get_token()})
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 401:
+                self._token = None
+            return None
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+
+def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
+        runtime_cmd: list[str] | None = None) -> int:
+    """Run one worker of an attempt to its end; returns the runtime's exit code."""
+    store = open_store(job_url)
+    prefix = f"attempts/{attempt:04d}"
+    launch = json.loads(store.read_bytes(f"{prefix}/launch.json"))
+    workdir = Path(launch["workdir"])
+    workdir.mkdir(parents=True, exist_ok=True)
+    if launch.get("code_key"):
+        with tarfile.open(fileobj=io.BytesIO(store.read_bytes(launch["code_key"])), mode="r:gz") as tar:
+            tar.extractall(workdir, filter="data")
+    imds = Imds(imds_url)
+    env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
+    index = 0
+    if launch.get("workers", 1) > 1:
+        cluster = _wait_cluster(store, prefix, poll_s)
+        index = cluster["ips"].index(imds.get(LOCAL_IP_PATH))
+        env["TF_CONFIG"] = json.dumps(tf_config(cluster["worker"], index))
+    log_key = "logs/attempt-{:04d}.log".format(attempt) + (f".worker{index}" if index else "")
+    log_path = Path(workdir.parent / f"spotfit-attempt-{attempt:04d}.log")
+    cmd = runtime_cmd or [sys.executable, "-m", "spotfit.runtime", job_url, str(attempt)]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    forwarded = False
+    while proc.poll() is None:
+        if not forwarded and _preempt_requested(store, prefix, imds):
+            forwarded = True
+            os.killpg(proc.pid, signal.SIGTERM)
+        time.sleep(poll_s)
+    store.write_bytes(log_key, log_path.read_bytes())
+    return proc.returncode
+
+
+def _wait_cluster(store, prefix: str, poll_s: float, timeout_s: float = 900.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            return json.loads(store.read_bytes(f"{prefix}/cluster.json"))
+        except NotFoundError:
+            time.sleep(poll_s)
+    raise TimeoutError(f"no {prefix}/cluster.json after {timeout_s:.0f}s")
+
+
+def _preempt_requested(store, prefix: str, imds: Imds) -> bool:
+    if store.exists(f"{prefix}/preempt.json"):
+        return True
+    return imds.get(NOTICE_PATH) is not None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m spotfit.backends.aws.agent")
+    parser.add_argument("job_url")
+    parser.add_argument("attempt", type=int)
+    parser.add_argument("--imds", required=True, help="instance metadata base URL")
+    parser.add_argument("--poll-s", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    sys.exit(run(args.job_url, args.attempt, args.imds, args.poll_s))
+
+
+if __name__ == "__main__":
+    main()

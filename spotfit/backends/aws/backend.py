@@ -1,0 +1,314 @@
+"""The `aws` backend: each attempt is one EC2 instance per worker, spot or on-demand.
+
+`launch` resolves the offer (region from the zone, instance type from `aws.instance_type` or
+the catalog, image from `aws.ami` or the Deep Learning AMI), ships the code and settings to the
+job's store, and sends the calls `requests.launch_requests` builds: a security group of the
+attempt, its inbound rules, a cluster placement group for several workers, `RunInstances`.
+Capacity errors become `NoCapacityError`, which the controller records and answers by trying
+the next zone or offer.
+
+Handles are JSON (region, instance ids, security group, placement group), so `status`, `stop`
+and `spotfit cancel` work from a handle alone, in any process. `preempt` writes
+`attempts/<n>/preempt.json` (the instance agent forwards it as SIGTERM) and terminates the
+instances once the notice is over; `stop` terminates them and deletes what the attempt
+created. A launch retried with the same (job, attempt) finds the instances of the first try by
+their client-token tag instead of starting new ones, besides sending EC2's `ClientToken`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import replace
+
+from spotfit.backends.aws import requests as rq
+from spotfit.backends.aws.requests import Call, LaunchSettings
+from spotfit.backends.base import AttemptStatus, LaunchRequest
+from spotfit.errors import BackendError, NoCapacityError, UsageError
+from spotfit.stores import open_store
+
+# RunInstances errors that mean "not here, not now": the policy should try another offer.
+CAPACITY_ERRORS = {
+    "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientCapacity",
+    "InsufficientReservedInstanceCapacity", "SpotMaxPriceTooLow", "MaxSpotInstanceCountExceeded",
+    "Unsupported",  # the type is not offered in this zone
+}
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+DEFAULT_REGION = "us-east-1"
+_REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
+
+
+def load_boto3():
+    try:
+        import boto3
+    except ImportError:
+        raise BackendError("The aws backend needs boto3, which is not installed.",
+                           hint="Install the extra: pip install 'spotfit[aws]'.") from None
+    return boto3
+
+
+class AwsBackend:
+    """Run attempts on EC2 instances."""
+
+    name = "aws"
+
+    def __init__(self, region: str | None = None, session=None, allow_local_store: bool = False,
+                 cleanup_wait_s: float = 300.0, poll_s: float = 5.0):
+        self.region = region
+        self.allow_local_store = allow_local_store  # tests: a file:// store the "instance" shares
+        self.cleanup_wait_s = cleanup_wait_s
+        self.poll_s = poll_s
+        self._session = session
+        self._clients: dict[tuple[str, str], object] = {}
+        self._lock = threading.Lock()
+        self._timers: dict[str, threading.Timer] = {}  # handle -> termination at the end of a notice
+
+    # -- clients ----------------------------------------------------------------------------------
+
+    def client(self, service: str, region: str):
+        with self._lock:
+            if (service, region) not in self._clients:
+                if self._session is None:
+                    self._session = load_boto3().Session()
+                self._clients[service, region] = self._session.client(service, region_name=region)
+            return self._clients[service, region]
+
+    # -- resolving an offer -------------------------------------------------------------------------
+
+    def settings(self, request: LaunchRequest, lookup: bool = True) -> LaunchSettings:
+        """Where and how to launch `request`; `lookup=False` leaves AMI and VPC as placeholders."""
+        from spotfit.backends.aws.ami import resolve_ami
+
+        opts = request.options
+        region = region_of(request.zone) or opts.get("region") or self.region or DEFAULT_REGION
+        instance_type = opts.get("instance_type") or instance_type_for(
+            request.accelerator, request.accelerator_count, region)
+        ami = opts.get("ami")
+        settings = LaunchSettings(
+            region=region, zone=request.zone, instance_type=instance_type,
+            image_id=ami if ami and ami.startswith("ami-") else "{image_id}",
+            vpc_id=None if opts.get("subnet") else "{vpc_id}",
+            market=request.market, workers=request.workers, subnet_id=opts.get("subnet"),
+            key_name=opts.get("key_name"), ssh_cidr=opts.get("ssh_cidr"),
+            iam_instance_profile=opts.get("iam_instance_profile"),
+            worker_port=int(opts.get("worker_port") or 2222),
+        )
+        rq.check_ssh_cidr(settings.ssh_cidr, settings.key_name)
+        if not lookup:
+            return settings
+        ec2 = self.client("ec2", region)
+        image = resolve_ami(ec2, self.client("ssm", region), opts.get("ami"))
+        return replace(settings, image_id=image, vpc_id=self._vpc(ec2, settings))
+
+    def _vpc(self, ec2, s: LaunchSettings) -> str:
+        if s.subnet_id:
+            subnet = ec2.describe_subnets(SubnetIds=[s.subnet_id])["Subnets"][0]
+            if s.zone and subnet["AvailabilityZone"] != s.zone:
+                raise UsageError(f"Invalid `aws.subnet`: {s.subnet_id} is in {subnet['AvailabilityZone']}, "
+                                 f"expected a subnet in {s.zone}, the zone of this attempt.",
+                                 hint="Leave `aws.subnet` out (default VPC) or restrict `market.zones`.")
+            return subnet["VpcId"]
+        vpcs = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
+        if not vpcs:
+            raise BackendError(f"Region {s.region} has no default VPC.",
+                               hint="Set `aws.subnet` to a subnet (with internet access) in the zone.")
+        return vpcs[0]["VpcId"]
+
+    def plan(self, request: LaunchRequest, lookup: bool = True) -> list[Call]:
+        """The exact calls `launch` would send (for `--dry-run`); nothing is created."""
+        from spotfit.backends.aws.userdata import user_data
+
+        settings = self.settings(request, lookup=lookup)
+        text = user_data(request.job_url, request.attempt, runtime_pip(request.options))
+        return rq.launch_requests(settings, request.job_id, request.attempt, text)
+
+    # -- the Backend protocol -----------------------------------------------------------------------
+
+    def launch(self, request: LaunchRequest) -> str:
+        from spotfit.backends.aws import shipping
+        from spotfit.backends.aws.userdata import user_data
+
+        self._check_store(request.job_url)
+        s = self.settings(request)
+        store = open_store(request.job_url)
+        shipping.ship(store, request.attempt, request.env, s.workers, s.worker_port)
+        ec2 = self.client("ec2", s.region)
+        handle = {"region": s.region, "job": request.job_id, "attempt": request.attempt,
+                  "job_url": request.job_url, "instances": [], "security_group": None,
+                  "placement_group": rq.resource_name(request.job_id, request.attempt)
+                  if rq.uses_placement_group(s) else None}
+        calls = rq.launch_requests(s, request.job_id, request.attempt,
+                                   user_data(request.job_url, request.attempt, runtime_pip(request.options)))
+        try:
+            existing = self._instances_by_token(ec2, rq.client_token(request.job_id, request.attempt))
+            handle["security_group"] = self._security_group(ec2, calls)
+            instances = existing or self._run(ec2, calls, handle)
+        except Exception:
+            if not handle["instances"]:
+                self._release(ec2, handle)
+            raise
+        instances.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
+        handle["instances"] = [i["InstanceId"] for i in instances]
+        if s.workers > 1:
+            shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances],
+                                   s.worker_port)
+        return json.dumps(handle)
+
+    def status(self, handle: str) -> AttemptStatus:
+        info = json.loads(handle)
+        states = self._states(info)
+        # Several workers train together: one gone (e.g. reclaimed) ends the attempt for all.
+        running = bool(states) and all(st in ("pending", "running") for st in states.values())
+        return AttemptStatus(running=running)  # the exit code comes from attempts/<n>/exit.json
+
+    def preempt(self, handle: str, notice_s: float) -> None:
+        info = json.loads(handle)
+        _ask_to_stop(info, notice_s)
+        if notice_s <= 0:
+            self._terminate(info)
+            return
+        timer = threading.Timer(notice_s, self._terminate, args=(info,))
+        timer.daemon = True
+        self._timers[handle] = timer
+        timer.start()
+
+    def stop(self, handle: str, grace_s: float = 10.0) -> None:
+        info = json.loads(handle)
+        if grace_s > 0 and self.status(handle).running:
+            _ask_to_stop(info, grace_s)
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline and self.status(handle).running:
+                time.sleep(min(self.poll_s, 1.0))
+        timer = self._timers.pop(handle, None)
+        if timer is not None:
+            timer.cancel()
+        self._terminate(info)
+        self._release(self.client("ec2", info["region"]), info)
+
+    # -- steps --------------------------------------------------------------------------------------
+
+    def _check_store(self, job_url: str) -> None:
+        if not self.allow_local_store and job_url.split("://", 1)[0] in ("file", "memory"):
+            raise UsageError(f"Invalid job store for the aws backend: received {job_url!r}, expected an "
+                             "s3:// (or gs://) URL that the instances can reach.",
+                             hint="Set `checkpoint.store: s3://BUCKET/PREFIX` (and the instance profile "
+                                  "that may use it) in the job spec.")
+
+    @staticmethod
+    def _instances_by_token(ec2, token: str) -> list[dict]:
+        pages = ec2.get_paginator("describe_instances").paginate(Filters=[
+            {"Name": f"tag:{rq.TAG_TOKEN}", "Values": [token]},
+            {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+        ])
+        return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+
+    @staticmethod
+    def _security_group(ec2, calls: list[Call]) -> str:
+        """The attempt's security group: found by name (a retried launch) or created."""
+        create = next(c for c in calls if c.operation == "CreateSecurityGroup")
+        found = ec2.describe_security_groups(Filters=[
+            {"Name": "group-name", "Values": [create.params["GroupName"]]},
+            {"Name": "vpc-id", "Values": [create.params["VpcId"]]},
+        ])["SecurityGroups"]
+        if found:
+            return found[0]["GroupId"]
+        group_id = ec2.create_security_group(**create.params)["GroupId"]
+        ingress = next((c for c in calls if c.operation == "AuthorizeSecurityGroupIngress"), None)
+        if ingress is not None:
+            ec2.authorize_security_group_ingress(**rq.fill(ingress.params, security_group_id=group_id))
+        return group_id
+
+    def _run(self, ec2, calls: list[Call], handle: dict) -> list[dict]:
+        from botocore.exceptions import ClientError
+
+        run = next(c for c in calls if c.operation == "RunInstances")
+        where = f"{run.params['InstanceType']} in {run.params.get('Placement', {}).get('AvailabilityZone', handle['region'])}"
+        try:
+            for call in calls:
+                if call.operation == "CreatePlacementGroup":
+                    try:
+                        ec2.create_placement_group(**call.params)
+                    except ClientError as exc:
+                        if _code(exc) != "InvalidPlacementGroup.Duplicate":
+                            raise
+            return ec2.run_instances(**rq.fill(run.params, security_group_id=handle["security_group"]))["Instances"]
+        except ClientError as exc:
+            code = _code(exc)
+            if code in CAPACITY_ERRORS:
+                raise NoCapacityError(f"{code}: no capacity for {where} now") from exc
+            message = exc.response.get("Error", {}).get("Message", "")
+            raise BackendError(f"EC2 refused the launch of {where}: {code}: {message}",
+                               hint="See docs/aws.md for the IAM policy and the one-time setup.") from exc
+
+    def _states(self, info: dict) -> dict[str, str]:
+        if not info["instances"]:
+            return {}
+        ec2 = self.client("ec2", info["region"])
+        from botocore.exceptions import ClientError
+
+        try:
+            pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=info["instances"])
+            return {i["InstanceId"]: i["State"]["Name"]
+                    for page in pages for r in page["Reservations"] for i in r["Instances"]}
+        except ClientError as exc:
+            if _code(exc) == "InvalidInstanceID.NotFound":
+                return {}
+            raise
+
+    def _terminate(self, info: dict) -> None:
+        live = [i for i, st in self._states(info).items() if st in LIVE_STATES]
+        if live:
+            self.client("ec2", info["region"]).terminate_instances(InstanceIds=live)
+
+    def _release(self, ec2, info: dict) -> None:
+        """Delete what the attempt created once its instances are gone; `spotfit gc` gets the rest."""
+        from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
+
+        deadline = time.monotonic() + self.cleanup_wait_s
+        while info["instances"] and any(st != "terminated" for st in self._states(info).values()):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(self.poll_s)
+        cancel_spot_requests(ec2, info["job"], info["attempt"])
+        if info.get("placement_group"):
+            delete_quietly(ec2.delete_placement_group, GroupName=info["placement_group"])
+        if info.get("security_group"):
+            delete_quietly(ec2.delete_security_group, GroupId=info["security_group"])
+
+
+def _ask_to_stop(info: dict, notice_s: float) -> None:
+    """`attempts/<n>/preempt.json`: the instance agent forwards it to the runtime as SIGTERM."""
+    open_store(info["job_url"]).write_bytes(
+        f"attempts/{info['attempt']:04d}/preempt.json",
+        json.dumps({"notice_s": notice_s, "at": time.time()}).encode())
+
+
+def region_of(zone: str | None) -> str | None:
+    """`us-west-2b` -> `us-west-2` (None for no zone)."""
+    match = _REGION.match(zone or "")
+    return match.group(1) if match else None
+
+
+def instance_type_for(accelerator: str, count: int, region: str) -> str:
+    """The cheapest catalog instance type with `count` × `accelerator` (in `region` if listed)."""
+    from spotfit.market.catalog import load_catalog
+
+    offers = load_catalog(accelerator=accelerator, count=count, cloud="aws")
+    offers = [o for o in offers if o.region == region and o.instance_type] or [o for o in offers if o.instance_type]
+    if not offers:
+        raise UsageError(f"No AWS instance type in the catalog has {count} × {accelerator!r}.",
+                         hint="Set `aws.instance_type` in the job spec, or see `spotfit catalog --cloud aws`.")
+    return offers[0].instance_type
+
+
+def runtime_pip(options: dict) -> str:
+    """What the instance installs: `aws.runtime_pip`, or this spotfit version from the index."""
+    from spotfit import __version__
+
+    return options.get("runtime_pip") or f"spotfit[tf-gpu,s3]=={__version__}"
+
+
+def _code(exc) -> str:
+    return exc.response.get("Error", {}).get("Code", "")

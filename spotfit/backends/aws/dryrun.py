@@ -1,0 +1,41 @@
+"""`spotfit run --backend aws --dry-run`: the exact EC2 requests of a job's first attempt.
+
+Nothing is sent and nothing is recorded: the job id is made up the way `submit` makes one,
+values only AWS can tell (the image id when `aws.ami` is not an `ami-` id, the default VPC,
+the new security group's id) appear as placeholders such as `{image_id}`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from spotfit.backends.aws.backend import AwsBackend
+from spotfit.backends.aws.shipping import check_env
+from spotfit.backends.base import LaunchRequest
+from spotfit.home import default_store_url
+from spotfit.spec import load_spec
+from spotfit.stores import child
+
+
+def dry_run(path: str) -> dict:
+    """The calls `launch` would send for attempt 1 of the job spec at `path`."""
+    spec = load_spec(path)
+    job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    job_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
+    zone = spec.market.zones[0] if spec.market.zones else None
+    request = LaunchRequest(job_id=job_id, attempt=1, job_url=job_url, zone=zone,
+                            market="spot" if spec.resources.spot else "on_demand",
+                            workers=spec.resources.workers, env=dict(spec.env),
+                            accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
+                            options=spec.aws.model_dump())
+    check_env(request.env)
+    calls = AwsBackend().plan(request, lookup=False)
+    warnings = []
+    if job_url.startswith(("file://", "memory://")):
+        warnings.append(f"the job's store {job_url} is not reachable from EC2: set `checkpoint.store: "
+                        "s3://BUCKET/PREFIX`; a real run refuses to launch without it")
+    if not spec.aws.iam_instance_profile:
+        warnings.append("no `aws.iam_instance_profile`: the instance cannot read or write the job's bucket")
+    return {"job_id": job_id, "job_url": job_url, "zone": zone, "sent": False,
+            "calls": [c.to_json() for c in calls], "warnings": warnings}

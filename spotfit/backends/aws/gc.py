@@ -1,0 +1,134 @@
+"""Leftovers: find and remove what spotfit created on EC2 and no live job still uses.
+
+Everything an attempt creates carries the tag `spotfit:managed=true` plus the job and the
+attempt (see `requests.tags`). `find_leftovers` lists, in one region, the instances not yet
+terminated, the open spot requests, the security groups and the placement groups so tagged,
+except those of the jobs in `keep` (jobs whose controller still runs them). `remove`
+terminates and cancels first, then deletes the groups once nothing uses them.
+
+Example (against moto or a real account):
+
+>>> found = find_leftovers(ec2, keep={"digits-20260101-000000-ab12"})  # doctest: +SKIP
+>>> remove(ec2, found)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from spotfit.backends.aws.requests import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
+
+_MANAGED = {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}
+
+
+@dataclass
+class Leftovers:
+    """Resource ids by kind, each with the job it belongs to."""
+
+    region: str
+    instances: dict[str, str] = field(default_factory=dict)
+    spot_requests: dict[str, str] = field(default_factory=dict)
+    security_groups: dict[str, str] = field(default_factory=dict)
+    placement_groups: dict[str, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.instances) + len(self.spot_requests) + len(self.security_groups) + len(self.placement_groups)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _job(resource: dict) -> str:
+    return next((t["Value"] for t in resource.get("Tags", []) if t["Key"] == TAG_JOB), "?")
+
+
+def find_leftovers(ec2, keep: set[str] = frozenset(), job: str | None = None) -> Leftovers:
+    """Tagged resources in `ec2`'s region, minus the jobs in `keep` (only `job`'s when given)."""
+    found = Leftovers(region=ec2.meta.region_name)
+    filters = [_MANAGED] + ([{"Name": f"tag:{TAG_JOB}", "Values": [job]}] if job else [])
+
+    def wanted(resource: dict) -> bool:
+        return _job(resource) not in keep
+
+    pages = ec2.get_paginator("describe_instances").paginate(Filters=filters + [
+        {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}])
+    for page in pages:
+        for res in page["Reservations"]:
+            found.instances.update({i["InstanceId"]: _job(i) for i in res["Instances"] if wanted(i)})
+    requests = ec2.describe_spot_instance_requests(Filters=filters + [
+        {"Name": "state", "Values": ["open", "active"]}])["SpotInstanceRequests"]
+    found.spot_requests = {r["SpotInstanceRequestId"]: _job(r) for r in requests if wanted(r)}
+    groups = ec2.describe_security_groups(Filters=filters)["SecurityGroups"]
+    found.security_groups = {g["GroupId"]: _job(g) for g in groups if wanted(g)}
+    placement = ec2.describe_placement_groups(Filters=filters)["PlacementGroups"]
+    found.placement_groups = {g["GroupName"]: _job(g) for g in placement if wanted(g)}
+    return found
+
+
+def remove(ec2, found: Leftovers, wait_s: float = 300.0, poll_s: float = 5.0) -> dict:
+    """Terminate, cancel, then delete; returns what was removed and what is still in use."""
+    if found.spot_requests:
+        ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=list(found.spot_requests))
+    if found.instances:
+        ec2.terminate_instances(InstanceIds=list(found.instances))
+        _wait_terminated(ec2, list(found.instances), wait_s, poll_s)
+    kept = []
+    for name in found.placement_groups:
+        if not delete_quietly(ec2.delete_placement_group, GroupName=name):
+            kept.append(name)
+    for group_id in found.security_groups:
+        if not delete_quietly(ec2.delete_security_group, GroupId=group_id):
+            kept.append(group_id)
+    return {"removed": found.to_json(), "still_in_use": kept}
+
+
+def _wait_terminated(ec2, ids: list[str], wait_s: float, poll_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        reservations = ec2.describe_instances(InstanceIds=ids)["Reservations"]
+        if all(i["State"]["Name"] == "terminated" for r in reservations for i in r["Instances"]):
+            return
+        time.sleep(poll_s)
+
+
+def cancel_spot_requests(ec2, job: str, attempt: int) -> None:
+    """Cancel the attempt's open spot requests (a one-time request closes on its own, usually)."""
+    requests = ec2.describe_spot_instance_requests(Filters=[
+        {"Name": f"tag:{TAG_JOB}", "Values": [job]}, {"Name": f"tag:{TAG_ATTEMPT}", "Values": [str(attempt)]},
+        {"Name": "state", "Values": ["open", "active"]}])["SpotInstanceRequests"]
+    if requests:
+        ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=[r["SpotInstanceRequestId"] for r in requests])
+
+
+def delete_quietly(method, **params) -> bool:
+    """Call a delete; True when the resource is gone (deleted now or already), False if in use."""
+    from botocore.exceptions import ClientError
+
+    try:
+        method(**params)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code.endswith(".NotFound") or code.endswith(".Unknown"):
+            return True
+        if code in ("DependencyViolation", "InvalidPlacementGroup.InUse"):
+            return False
+        raise
+    return True
+
+
+def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run: bool = False,
+            session=None) -> dict:
+    """Find (and unless `dry_run`, remove) leftovers in `regions`; one JSON-able report."""
+    from spotfit.backends.aws.backend import load_boto3
+
+    session = session or load_boto3().Session()
+    report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": []}
+    for region in regions:
+        ec2 = session.client("ec2", region_name=region)
+        found = find_leftovers(ec2, keep=keep, job=job)
+        entry = {"region": region, "found": found.to_json(), "count": len(found)}
+        if not dry_run and len(found):
+            entry["still_in_use"] = remove(ec2, found)["still_in_use"]
+        report["regions"].append(entry)
+    return report

@@ -1,0 +1,59 @@
+"""Turning what the controller reads (progress, costs, prices) into rule observations.
+
+`Watchdog` keeps the little history rules need across polls — utilization samples and when
+the step last moved — and asks the `RuleEngine` for verdicts. It decides nothing itself and
+has no side effects; the controller loop carries the verdicts out.
+"""
+
+from __future__ import annotations
+
+import time
+
+from spotfit.controller.rules import Observation, RuleEngine, Verdict
+
+MAX_SAMPLES = 20000
+
+
+class Watchdog:
+    def __init__(self, rules: list, fired: set[int] | None = None):
+        self.engine = RuleEngine(rules, fired)
+        self._samples: list[tuple[float, float]] = []
+        self._last_heartbeat = None
+        self._step = None
+        self._step_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.engine.rules)
+
+    def check(self, progress: dict, cost_usd: float, spot_usd_per_h: float | None) -> list[Verdict]:
+        now = time.time()
+        step = progress.get("step") or 0
+        if step != self._step:
+            self._step, self._step_at = step, now
+        beat = progress.get("heartbeat_at")
+        if beat != self._last_heartbeat and progress.get("utilization_pct") is not None:
+            self._last_heartbeat = beat
+            if progress.get("phase") == "training":
+                self._samples.append((beat or now, float(progress["utilization_pct"])))
+                del self._samples[:-MAX_SAMPLES]
+        obs = Observation(
+            now_s=now,
+            step=step,
+            total_steps=progress.get("total_steps"),
+            training=progress.get("phase") == "training",
+            losses=[tuple(p) for p in progress.get("losses") or []],
+            metrics=progress.get("metrics") or {},
+            nan_loss=bool(progress.get("nan_loss")),
+            utilization=list(self._samples),
+            last_step_at=self._step_at,
+            cost_usd=cost_usd,
+            spot_usd_per_h=spot_usd_per_h,
+        )
+        return self.engine.check(obs)
+
+    def new_attempt(self) -> None:
+        """A relaunch starts the utilization and stall clocks afresh (start-up is not idle)."""
+        self._samples.clear()
+        self._step = None
+        self._step_at = None

@@ -1,0 +1,118 @@
+"""The `rules:` and `notify:` sections of the job spec: what to watch and what to do.
+
+Each rule is a mapping that names its rule, its parameters and an action:
+
+    rules:
+      - {rule: loss_plateau, window_steps: 10, min_rel_improvement: 0.01, action: stop}
+      - {rule: target_metric, metric: val_accuracy, mode: max, value: 0.9, action: stop}
+      - {rule: idle_accelerator, below_pct: 30, for_s: 3600, action: pause}
+      - {rule: budget, usd: 20, action: stop}
+      - {rule: price_cap, usd_per_h: 1.2, action: pause}
+      - {rule: nan_loss, action: stop}
+      - {rule: stalled, for_s: 600, action: notify}
+    notify: {webhook: "https://hooks.slack.com/services/..."}
+
+Example:
+
+>>> RulesDoc.model_validate({"rules": [{"rule": "budget", "usd": 5}]}).rules[0].action
+'stop'
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Action = Literal["notify", "pause", "stop"]
+
+
+class _Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LossPlateau(_Rule):
+    """Stop when the metric's mean over the last window improved too little on the window before."""
+
+    rule: Literal["loss_plateau"]
+    metric: str = "loss"
+    window_steps: int = Field(10, ge=2)
+    min_rel_improvement: float = Field(0.01, ge=0)
+    action: Action = "stop"
+
+
+class TargetMetric(_Rule):
+    """Stop (checkpoint, export) when an epoch metric reaches a value."""
+
+    rule: Literal["target_metric"]
+    metric: str = "val_accuracy"
+    mode: Literal["min", "max"] = "max"
+    value: float
+    action: Action = "stop"
+
+
+class IdleAccelerator(_Rule):
+    """Act when utilization stays below `below_pct` for `for_s` seconds (GPU via NVML, else CPU)."""
+
+    rule: Literal["idle_accelerator"]
+    below_pct: float = Field(30.0, gt=0, le=100)
+    for_s: float = Field(3600.0, gt=0)
+    action: Action = "pause"
+
+
+class Budget(_Rule):
+    """Stop when the job has cost `usd` in total."""
+
+    rule: Literal["budget"]
+    usd: float = Field(gt=0)
+    action: Action = "stop"
+
+
+class PriceCap(_Rule):
+    """Pause while the spot price is above `usd_per_h`; resume by itself when it falls back."""
+
+    rule: Literal["price_cap"]
+    usd_per_h: float = Field(gt=0)
+    action: Literal["notify", "pause"] = "pause"
+
+
+class NanLoss(_Rule):
+    """Act as soon as the loss is NaN or infinite."""
+
+    rule: Literal["nan_loss"]
+    action: Action = "stop"
+
+
+class Stalled(_Rule):
+    """Act when no step was made for `for_s` seconds while training."""
+
+    rule: Literal["stalled"]
+    for_s: float = Field(600.0, gt=0)
+    action: Action = "notify"
+
+
+RuleSpec = Annotated[
+    Union[LossPlateau, TargetMetric, IdleAccelerator, Budget, PriceCap, NanLoss, Stalled],
+    Field(discriminator="rule"),
+]
+
+
+
+
+class Notify(BaseModel):
+    """Where rule firings are sent: a webhook that takes a JSON POST (Slack-compatible `text`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    webhook: str | None = Field(None, pattern=r"^https?://")
+
+
+class RulesDoc(BaseModel):
+    """For the doctest: the two sections alone."""
+
+    rules: list[RuleSpec] = Field(default_factory=list)
+    notify: Notify | None = None
+
+RULE_MODELS: dict[str, type[BaseModel]] = {
+    m.model_fields["rule"].annotation.__args__[0]: m
+    for m in (LossPlateau, TargetMetric, IdleAccelerator, Budget, PriceCap, NanLoss, Stalled)
+}

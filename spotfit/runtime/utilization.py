@@ -1,0 +1,65 @@
+"""Accelerator utilization, sampled in the runtime: NVML on GPUs, the process's CPU elsewhere.
+
+One interface (`sample() -> percent`), two samplers: `NvmlSampler` averages the GPUs' busy
+percentage (nvidia-ml-py, in the `tf-gpu` extra); `ProcessCpuSampler` reports the process's
+CPU use as a share of all cores. `start_sampling` runs one in a daemon thread and writes the
+latest value into the progress the controller reads (`utilization_pct`, `utilization_source`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import psutil
+
+
+class ProcessCpuSampler:
+    source = "cpu"
+
+    def __init__(self):
+        self._proc = psutil.Process()
+        self._proc.cpu_percent(None)  # the first call only starts the measurement
+        self._cores = os.cpu_count() or 1
+
+    def sample(self) -> float:
+        return min(100.0, self._proc.cpu_percent(None) / self._cores)
+
+
+class NvmlSampler:
+    source = "nvml"
+
+    def __init__(self):
+        import pynvml
+
+        pynvml.nvmlInit()
+        self._nvml = pynvml
+        self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        if not self._handles:
+            raise RuntimeError("no GPU")
+
+    def sample(self) -> float:
+        rates = [self._nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles]
+        return float(sum(rates)) / len(rates)
+
+
+def make_sampler():
+    """NVML when a GPU and nvidia-ml-py are there, else the process's CPU."""
+    try:
+        return NvmlSampler()
+    except Exception:  # no library, no driver or no GPU: fall back
+        return ProcessCpuSampler()
+
+
+def start_sampling(state: dict, interval_s: float = 1.0) -> threading.Event:
+    """Sample every `interval_s` into `state`; set the returned event to stop."""
+    sampler = make_sampler()
+    stop = threading.Event()
+    state["utilization_source"] = sampler.source
+
+    def loop():
+        while not stop.wait(interval_s):
+            state["utilization_pct"] = round(sampler.sample(), 1)
+
+    threading.Thread(target=loop, name="spotfit-utilization", daemon=True).start()
+    return stop

@@ -1,0 +1,195 @@
+"""XLA: whether the train step is compiled with `jit_compile`, decided by measurement.
+
+`training.xla`: `on`, `off`, or `auto`. Auto measures on the job's own training steps, so no
+step is wasted: the first `PHASE_STEPS` steps of the first `fit` run without XLA, the next
+`PHASE_STEPS` with it, and the faster setting is kept for the rest of the job. Each phase's
+first step (tracing, XLA compilation) is left out of the timing; the times are the median of
+the others, measured from batch begin to batch end (epoch-end work such as validation is not
+counted). The choice and both timings are recorded as an `xla` event and in `tuning/xla.json`
+under the job's prefix, which later attempts reuse, so a resumed job does not measure again.
+
+Auto does not measure, and decides from the hardware like Keras's own `jit_compile="auto"`
+(on with a GPU, off on a CPU), when the choice must not depend on timing noise or on the
+worker: with `training.deterministic: true` (two runs must take the same numeric path) and
+under a distribution strategy (every replica must compile the same step; Keras disables XLA
+under `tf.distribute` for the same reason). `on` is honoured in both cases.
+
+If the XLA step fails to compile during the measurement, the job goes on without XLA (the
+batch of the failed call may be skipped) and the failure is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from typing import Callable
+
+from spotfit.errors import NotFoundError
+
+PHASE_STEPS = 11  # per phase: 1 untimed (trace/compile) + 10 timed; fewer were noisy here
+TUNING_KEY = "tuning/xla.json"
+
+
+def decide(off_step_s: float | None, on_step_s: float | None) -> bool:
+    """Keep XLA when it measured faster (pure).
+
+    >>> decide(0.010, 0.008), decide(0.010, 0.012), decide(0.010, None)
+    (True, False, False)
+    """
+    return off_step_s is not None and on_step_s is not None and on_step_s < off_step_s
+
+
+def without_measuring(has_gpu: bool, deterministic: bool, distributed: bool) -> tuple[bool | None, str]:
+    """(choice, why) of `auto` where it must not measure; (None, "") where it measures (pure).
+
+    >>> without_measuring(has_gpu=False, deterministic=False, distributed=False)
+    (None, '')
+    >>> without_measuring(has_gpu=True, deterministic=True, distributed=False)[0]
+    True
+    """
+    if distributed:
+        return False, "auto under a distribution strategy: every replica must compile the same step"
+    if deterministic:
+        device = "a GPU" if has_gpu else "no GPU"
+        return has_gpu, f"auto with training.deterministic: decided from the hardware ({device}), not by timing"
+    return None, ""
+
+
+class XlaTuner:
+    """Applies `training.xla` to each `fit` call and, for `auto`, measures and decides once."""
+
+    def __init__(self, mode: str, store, reporter, fixed: bool | None = None, why: str = ""):
+        """`fixed`: for `auto`, the choice to make without measuring (None: measure)."""
+        self.mode = mode
+        self.store = store
+        self.reporter = reporter
+        self.choice: bool | None = None
+        self.timings: dict[str, list[float]] = {"off": [], "on": []}
+        self._phase: str | None = None
+        self._phase_start: int | None = None
+        self._functions: dict[bool, Callable] = {}
+        self._t_begin = 0.0
+        if mode in ("on", "off"):
+            self._settle(mode == "on", "set in the job spec")
+        elif fixed is not None:
+            self._settle(fixed, why)
+        else:
+            saved = self._load()
+            if saved is not None:
+                self.choice = saved["choice"] == "on"
+                reporter.event("xla", f"XLA {saved['choice']}: measured by an earlier attempt", reused=True,
+                               **{k: saved.get(k) for k in ("choice", "off_step_s", "on_step_s")})
+
+    # -- around fit ------------------------------------------------------------------------
+
+    def before_fit(self, model) -> None:
+        """Set the model's `jit_compile` before `fit` builds its train function."""
+        if self.choice is not None:
+            _set_jit(model, self.choice)
+        else:
+            self._phase, self._phase_start = "off", None
+            _set_jit(model, False)
+
+    def on_batch_begin(self) -> None:
+        if self._phase is not None:
+            self._t_begin = time.perf_counter()
+
+    def on_batch_end(self, model, step: int) -> None:
+        if self._phase is None:
+            return
+        seconds = (time.perf_counter() - self._t_begin) / max(model.steps_per_execution, 1)
+        if self._phase_start is None:
+            self._phase_start = step  # the phase's first step: tracing and compilation
+        else:
+            self.timings[self._phase].append(seconds)
+        if len(self.timings[self._phase]) < PHASE_STEPS - 1:
+            return
+        if self._phase == "off":
+            self._functions[False] = model.train_function
+            _set_jit(model, True)
+            if not model.jit_compile:  # Keras found a layer that XLA cannot compile
+                self._finish(model)
+                return
+            model.train_function = _guarded(_rebuilt(model), self, model)
+            self._phase, self._phase_start = "on", None
+        else:
+            self._finish(model)
+
+    def on_train_end(self, model) -> None:
+        if self._phase is not None:  # training ended inside the measurement
+            self._finish(model)
+
+    def failed(self, model, exc: Exception) -> Callable:
+        """The XLA step failed to compile: fall back to the measured non-XLA function."""
+        self.reporter.event("xla_failed", f"XLA compilation failed, training without it: {exc}", error=str(exc)[:500])
+        self.timings["on"] = []
+        self._finish(model)
+        return self._functions.get(False) or _rebuilt(model)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _finish(self, model) -> None:
+        off = statistics.median(self.timings["off"]) if self.timings["off"] else None
+        on = statistics.median(self.timings["on"]) if self.timings["on"] else None
+        self._phase = None
+        choice = decide(off, on)
+        if not choice:
+            _set_jit(model, False)
+            model.train_function = self._functions.get(False) or _rebuilt(model)
+        elif isinstance(model.train_function, _GuardedFunction):
+            model.train_function = model.train_function.function
+        self.choice = choice
+        doc = {"choice": "on" if choice else "off", "off_step_s": off, "on_step_s": on,
+               "steps_measured": {k: len(v) for k, v in self.timings.items()}}
+        self.store.write_bytes(TUNING_KEY, json.dumps(doc).encode())
+        self.reporter.event("xla", _message(choice, off, on), **doc)
+
+    def _settle(self, choice: bool, why: str) -> None:
+        self.choice = choice
+        self.reporter.event("xla", f"XLA {'on' if choice else 'off'}: {why}", choice="on" if choice else "off",
+                            off_step_s=None, on_step_s=None, reason=why)
+
+    def _load(self) -> dict | None:
+        try:
+            return json.loads(self.store.read_bytes(TUNING_KEY))
+        except (NotFoundError, ValueError):
+            return None
+
+
+class _GuardedFunction:
+    """The XLA train function during the measurement: a compile failure falls back."""
+
+    def __init__(self, function: Callable, tuner: XlaTuner, model):
+        self.function, self.tuner, self.model = function, tuner, model
+
+    def __call__(self, iterator):
+        try:
+            return self.function(iterator)
+        except Exception as exc:  # XLA could not compile an op of this model
+            fallback = self.tuner.failed(self.model, exc)
+            self.model.train_function = fallback
+            return fallback(iterator)
+
+
+def _guarded(function: Callable, tuner: XlaTuner, model) -> _GuardedFunction:
+    return _GuardedFunction(function, tuner, model)
+
+
+def _rebuilt(model) -> Callable:
+    """The model's train function, built anew for its current `jit_compile`."""
+    model.make_train_function(force=True)
+    return model.train_function
+
+
+def _set_jit(model, on: bool) -> None:
+    if bool(model.jit_compile) != on:
+        model.jit_compile = on
+        model.train_function = None  # rebuilt by the next `fit` with the new setting
+
+
+def _message(choice: bool, off: float | None, on: float | None) -> str:
+    def ms(v):
+        return "n/a" if v is None else f"{v * 1000:.2f} ms/step"
+
+    return f"XLA {'on' if choice else 'off'}: {ms(on)} with jit_compile, {ms(off)} without (measured)"

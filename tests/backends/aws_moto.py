@@ -1,0 +1,135 @@
+"""Shared pieces of the AWS backend tests: moto in-process, and what moto does not model.
+
+- `moto_session()`: a boto3 session whose calls moto answers in-process (`mock_aws`); nothing
+  leaves this machine and no metadata address is contacted.
+- `PlacementGroups`: moto 5.2 does not implement placement groups, so these tests answer
+  Create/Describe/DeletePlacementGroup from a small in-memory table (botocore `before-call`
+  hooks) and record the calls.
+- `Calls`: records the parameters of every EC2 call, e.g. `Placement.GroupName`, which moto
+  accepts but drops.
+- `fail_run_instances(session, zone, code)`: makes `RunInstances` in `zone` fail with an EC2
+  error code, e.g. `InsufficientInstanceCapacity`, which moto never raises by itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+REGION = "us-west-2"
+AMI = "ami-12c6146b"  # one of moto's bundled images
+
+
+@dataclass
+class _Http:
+    status_code: int = 200
+    headers: dict | None = None
+
+
+class Calls:
+    """Every EC2 call's API parameters, in order (thread-safe)."""
+
+    def __init__(self, session: boto3.Session):
+        self.log: list[tuple[str, dict]] = []
+        self._lock = threading.Lock()
+        session.events.register("provide-client-params.ec2", self._record)
+
+    def _record(self, params, model, **_):
+        with self._lock:
+            self.log.append((model.name, dict(params)))
+
+    def of(self, operation: str) -> list[dict]:
+        with self._lock:
+            return [p for op, p in self.log if op == operation]
+
+
+class PlacementGroups:
+    """An in-memory stand-in for EC2 placement groups (moto does not implement them)."""
+
+    def __init__(self, session: boto3.Session):
+        self.groups: dict[str, dict] = {}
+        self._pending = threading.local()
+        session.events.register("provide-client-params.ec2.CreatePlacementGroup", self._keep)
+        session.events.register("provide-client-params.ec2.DeletePlacementGroup", self._keep)
+        session.events.register("provide-client-params.ec2.DescribePlacementGroups", self._keep)
+        session.events.register("before-call.ec2.CreatePlacementGroup", self._create)
+        session.events.register("before-call.ec2.DeletePlacementGroup", self._delete)
+        session.events.register("before-call.ec2.DescribePlacementGroups", self._describe)
+
+    def _keep(self, params, **_):
+        self._pending.params = dict(params)
+
+    def _create(self, **_):
+        p = self._pending.params
+        if p["GroupName"] in self.groups:
+            raise ClientError({"Error": {"Code": "InvalidPlacementGroup.Duplicate", "Message": "exists"}},
+                              "CreatePlacementGroup")
+        tags = [t for spec in p.get("TagSpecifications", []) for t in spec["Tags"]]
+        self.groups[p["GroupName"]] = {"GroupName": p["GroupName"], "Strategy": p["Strategy"],
+                                       "State": "available", "Tags": tags}
+        return _Http(), {"PlacementGroup": self.groups[p["GroupName"]]}
+
+    def _delete(self, **_):
+        name = self._pending.params["GroupName"]
+        if self.groups.pop(name, None) is None:
+            raise ClientError({"Error": {"Code": "InvalidPlacementGroup.Unknown", "Message": name}},
+                              "DeletePlacementGroup")
+        return _Http(), {}
+
+    def _describe(self, **_):
+        wanted = {f["Name"][4:]: set(f["Values"]) for f in self._pending.params.get("Filters", [])
+                  if f["Name"].startswith("tag:")}
+
+        def match(group):
+            tags = {t["Key"]: t["Value"] for t in group["Tags"]}
+            return all(tags.get(k) in v for k, v in wanted.items())
+
+        return _Http(), {"PlacementGroups": [g for g in self.groups.values() if match(g)]}
+
+
+def fail_run_instances(session: boto3.Session, zone: str, code: str = "InsufficientInstanceCapacity") -> None:
+    """`RunInstances` placed in `zone` fails with `code`, as EC2 answers when it has no capacity."""
+    def check(params, **_):
+        if params.get("Placement", {}).get("AvailabilityZone") == zone:
+            raise ClientError({"Error": {"Code": code, "Message": f"We currently do not have sufficient "
+                                                                  f"capacity in the Availability Zone {zone}."}},
+                              "RunInstances")
+
+    session.events.register("provide-client-params.ec2.RunInstances", check)
+
+
+def moto_session() -> boto3.Session:
+    return boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                         aws_session_token="testing", region_name=REGION)
+
+
+def instances(ec2, job: str) -> list[dict]:
+    """Every instance tagged with `job`, whatever its state."""
+    pages = ec2.describe_instances(Filters=[{"Name": "tag:spotfit:job", "Values": [job]}])
+    return [i for r in pages["Reservations"] for i in r["Instances"]]
+
+
+@dataclass
+class MotoAws:
+    session: boto3.Session
+    calls: Calls
+    placement_groups: PlacementGroups
+    ec2: object
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    """moto in-process, with fake credentials in the environment (for clients spotfit makes)."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(key, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        session = moto_session()
+        calls, groups = Calls(session), PlacementGroups(session)
+        yield MotoAws(session, calls, groups, session.client("ec2"))

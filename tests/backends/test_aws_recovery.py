@@ -1,0 +1,134 @@
+"""The controller loop driving the aws backend under moto, through capacity errors and a spot
+interruption, to completion — with every instance terminated and every group deleted.
+
+SIMULATED: what runs on the instances. moto starts no machine, so `SimulatedInstances` plays
+the instance side the way the agent and the runtime would: it writes `progress.json`, events,
+`result.json` and `attempts/<n>/exit.json` to the job's store, and ends an instance the way it
+ends on EC2 (the runtime exits, the agent powers off, the instance terminates itself). A spot
+interruption is played as EC2 plays it: the notice reaches the runtime, which saves at the
+current step and exits 75, and the instance is terminated. The controller, the backend and
+every EC2 call are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from aws_moto import aws, fail_run_instances, instances  # noqa: F401  (aws: fixture)
+from conftest import write_spec
+from spotfit import sdk
+from spotfit.backends.aws.backend import AwsBackend
+from spotfit.backends.aws.gc import find_leftovers
+from spotfit.controller.loop import Controller
+from spotfit.stores import open_store
+
+SPEC = """
+name: awsjob
+script: train.py
+backend: aws
+resources: {accelerator: V100, count: 1, spot: true}
+market: {trace: null, zones: [us-west-2a, us-west-2b]}
+aws: {ami: ami-12c6146b, region: us-west-2}
+checkpoint: {interval: {steps: 10}}
+"""
+
+
+class SimulatedInstances(threading.Thread):
+    """The instance side of every attempt (simulated, see the module doc)."""
+
+    def __init__(self, ec2, job_id: str, job_url: str, total_steps: int, interrupt_at: dict[int, int]):
+        super().__init__(daemon=True)
+        self.ec2, self.job_id, self.store = ec2, job_id, open_store(job_url)
+        self.total_steps, self.interrupt_at = total_steps, interrupt_at  # attempt -> step
+        self.checkpoint = 0
+        self.steps: dict[int, int] = {}
+        self.seq = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.02):
+            for inst in instances(self.ec2, self.job_id):
+                if inst["State"]["Name"] in ("pending", "running"):
+                    self._tick(inst)
+
+    def _event(self, attempt: int, kind: str, message: str, **data) -> None:
+        self.seq += 1
+        doc = {"attempt": attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
+        self.store.write_bytes(f"events/{attempt:04d}-{self.seq:06d}.json", json.dumps(doc).encode())
+
+    def _tick(self, inst: dict) -> None:
+        attempt = int({t["Key"]: t["Value"] for t in inst["Tags"]}["spotfit:attempt"])
+        if attempt not in self.steps:  # the runtime starts and restores the newest checkpoint
+            self.steps[attempt] = self.checkpoint
+            if self.checkpoint:
+                self._event(attempt, "restored", f"restored step {self.checkpoint}", step=self.checkpoint)
+        step = self.steps[attempt] = min(self.steps[attempt] + 2, self.total_steps)
+        if step % 10 == 0:
+            self.checkpoint = step
+        progress = {"attempt": attempt, "phase": "training", "step": step, "total_steps": self.total_steps,
+                    "loss": 1.0 / step, "timings": {}, "heartbeat_at": time.time()}
+        self.store.write_bytes("progress.json", json.dumps(progress).encode())
+        preempt_key = f"attempts/{attempt:04d}/preempt.json"
+        if step >= self.interrupt_at.get(attempt, self.total_steps + 1) or self.store.exists(preempt_key):
+            self.checkpoint = step  # the notice checkpoint of the current step
+            self._event(attempt, "exit", f"stopped with checkpoint at step {step} (exit 75)", code=75)
+            self._end(inst, attempt, 75)
+        elif step >= self.total_steps:
+            self.store.write_bytes("result.json", json.dumps({"step": step, "weights_sha256": "0" * 64,
+                                                              "metrics": {}}).encode())
+            self._event(attempt, "done", f"script finished at step {step}", step=step)
+            self._end(inst, attempt, 0)
+
+    def _end(self, inst: dict, attempt: int, code: int) -> None:
+        self.store.write_bytes(f"attempts/{attempt:04d}/exit.json", json.dumps({"code": code}).encode())
+        self.ec2.terminate_instances(InstanceIds=[inst["InstanceId"]])  # shutdown -> terminate
+
+
+def _drive(aws, tmp_path, interrupt_at: dict[int, int], total_steps: int = 40) -> dict:
+    job_id = sdk.submit(str(write_spec(tmp_path / "job", SPEC)))
+    job_url = sdk.status(job_id)["store"]
+    backend = AwsBackend(session=aws.session, allow_local_store=True, cleanup_wait_s=5.0, poll_s=0.01)
+    side = SimulatedInstances(aws.ec2, job_id, job_url, total_steps, interrupt_at)
+    side.start()
+    loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=backend, poll_s=0.02).run(),
+                            daemon=True)  # SQLite connections stay in the thread that made them
+    loop.start()
+    loop.join(timeout=40)
+    side.done.set()
+    assert not loop.is_alive(), f"controller still running: {sdk.status(job_id)}"
+    return {**sdk.status(job_id), "events": sdk.events(job_id)}
+
+
+def _all_released(aws, job_id: str) -> None:
+    states = {i["InstanceId"]: i["State"]["Name"] for i in instances(aws.ec2, job_id)}
+    assert states and set(states.values()) == {"terminated"}, states
+    assert len(find_leftovers(aws.ec2, job=job_id)) == 0  # no security group or request left
+    assert aws.placement_groups.groups == {}
+
+
+def test_recovery_loop_survives_an_interruption_and_releases_everything(aws, tmp_path):
+    doc = _drive(aws, tmp_path, interrupt_at={1: 20})
+    assert doc["state"] == "completed", doc
+    assert [(a["state"], a["zone"], a["start_step"], a["end_step"]) for a in doc["attempts"]] == [
+        ("preempted", "us-west-2a", 0, 20), ("completed", "us-west-2a", 20, 40)]
+    assert any(e["kind"] == "restored" and e["attempt"] == 2 for e in doc["events"])
+    _all_released(aws, doc["id"])
+    # Each attempt ran on its own instance, tagged, with the attempt's client token.
+    assert sorted({t["Value"] for i in instances(aws.ec2, doc["id"]) for t in i["Tags"]
+                   if t["Key"] == "spotfit:attempt"}) == ["1", "2"]
+
+
+def test_insufficient_capacity_relaunches_in_the_next_zone(aws, tmp_path):
+    fail_run_instances(aws.session, "us-west-2a")
+    doc = _drive(aws, tmp_path, interrupt_at={2: 10})
+    assert doc["state"] == "completed", doc
+    assert [(a["state"], a["zone"]) for a in doc["attempts"]] == [
+        ("no_capacity", "us-west-2a"), ("preempted", "us-west-2b"), ("completed", "us-west-2b")]
+    assert doc["attempts"][0]["cost_usd"] == 0.0
+    assert any(e["kind"] == "no_capacity" and "InsufficientInstanceCapacity" in e["message"]
+               for e in doc["events"])
+    _all_released(aws, doc["id"])

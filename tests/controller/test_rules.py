@@ -1,0 +1,133 @@
+"""Watchdog rules on real (small) training runs, with a webhook receiver on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import spotfit_cmd, write_spec
+
+pytestmark = pytest.mark.slow
+SCRIPT = Path(__file__).parent / "scripts" / "rules_train.py"
+CALM_MARKET = 'market: {trace: aws-v100, zones: [us-west-2a], start: "2023-02-17T19:16:00", time_scale: 10}'
+
+
+def _spec(tmp_path, name: str, args: list[str], rules: str, market: str = CALM_MARKET, extra: str = "") -> Path:
+    text = (f"name: {name}\nscript: rules_train.py\nargs: {json.dumps(args)}\n{market}\n"
+            f"checkpoint: {{interval: {{steps: 20}}, keep: 2}}\ntraining: {{seed: 0, deterministic: true}}\n"
+            f"rules: {rules}\n{extra}")
+    return write_spec(tmp_path / name, text, script=SCRIPT)
+
+
+def _cli(*args: str) -> dict:
+    out = subprocess.run(spotfit_cmd(*args, "--json"), capture_output=True, text=True, timeout=600,
+                         stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def _rule_events(job_id: str) -> list[dict]:
+    return [e for e in _cli("logs", job_id)["events"] if e["kind"] == "rule"]
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    received: list = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append(json.loads(body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver():
+    _Receiver.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", _Receiver.received
+    server.shutdown()
+    server.server_close()
+
+
+def test_zero_learning_rate_is_stopped_by_loss_plateau(tmp_path, receiver):
+    url, received = receiver
+    spec = _spec(tmp_path, "flat", ["--lr", "0", "--epochs", "50"],
+                 "[{rule: loss_plateau, window_steps: 10, action: stop}]", extra=f"notify: {{webhook: {url}}}\n")
+    doc = _cli("run", str(spec))
+    assert doc["state"] == "stopped"
+    assert doc["step"] < doc["total_steps"] == 47 * 50
+    events = _rule_events(doc["id"])
+    assert [e["data"]["rule"] for e in events] == ["loss_plateau"]
+    assert events[0]["data"]["saved_usd"] > 0
+    assert doc["attempts"][-1]["state"] == "stopped"
+    assert received and received[0]["rule"] == "loss_plateau" and "plateau" in received[0]["text"]
+
+
+def test_easy_target_stops_the_job_with_a_checkpoint(tmp_path):
+    spec = _spec(tmp_path, "target", ["--epochs", "40"],
+                 "[{rule: target_metric, metric: val_accuracy, mode: max, value: 0.5, action: stop}]")
+    doc = _cli("run", str(spec))
+    assert doc["state"] == "stopped"
+    assert doc["step"] < doc["total_steps"]
+    assert _rule_events(doc["id"])[0]["data"]["rule"] == "target_metric"
+    saves = [e for e in _cli("logs", doc["id"])["events"] if e["kind"] == "checkpoint"]
+    assert saves[-1]["data"]["step"] == doc["attempts"][-1]["end_step"]  # stopped on a checkpoint
+
+
+def test_starved_pipeline_trips_idle_accelerator_and_pauses(tmp_path):
+    spec = _spec(tmp_path, "starved", ["--epochs", "20", "--starve-ms", "150"],
+                 "[{rule: idle_accelerator, below_pct: 30, for_s: 3, action: pause}]")
+    doc = _cli("run", str(spec))
+    assert doc["state"] == "paused"
+    event = _rule_events(doc["id"])[0]
+    assert event["data"]["rule"] == "idle_accelerator" and "utilization" in event["message"]
+    assert doc["attempts"][-1]["state"] == "stopped"
+
+
+def test_tiny_budget_stops_the_job(tmp_path, receiver):
+    url, received = receiver
+    market = 'market: {trace: aws-v100, zones: [us-west-2a], start: "2023-02-17T19:16:00", time_scale: 600}'
+    spec = _spec(tmp_path, "budget", ["--epochs", "200"], "[{rule: budget, usd: 0.2, action: stop}]",
+                 market=market, extra=f"notify: {{webhook: {url}}}\n")
+    doc = _cli("run", str(spec))
+    assert doc["state"] == "stopped"
+    ledger = _cli("cost", doc["id"])
+    assert 0.2 <= ledger["totals"]["spent_usd"] < 0.4  # stopped at the cap, plus the stop's own seconds
+    assert received[0]["rule"] == "budget"
+
+
+def test_price_cap_pauses_and_resumes_by_itself_and_loses_no_work(tmp_path):
+    args = ["--epochs", "60"]
+    base = _cli("run", str(_spec(tmp_path, "base", args, "[]")))
+    # us-east-2b: $0.918/h, then $0.9191/h from tick 4364 to 4484, then $0.918/h again.
+    market = 'market: {trace: aws-v100, zones: [us-east-2b], start: "2023-02-25T17:26:16", time_scale: 1950}'
+    spec = _spec(tmp_path, "capped", args, "[{rule: price_cap, usd_per_h: 0.9185, action: pause}]", market=market)
+    doc = _cli("run", str(spec))
+    assert doc["state"] == "completed", doc
+    kinds = [e["kind"] for e in _cli("logs", doc["id"])["events"]]
+    assert "rule" in kinds and "resumed" in kinds
+    assert kinds.index("rule") < kinds.index("resumed")
+    assert doc["attempts"][0]["state"] == "stopped" and len(doc["attempts"]) >= 2
+    assert doc["weights_sha256"] == base["weights_sha256"]
+
+
+def test_a_stopped_job_resumes_to_the_uninterrupted_result(tmp_path):
+    args = ["--epochs", "12"]
+    base = _cli("run", str(_spec(tmp_path, "base", args, "[]")))
+    spec = _spec(tmp_path, "halted", args,
+                 "[{rule: target_metric, metric: val_accuracy, mode: max, value: 0.5, action: stop}]")
+    stopped = _cli("run", str(spec))
+    assert stopped["state"] == "stopped"
+    final = _cli("resume", stopped["id"])
+    assert final["state"] == "completed"
+    assert final["weights_sha256"] == base["weights_sha256"]

@@ -1,0 +1,126 @@
+"""Two real worker processes on 127.0.0.1 (MultiWorkerMirroredStrategy under unmodified Keras `fit`).
+
+The local backend starts one process per worker with `TF_CONFIG`; a SIGTERM to one worker (not
+the chief) makes both stop after the same step, the chief save, and the job resume with both
+workers to the same weights as an uninterrupted two-worker run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import spotfit_cmd, write_spec
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = '''
+import keras
+import numpy as np
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((512, 8)).astype("float32")
+y = (x[:, :3].sum(axis=1) > 0).astype("int32")
+keras.utils.set_random_seed(3)
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                          keras.layers.Dropout(0.1), keras.layers.Dense(2, activation="softmax")])
+model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(x, y, batch_size=32, epochs=6, shuffle=True, validation_data=(x[:64], y[:64]), verbose=2)
+print("final", model.evaluate(x, y, verbose=0))
+'''
+SPEC = """
+name: two-workers
+script: train.py
+resources: {workers: 2}
+market: {trace: null}
+checkpoint: {interval: {steps: 20}}
+training: {seed: 0, deterministic: true}
+"""
+TOTAL = 96  # 16 global batches x 6 epochs
+
+
+def _start(folder: Path) -> subprocess.Popen:
+    script = folder / "src" / "train.py"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(SCRIPT)
+    spec = write_spec(folder, SPEC, script=script)
+    return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
+
+
+def _finish(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    doc = json.loads(out)
+    assert doc["state"] == "completed" and doc["step"] == TOTAL, doc
+    return doc
+
+
+def _job_folder(home: Path) -> Path:
+    found = sorted((home / "store" / "jobs").glob("*"))
+    return found[-1] if found else None
+
+
+def _events(job: Path, kind: str) -> list[dict]:
+    docs = [json.loads(p.read_text()) for p in sorted((job / "events").glob("*.json"))]
+    return [d for d in docs if d["kind"] == kind]
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> tuple[dict, Path]:
+    home = tmp_path_factory.mktemp("mw-home")
+    old = os.environ.get("SPOTFIT_HOME")
+    os.environ["SPOTFIT_HOME"] = str(home)
+    try:
+        doc = _finish(_start(tmp_path_factory.mktemp("mw-base")))
+        return doc, _job_folder(home)
+    finally:
+        os.environ.pop("SPOTFIT_HOME") if old is None else os.environ.__setitem__("SPOTFIT_HOME", old)
+
+
+def test_two_workers_train_in_sync_to_the_same_weights(baseline):
+    doc, job = baseline
+    strategy = _events(job, "strategy")
+    assert strategy and strategy[0]["data"]["replicas"] == 2 and strategy[0]["data"]["workers"] == 2
+    worker1 = json.loads((job / "workers" / "1" / "result.json").read_text())
+    assert worker1["weights_sha256"] == doc["weights_sha256"]
+    assert [a["state"] for a in doc["attempts"]] == ["completed"]
+    # Only the chief writes checkpoints: every checkpoint event is the chief's.
+    assert _events(job, "checkpoint") and not list((job / "workers" / "1").glob("checkpoints/*"))
+
+
+def test_sigterm_to_one_worker_stops_both_and_resumes_exactly(tmp_path, spotfit_home, baseline):
+    proc = _start(tmp_path / "job")
+    deadline = time.monotonic() + 180
+    killed_at = None
+    while time.monotonic() < deadline and killed_at is None and proc.poll() is None:
+        job = _job_folder(spotfit_home)
+        progress = job / "workers" / "1" / "progress.json" if job else None
+        if progress is not None and progress.exists():
+            try:
+                state = json.loads(progress.read_text())
+            except ValueError:
+                state = {}
+            if (state.get("step") or 0) >= 30:
+                os.kill(state["pid"], signal.SIGTERM)  # worker 1 only, not the chief
+                killed_at = state["step"]
+        time.sleep(0.02)
+    assert killed_at is not None, "worker 1 never reached step 30"
+    doc = _finish(proc)
+    job = _job_folder(spotfit_home)
+    first, second = doc["attempts"]
+    assert first["state"] == "preempted" and second["state"] == "completed"
+    # Both workers stopped after the same step, one past the notice at the latest.
+    assert killed_at <= first["end_step"] <= killed_at + 3 and second["start_step"] == first["end_step"]
+    saved = [e for e in _events(job, "checkpoint") if e["attempt"] == 1]
+    assert saved[-1]["data"]["step"] == first["end_step"] and "worker 1" in saved[-1]["data"]["reason"]
+    assert doc["weights_sha256"] == baseline[0]["weights_sha256"]
+    worker1 = json.loads((job / "workers" / "1" / "result.json").read_text())
+    assert worker1["weights_sha256"] == doc["weights_sha256"]
+    assert [e["data"]["workers"] for e in _events(job, "strategy")] == [2, 2]  # resumed with all workers

@@ -1,0 +1,82 @@
+"""TensorBoard: the runtime writes scalars under the job's prefix; `spotfit tensorboard` serves them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from conftest import spotfit_cmd, write_spec
+from spotfit.runtime import tensorboard as tb
+from spotfit.stores import open_store
+
+SCRIPT = '''
+import keras
+import numpy as np
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((320, 8)).astype("float32")
+y = (x[:, 0] > 0).astype("int32")
+keras.utils.set_random_seed(1)
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(8, activation="relu"),
+                          keras.layers.Dense(2, activation="softmax")])
+model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(x, y, batch_size=32, epochs=2, validation_split=0.2, verbose=2)
+'''
+
+
+def test_fetch_copies_a_remote_jobs_logs(tmp_path):
+    store = open_store("memory://tb-fetch/jobs/j1")
+    store.write_bytes("tensorboard/train/events.out.tfevents.1", b"abc")
+    store.write_bytes("tensorboard/validation/events.out.tfevents.2", b"de")
+    store.write_bytes("progress.json", b"{}")
+    assert tb.fetch("memory://tb-fetch/jobs/j1", tmp_path) == 2
+    assert (tmp_path / "train" / "events.out.tfevents.1").read_bytes() == b"abc"
+    assert tb.fetch("memory://tb-fetch/jobs/j1", tmp_path) == 0  # unchanged files are not fetched again
+    assert tb.local_folder("memory://x") is None and tb.local_folder("file:///s/j").as_posix() == "/s/j/tensorboard"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_spotfit_tensorboard_serves_the_scalars(tmp_path):
+    src = tmp_path / "src" / "train.py"
+    src.parent.mkdir()
+    src.write_text(SCRIPT)
+    spec = write_spec(tmp_path / "job", "name: tb\nscript: train.py\nmarket: {trace: null}\n", script=src)
+    out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=300,
+                         stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr[-3000:]
+    job_id = json.loads(out.stdout)["id"]
+    port = _free_port()
+    server = subprocess.Popen(spotfit_cmd("tensorboard", job_id, "--port", str(port)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        tags, deadline = {}, time.monotonic() + 90
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/scalars/tags", timeout=5) as resp:
+                    tags = json.loads(resp.read())
+            except OSError:
+                tags = {}
+            if {"epoch_loss", "epoch_accuracy"} <= set(tags.get("validation", {})):
+                break
+            time.sleep(0.5)
+        assert {"epoch_loss", "epoch_accuracy", "batch_loss"} <= set(tags.get("train", {})), tags
+        assert {"epoch_loss", "epoch_accuracy"} <= set(tags.get("validation", {})), tags
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    assert server.returncode == 0
+    with pytest.raises(OSError):  # stopped: nothing listens any more
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)

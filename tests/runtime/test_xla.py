@@ -1,0 +1,63 @@
+"""XLA auto: measured on the job's own steps, both timings recorded, the faster kept and reused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import spotfit_cmd, write_spec
+from spotfit.runtime import xla
+
+SCRIPT = '''
+import keras
+import numpy as np
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((640, 16)).astype("float32")
+y = (x[:, :4].sum(axis=1) > 0).astype("int32")
+keras.utils.set_random_seed(1)
+model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"),
+                          keras.layers.Dense(64, activation="relu"), keras.layers.Dense(2, activation="softmax")])
+model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(x, y, batch_size=32, epochs=3, verbose=2)
+'''
+
+
+def test_decide_keeps_the_faster():
+    assert xla.decide(0.010, 0.007) is True
+    assert xla.decide(0.010, 0.013) is False
+    assert xla.decide(0.010, None) is False  # XLA never ran (failed or training too short)
+
+
+def test_auto_does_not_measure_where_timing_must_not_decide():
+    assert xla.without_measuring(has_gpu=False, deterministic=False, distributed=False) == (None, "")
+    assert xla.without_measuring(has_gpu=False, deterministic=True, distributed=False)[0] is False
+    assert xla.without_measuring(has_gpu=True, deterministic=True, distributed=False)[0] is True
+    assert xla.without_measuring(has_gpu=True, deterministic=False, distributed=True)[0] is False
+
+
+@pytest.mark.slow
+def test_auto_measures_both_keeps_the_faster_and_a_resumed_attempt_reuses_it(tmp_path):
+    src = tmp_path / "src" / "train.py"
+    src.parent.mkdir()
+    src.write_text(SCRIPT)
+    spec = write_spec(tmp_path / "job", "name: xla\nscript: train.py\nmarket: {trace: null}\n"
+                      "training: {xla: auto, seed: 0}\ncheckpoint: {interval: {steps: 10}}\n", script=src)
+    out = subprocess.run(spotfit_cmd("run", str(spec), "--json", "--preempt-at", "30:5"), capture_output=True,
+                         text=True, timeout=300, stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    assert doc["state"] == "completed" and doc["step"] == 60
+    job = Path(doc["store"][len("file://"):])
+    events = [json.loads(p.read_text()) for p in sorted((job / "events").glob("*.json"))]
+    measured, reused = [e for e in events if e["kind"] == "xla"]
+    data = measured["data"]
+    assert measured["attempt"] == 1 and data["off_step_s"] > 0 and data["on_step_s"] > 0
+    assert data["steps_measured"] == {"off": xla.PHASE_STEPS - 1, "on": xla.PHASE_STEPS - 1}
+    assert data["choice"] == ("on" if data["on_step_s"] < data["off_step_s"] else "off")
+    assert json.loads((job / xla.TUNING_KEY).read_text())["choice"] == data["choice"]
+    assert reused["attempt"] == 2 and reused["data"]["reused"] and reused["data"]["choice"] == data["choice"]
