@@ -140,6 +140,8 @@ class Data(_Section):
     cache_dir: str | None = Field(None, description="local cache folder; default $SPOTFIT_HOME/cache/data")
     cache_limit_gib: float | None = Field(None, gt=0, description="evict least-recently-used data above this")
     workers: int = Field(16, ge=1, le=64, description="parallel downloads")
+    verify: Literal["etag", "md5"] = Field(
+        "etag", description="etag: size + reads pinned to the listed ETag; md5: also hash the content")
 
     @field_validator("source")
     @classmethod

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from seaweed import BUCKET, s3_env, seaweed  # noqa: F401  (fixtures)
+from spotfit.errors import StoreError
 from spotfit.runtime.datacache import DataCache
 from spotfit.stores import open_store
 from spotfit.stores.fsspec_store import FsspecStore
@@ -36,14 +37,23 @@ def test_second_sync_downloads_zero_bytes_and_same_content_is_one_blob(source, t
 def test_a_corrupted_transfer_fails_the_md5_check_and_is_fetched_again(source, tmp_path, monkeypatch):
     original, corrupted = FsspecStore.read_range, []
 
-    def flip_once(self, key, start, end):
-        data = original(self, key, start, end)
+    def flip_once(self, key, start, end, etag=None):
+        data = original(self, key, start, end, etag)
         if key == "train-2.tfrecord" and not corrupted:
             corrupted.append(key)
             return bytes([data[0] ^ 0xFF]) + data[1:]
         return data
 
     monkeypatch.setattr(FsspecStore, "read_range", flip_once)
-    stats = DataCache(tmp_path / "cache").sync(source)
+    stats = DataCache(tmp_path / "cache", verify="md5").sync(source)
     assert corrupted and open(f"{stats.path}/train-2.tfrecord", "rb").read() == bytes([2]) * 50_002
     assert stats.bytes_downloaded == sum(50_000 + i for i in range(4)) + 50_002  # train-2 twice
+
+
+def test_reads_are_pinned_to_the_listed_etag(source):
+    store = open_store(source)
+    etag = store.info("train-1.tfrecord").etag
+    assert store.read_range("train-1.tfrecord", 0, 4, etag=etag) == bytes([1]) * 4
+    store.write_bytes("train-1.tfrecord", b"a new version")  # changed after the listing
+    with pytest.raises(StoreError, match="changed while it was downloaded"):
+        store.read_range("train-1.tfrecord", 0, 4, etag=etag)

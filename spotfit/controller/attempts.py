@@ -247,6 +247,7 @@ class AttemptPlanner:
             data_cache_dir=spec.data.cache_dir if spec.data else None,
             data_cache_limit_gib=spec.data.cache_limit_gib if spec.data else None,
             data_workers=spec.data.workers if spec.data else 16,
+            data_verify=spec.data.verify if spec.data else "etag",
         )
 
     def _export_options(self, attempt: int, zone: str | None) -> dict | None:

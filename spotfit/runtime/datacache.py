@@ -52,6 +52,9 @@ from spotfit.errors import StoreError, UsageError
 from spotfit.stores import ObjectInfo, ObjectStore, open_store
 
 CHUNK_BYTES = 8 * 2**20
+# "etag": size, and every range read pinned to the listed ETag (If-Match) where the store can;
+# "md5": also the content's md5 against a single-part ETag (costs CPU, see docs/benchmarks.md).
+VERIFY_MODES = ("etag", "md5")
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -99,7 +102,10 @@ class DataCache:
     """A content-addressed cache folder with an optional size limit."""
 
     def __init__(self, root: str | os.PathLike, limit_bytes: int | None = None, workers: int = 16,
-                 chunk_bytes: int = CHUNK_BYTES):
+                 chunk_bytes: int = CHUNK_BYTES, verify: str = "etag"):
+        if verify not in VERIFY_MODES:
+            raise ValueError(f"verify must be one of {VERIFY_MODES}, received {verify!r}")
+        self.verify = verify
         self.root = Path(root).expanduser().resolve()
         self.limit_bytes = limit_bytes
         self.workers = max(1, workers)
@@ -199,8 +205,10 @@ class DataCache:
             if offset > info.size:
                 part.unlink()
                 offset = 0
-            # Only the digest that verifies (md5 ETag) or names (no tag) the blob: hashing costs CPU.
-            md5 = hashlib.md5() if blob and blob.startswith("md5-") else _NoHash()
+            # Only the digest that verifies (md5 ETag, when asked) or names (no tag) the blob:
+            # hashing costs CPU.
+            content_check = self.verify == "md5" and blob is not None and blob.startswith("md5-")
+            md5 = hashlib.md5() if content_check else _NoHash()
             sha = hashlib.sha256() if blob is None else _NoHash()
             if offset:
                 with self._lock:
@@ -212,7 +220,10 @@ class DataCache:
                         sha.update(chunk)
             with open(part, "ab") as f:
                 while offset < info.size:
-                    data = store.read_range(info.key, offset, min(offset + self.chunk_bytes, info.size))
+                    end = min(offset + self.chunk_bytes, info.size)
+                    # Pinning the listed version makes every range come from the same object.
+                    data = (store.read_range(info.key, offset, end, etag=info.etag) if info.etag
+                            else store.read_range(info.key, offset, end))
                     if not data:
                         break
                     f.write(data)
@@ -222,7 +233,7 @@ class DataCache:
                     with self._lock:
                         stats.bytes_downloaded += len(data)
                     fetched(len(data))
-            problem = self._verify(info, blob, offset, md5.hexdigest())
+            problem = self._verify(info, blob, offset, md5.hexdigest() if content_check else None)
             if problem is None:
                 blob = blob or f"sha256-{sha.hexdigest()}"
                 target = self._blob_path(blob)
@@ -234,10 +245,10 @@ class DataCache:
         raise StoreError(f"Download of {info.key!r} from {store.url} failed verification twice: {problem}.")
 
     @staticmethod
-    def _verify(info: ObjectInfo, blob: str | None, size: int, md5: str) -> str | None:
+    def _verify(info: ObjectInfo, blob: str | None, size: int, md5: str | None) -> str | None:
         if size != info.size:
             return f"got {size} bytes, the store lists {info.size}"
-        if blob and blob.startswith("md5-") and blob != f"md5-{md5}":
+        if md5 is not None and blob != f"md5-{md5}":
             return f"md5 {md5} does not match the ETag {info.etag}"
         return None
 
@@ -380,7 +391,8 @@ def sync_job_data(config, reporter) -> SyncStats | None:
     from spotfit.data_helper import ENV_VAR, default_cache_dir
 
     limit = int(config.data_cache_limit_gib * 2**30) if config.data_cache_limit_gib else None
-    cache = DataCache(config.data_cache_dir or default_cache_dir(), limit_bytes=limit, workers=config.data_workers)
+    cache = DataCache(config.data_cache_dir or default_cache_dir(), limit_bytes=limit, workers=config.data_workers,
+                      verify=config.data_verify)
     reporter.progress(force=True, phase="syncing data")
 
     def on_progress(done: int, total: int) -> None:

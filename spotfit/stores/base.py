@@ -39,8 +39,12 @@ class ObjectStore(Protocol):
     def read_bytes(self, key: str) -> bytes:
         """Return the object's content; raise `NotFoundError` if it does not exist."""
 
-    def read_range(self, key: str, start: int, end: int) -> bytes:
-        """Return bytes `[start, end)` of the object (fewer at its end)."""
+    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> bytes:
+        """Return bytes `[start, end)` of the object (fewer at its end).
+
+        With `etag`, stores that can (S3 through boto3) read only that version of the object
+        (`If-Match`) and raise `StoreError` if it changed; others ignore it.
+        """
 
     def write_bytes(self, key: str, data: bytes) -> None:
         """Create or replace the object, atomically."""

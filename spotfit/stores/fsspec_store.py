@@ -29,7 +29,9 @@ from spotfit.stores.s3_reader import range_reader
 # protocol -> (pip extra, import name): shown when the optional package is missing.
 _INSTALL_HINTS = {"s3": ("s3", "s3fs"), "gs": ("gcs", "gcsfs"), "gcs": ("gcs", "gcsfs")}
 # Errors that no retry can fix.
-_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError, TypeError)
+# Errors no retry can mend; `StoreError` is one spotfit raised on purpose (an object changed).
+_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError, TypeError,
+              StoreError)
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -114,6 +116,8 @@ class FsspecStore:
             return self.retry.call(fn, permanent=_PERMANENT)
         except FileNotFoundError as exc:
             raise NotFoundError(f"No object {key!r} in store {self.url}.") from exc
+        except StoreError:
+            raise
         except Exception as exc:
             # The message names the call and key only: never the credentials in the options.
             raise StoreError(f"Could not {what} {key!r} in {self.url}: {type(exc).__name__}: {exc}") from exc
@@ -121,9 +125,9 @@ class FsspecStore:
     def read_bytes(self, key: str) -> bytes:
         return self._call("read", key, lambda: self.fs.cat_file(self._path(key)))
 
-    def read_range(self, key: str, start: int, end: int) -> bytes:
+    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> bytes:
         if self._ranges is not None:
-            return self._call("read", key, lambda: self._ranges.read(self._path(key), start, end))
+            return self._call("read", key, lambda: self._ranges.read(self._path(key), start, end, etag))
         return self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
 
     def write_bytes(self, key: str, data: bytes) -> None:

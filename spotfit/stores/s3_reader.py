@@ -12,38 +12,53 @@ from __future__ import annotations
 import threading
 
 
+_CLIENTS: dict[tuple, object] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
 class S3RangeReader:
-    """`read(path, start, end)` for `bucket/key` paths, over one shared boto3 client."""
+    """`read(path, start, end)` for `bucket/key` paths, over one shared boto3 client.
+
+    Clients are shared per (endpoint, profile, region) for the life of the process: creating
+    one costs ~50 ms, a tenth of a 256 MiB cache fill here; using one from many threads is safe.
+    """
 
     def __init__(self, options: dict):
         self._options = options
-        self._client = None
-        self._lock = threading.Lock()
 
     def _get_client(self):
-        with self._lock:  # creating a client is not thread-safe; using one is
-            if self._client is None:
+        region = (self._options.get("client_kwargs") or {}).get("region_name")
+        key = (self._options.get("endpoint_url"), self._options.get("profile"), region)
+        with _CLIENTS_LOCK:  # creating a client is not thread-safe; using one is
+            if key not in _CLIENTS:
                 import boto3
                 import botocore.config
 
-                session = boto3.session.Session(profile_name=self._options.get("profile"))
-                self._client = session.client(
-                    "s3", endpoint_url=self._options.get("endpoint_url"),
-                    region_name=(self._options.get("client_kwargs") or {}).get("region_name"),
+                session = boto3.session.Session(profile_name=key[1])
+                _CLIENTS[key] = session.client(
+                    "s3", endpoint_url=key[0], region_name=region,
                     config=botocore.config.Config(max_pool_connections=64, connect_timeout=5, read_timeout=60,
                                                   retries={"max_attempts": 1, "mode": "standard"}))
-            return self._client
+            return _CLIENTS[key]
 
-    def read(self, path: str, start: int, end: int) -> bytes:
+    def read(self, path: str, start: int, end: int, etag: str | None = None) -> bytes:
+        """Bytes `[start, end)`; with `etag`, only of that version of the object (If-Match)."""
         if end <= start:
             return b""
         from botocore.exceptions import ClientError
 
         bucket, _, key = path.partition("/")
+        extra = {"IfMatch": etag if etag.startswith('"') else f'"{etag}"'} if etag else {}
         try:
-            response = self._get_client().get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+            response = self._get_client().get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}",
+                                                     **extra)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")
+            if code in ("PreconditionFailed", "412"):
+                from spotfit.errors import StoreError
+
+                raise StoreError(f"{path} changed while it was downloaded (ETag is no longer {etag}).",
+                                 hint="Sync again; the cache fetches the new version.") from exc
             if code in ("NoSuchKey", "404", "NotFound"):
                 raise FileNotFoundError(path) from exc
             if code == "InvalidRange":
