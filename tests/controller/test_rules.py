@@ -73,15 +73,19 @@ def test_zero_learning_rate_is_stopped_by_loss_plateau(tmp_path, receiver):
     assert received and received[0]["rule"] == "loss_plateau" and "plateau" in received[0]["text"]
 
 
-def test_easy_target_stops_the_job_with_a_checkpoint(tmp_path):
+def test_easy_target_stops_the_job_with_a_checkpoint_and_exports(tmp_path):
+    registry = tmp_path / "registry"
     spec = _spec(tmp_path, "target", ["--epochs", "40"],
-                 "[{rule: target_metric, metric: val_accuracy, mode: max, value: 0.5, action: stop}]")
+                 "[{rule: target_metric, metric: val_accuracy, mode: max, value: 0.5, action: stop}]",
+                 extra=f"export: {{registry: 'file://{registry}', formats: [keras]}}\n")
     doc = _cli("run", str(spec))
     assert doc["state"] == "stopped"
     assert doc["step"] < doc["total_steps"]
     assert _rule_events(doc["id"])[0]["data"]["rule"] == "target_metric"
     saves = [e for e in _cli("logs", doc["id"])["events"] if e["kind"] == "checkpoint"]
     assert saves[-1]["data"]["step"] == doc["attempts"][-1]["end_step"]  # stopped on a checkpoint
+    card = json.loads((registry / "target" / "1" / "model_card.json").read_text())
+    assert card["version"] == 1 and card["metrics"]["val_accuracy"] >= 0.5
 
 
 def test_starved_pipeline_trips_idle_accelerator_and_pauses(tmp_path):
