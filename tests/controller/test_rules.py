@@ -126,7 +126,7 @@ def test_price_cap_pauses_and_resumes_by_itself_and_loses_no_work(tmp_path):
 
 
 def test_a_stopped_job_resumes_to_the_uninterrupted_result(tmp_path):
-    args = ["--epochs", "12"]
+    args = ["--epochs", "40"]  # enough epochs after the target for the stop to land
     base = _cli("run", str(_spec(tmp_path, "base", args, "[]")))
     spec = _spec(tmp_path, "halted", args,
                  "[{rule: target_metric, metric: val_accuracy, mode: max, value: 0.5, action: stop}]")
