@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,3 +38,15 @@ def write_spec(folder: Path, text: str, script: Path = DIGITS / "train.py") -> P
 
 def spotfit_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "spotfit", *args]
+
+
+def run_inline_job(tmp_path: Path, spec_text: str, script_text: str, *args: str, timeout: float = 300) -> dict:
+    """Write `script_text` as train.py beside a spec, `spotfit run --json` it; the status document."""
+    src = tmp_path / "src" / "train.py"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(script_text)
+    spec = write_spec(tmp_path / "job", spec_text, script=src)
+    out = subprocess.run(spotfit_cmd("run", str(spec), "--json", *args), capture_output=True, text=True,
+                         timeout=timeout, stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)

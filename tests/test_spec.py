@@ -15,7 +15,6 @@ import yaml
 from spotfit.errors import SpecError
 from spotfit.spec import (
     DOCS,
-    JobSpec,
     SecondsInterval,
     StepsInterval,
     dump_spec,

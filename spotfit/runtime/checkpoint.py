@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from spotfit.errors import NotFoundError, StoreError
+from spotfit.errors import NotFoundError
 from spotfit.stores.base import ObjectStore
 
 PREFIX = "checkpoints"
@@ -103,7 +103,9 @@ class CheckpointStore:
         for step in reversed(self.steps()):
             try:
                 ckpt = self._load(step)
-            except (StoreError, NotFoundError, ValueError, OSError) as exc:
+            except (NotFoundError, ValueError, KeyError) as exc:
+                # Missing or damaged data. A store that cannot be reached (StoreError) is not a
+                # damaged checkpoint: it propagates, so no good checkpoint is passed over.
                 skipped.append(f"{step}: {exc}")
                 self.on_event(
                     "checkpoint_corrupt",

@@ -49,9 +49,18 @@ class Session:
         self._stop_checked = 0.0
         self.stop_request: dict | None = None
 
-    def load_checkpoint(self) -> None:
+    def load_checkpoint(self, tries: int = 3, pause_s: float = 5.0) -> None:
+        """The newest valid checkpoint; an unreachable store is waited for, then an error."""
         t0 = time.perf_counter()
-        self.resume_checkpoint = self.checkpoints.load_latest()
+        for attempt in range(1, tries + 1):
+            try:
+                self.resume_checkpoint = self.checkpoints.load_latest()
+                break
+            except StoreError as exc:
+                if attempt == tries:
+                    raise
+                self.reporter.event("store_unreachable", f"reading checkpoints failed ({exc}); retrying")
+                time.sleep(pause_s)
         self.load_s = time.perf_counter() - t0
 
     def record_save(self, seconds: float) -> None:

@@ -3,7 +3,7 @@
 Object stores fail transiently (a restarted server, a dropped connection, throttling). Each
 call is retried `attempts` times with exponential backoff; if it still fails, the store is
 marked *down* and, for the next `down_s` seconds, calls make `down_attempts` quick attempts
-without backoff (the second one on a fresh connection, where the first met a stale one): a
+0.1 s apart, without backoff (the second one on a fresh connection, where the first met a stale one): a
 training loop that writes progress every second must not stall for the whole backoff on every
 write while the server is away. The first call that succeeds clears the mark.
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
+DOWN_PAUSE_S = 0.1  # between the quick attempts while a store is down: a restarting server's moment
 
 
 @dataclass
@@ -51,7 +52,7 @@ class RetryPolicy:
         """Run `fn`, retrying on any exception except those in `permanent`."""
         down = self.down
         attempts = max(1, self.down_attempts if down else self.attempts)
-        delay = 0.0 if down else self.base_s
+        delay = DOWN_PAUSE_S if down else self.base_s
         for i in range(attempts):
             try:
                 result = fn()
@@ -63,7 +64,7 @@ class RetryPolicy:
                         self._down_until = time.monotonic() + self.down_s
                     raise
                 time.sleep(delay)
-                delay = min(delay * 2, self.max_s) if delay else 0.0
+                delay = delay if down else min(delay * 2, self.max_s)
             else:
                 if self._down_until:
                     with self._lock:

@@ -16,7 +16,6 @@ import json
 import threading
 import time
 
-import pytest
 
 from aws_moto import aws, fail_run_instances, instances  # noqa: F401  (aws: fixture)
 from conftest import write_spec

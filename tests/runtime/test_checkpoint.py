@@ -83,3 +83,17 @@ def test_explicit_seconds_interval_wins():
     session = _session(interval_s=7.5, mtbf_s=3600.0)
     session.record_save(1.0)
     assert session.interval_s() == 7.5
+
+
+def test_an_unreachable_store_is_not_taken_for_a_corrupt_checkpoint(store, monkeypatch):
+    from spotfit.errors import StoreError
+
+    ckpts = CheckpointStore(store, keep=2)
+    ckpts.save(10, _arrays(1.0), {})
+
+    def unreachable(key):
+        raise StoreError("connection refused")
+
+    monkeypatch.setattr(store, "read_bytes", unreachable)
+    with pytest.raises(StoreError):
+        ckpts.load_latest()  # not None: training from scratch would throw the checkpoint's work away

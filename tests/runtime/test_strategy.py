@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 
-from conftest import spotfit_cmd, write_spec
+from conftest import run_inline_job
 from spotfit.runtime import strategy
 
 SCRIPT = '''
@@ -53,15 +51,8 @@ def test_local_stop_stops_at_the_notice_step():
 
 @pytest.mark.slow
 def test_mirrored_strategy_over_two_logical_cpus(tmp_path):
-    src = tmp_path / "src" / "train.py"
-    src.parent.mkdir()
-    src.write_text(SCRIPT)
-    spec = write_spec(tmp_path / "job", 'name: mirrored\nscript: train.py\nmarket: {trace: null}\n'
-                      'env: {SPOTFIT_LOGICAL_CPUS: "2"}\ntraining: {strategy: mirrored, seed: 0}\n', script=src)
-    out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=300,
-                         stdin=subprocess.DEVNULL, env=os.environ.copy())
-    assert out.returncode == 0, out.stderr[-3000:]
-    doc = json.loads(out.stdout)
+    doc = run_inline_job(tmp_path, 'name: mirrored\nscript: train.py\nmarket: {trace: null}\n'
+                         'env: {SPOTFIT_LOGICAL_CPUS: "2"}\ntraining: {strategy: mirrored, seed: 0}\n', SCRIPT)
     assert doc["state"] == "completed" and doc["step"] == 16
     events = [json.loads(p.read_text()) for p in sorted((_path(doc["store"]) / "events").glob("*.json"))]
     chosen = [e["data"] for e in events if e["kind"] == "strategy"]

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from conftest import spotfit_cmd, write_spec
+from conftest import run_inline_job, spotfit_cmd
 from spotfit.runtime import tensorboard as tb
 from spotfit.stores import open_store
 
@@ -50,14 +50,7 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_spotfit_tensorboard_serves_the_scalars(tmp_path):
-    src = tmp_path / "src" / "train.py"
-    src.parent.mkdir()
-    src.write_text(SCRIPT)
-    spec = write_spec(tmp_path / "job", "name: tb\nscript: train.py\nmarket: {trace: null}\n", script=src)
-    out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=300,
-                         stdin=subprocess.DEVNULL, env=os.environ.copy())
-    assert out.returncode == 0, out.stderr[-3000:]
-    job_id = json.loads(out.stdout)["id"]
+    job_id = run_inline_job(tmp_path, "name: tb\nscript: train.py\nmarket: {trace: null}\n", SCRIPT)["id"]
     port = _free_port()
     server = subprocess.Popen(spotfit_cmd("tensorboard", job_id, "--port", str(port)), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import spotfit_cmd, write_spec
+from conftest import run_inline_job
 from spotfit.runtime import xla
 
 SCRIPT = '''
@@ -42,15 +40,9 @@ def test_auto_does_not_measure_where_timing_must_not_decide():
 
 @pytest.mark.slow
 def test_auto_measures_both_keeps_the_faster_and_a_resumed_attempt_reuses_it(tmp_path):
-    src = tmp_path / "src" / "train.py"
-    src.parent.mkdir()
-    src.write_text(SCRIPT)
-    spec = write_spec(tmp_path / "job", "name: xla\nscript: train.py\nmarket: {trace: null}\n"
-                      "training: {xla: auto, seed: 0}\ncheckpoint: {interval: {steps: 10}}\n", script=src)
-    out = subprocess.run(spotfit_cmd("run", str(spec), "--json", "--preempt-at", "30:5"), capture_output=True,
-                         text=True, timeout=300, stdin=subprocess.DEVNULL, env=os.environ.copy())
-    assert out.returncode == 0, out.stderr[-3000:]
-    doc = json.loads(out.stdout)
+    doc = run_inline_job(tmp_path, "name: xla\nscript: train.py\nmarket: {trace: null}\n"
+                         "training: {xla: auto, seed: 0}\ncheckpoint: {interval: {steps: 10}}\n", SCRIPT,
+                         "--preempt-at", "30:5")
     assert doc["state"] == "completed" and doc["step"] == 60
     job = Path(doc["store"][len("file://"):])
     events = [json.loads(p.read_text()) for p in sorted((job / "events").glob("*.json"))]

@@ -141,7 +141,6 @@ def _worth_waiting(ctx: Context) -> bool:
 
 def _wait_threshold_h(ctx: Context, zone: str) -> float:
     """Longest wait per outage that the slack affords over the outages still to come (θ)."""
-    market = ctx.market
     downs = _runs_h(ctx, zone, False)
     ups = _runs_h(ctx, zone, True)
     mean_down = (downs.sum() + _PRIOR_RUNS * _PRIOR_DOWN_H) / (downs.size + _PRIOR_RUNS)

@@ -4,7 +4,6 @@ import argparse
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 from sklearn.datasets import load_digits
 
