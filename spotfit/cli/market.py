@@ -84,13 +84,13 @@ def plan(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
 ) -> None:
     """Rank where to run a job: expected cost, preemptions and finish time from history."""
-    from spotfit import planner
+    from spotfit.market import offers
     from spotfit.spec import load_spec
 
     spec = load_spec(job_file, check_script=False)
     res, market = spec.resources, spec.market
     history = load_trace(market.trace, gap_s=market.gap_s) if market.trace else None
-    result = planner.plan(
+    result = offers.plan(
         accelerator=res.accelerator,
         count=res.count,
         work_h=spec.work_h,

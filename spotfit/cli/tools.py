@@ -34,7 +34,7 @@ def doctor(
     json_: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Check TensorFlow, CUDA, devices, mixed precision, XLA and store access; print each fix."""
-    from spotfit import doctor as doc
+    from spotfit.runtime import doctor as doc
 
     report = doc.run(store, registry)
     if json_:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 
-from spotfit.controller.replay import MarketReplay
+from spotfit.market.replay import MarketReplay
 from spotfit.market.policies.base import DEFAULT_POLICY, Context, Decision, Kind, NONE, ON_DEMAND, make_policy, spot
 from spotfit.market.trace import load_trace, resolve_trace, zone_stats
 from spotfit.market.view import MarketView

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from aws_moto import AMI, REGION, aws, fail_run_instances, instances  # noqa: F401  (aws: fixture)
-from spotfit.backends.aws import requests as rq
+from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.gc import find_leftovers, remove
 from spotfit.backends.base import LaunchRequest, make_backend

@@ -8,7 +8,7 @@ import pytest
 
 from spotfit.controller.ledger import ledger
 from spotfit.controller.outcome import classify
-from spotfit.controller.replay import MIN_BILLED_S, MarketReplay
+from spotfit.market.replay import MIN_BILLED_S, MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
 from test_managed_recovery import _recompute
 

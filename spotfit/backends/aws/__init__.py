@@ -1,6 +1,6 @@
 """The AWS EC2 backend (boto3, the `aws` extra; imported lazily by the backend registry).
 
-Modules: `backend` (the Backend: launch, status, preempt, stop), `requests` (the exact EC2
+Modules: `backend` (the Backend: launch, status, preempt, stop), `launch` (the exact EC2
 request dicts, pure), `userdata` (the cloud-init script), `agent` (runs on the instance),
 `shipping` (code and settings through the job's store), `ami` (image lookup), `prices`
 (spot price history as a market trace), `gc` (leftovers by tag). See docs/aws.md.

@@ -23,8 +23,8 @@ import threading
 import time
 from dataclasses import replace
 
-from spotfit.backends.aws import requests as rq
-from spotfit.backends.aws.requests import Call, LaunchSettings
+from spotfit.backends.aws import launch as rq
+from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.errors import BackendError, NoCapacityError, UsageError
 from spotfit.stores import open_store

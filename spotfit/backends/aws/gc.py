@@ -1,7 +1,7 @@
 """Leftovers: find and remove what spotfit created on EC2 and no live job still uses.
 
 Everything an attempt creates carries the tag `spotfit:managed=true` plus the job and the
-attempt (see `requests.tags`). `find_leftovers` lists, in one region, the instances not yet
+attempt (see `launch.tags`). `find_leftovers` lists, in one region, the instances not yet
 terminated, the open spot requests, the security groups and the placement groups so tagged,
 except those of the jobs in `keep` (jobs whose controller still runs them). `remove`
 terminates and cancels first, then deletes the groups once nothing uses them.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
-from spotfit.backends.aws.requests import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
+from spotfit.backends.aws.launch import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
 
 _MANAGED = {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}
 

@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from spotfit.errors import UsageError
-from spotfit.planner import plan
+from spotfit.market.offers import plan
 
 
 def test_plan_ranks_history_offers_with_expected_figures():

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from spotfit.backends.aws import requests as rq
+from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.userdata import check_no_secrets, user_data
 from spotfit.errors import BackendError, SpecError, UsageError
 from spotfit.spec import parse_spec
