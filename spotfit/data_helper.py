@@ -21,17 +21,8 @@ import os
 from pathlib import Path
 
 from spotfit.errors import UsageError
-
-ENV_VAR = "SPOTFIT_DATA_DIR"
-
-
-def default_cache_dir() -> Path:
-    """`$SPOTFIT_CACHE_DIR`, else `$SPOTFIT_HOME/cache/data`."""
-    if os.environ.get("SPOTFIT_CACHE_DIR"):
-        return Path(os.environ["SPOTFIT_CACHE_DIR"]).expanduser()
-    from spotfit.home import home
-
-    return home() / "cache" / "data"
+from spotfit.home import DATA_DIR_ENV as ENV_VAR
+from spotfit.home import default_cache_dir
 
 
 def data_dir(source: str | None = None) -> Path:

@@ -388,7 +388,7 @@ def sync_job_data(config, reporter) -> SyncStats | None:
     """
     if not config.data_source:
         return None
-    from spotfit.data_helper import ENV_VAR, default_cache_dir
+    from spotfit.home import DATA_DIR_ENV, default_cache_dir
 
     limit = int(config.data_cache_limit_gib * 2**30) if config.data_cache_limit_gib else None
     cache = DataCache(config.data_cache_dir or default_cache_dir(), limit_bytes=limit, workers=config.data_workers,
@@ -399,7 +399,7 @@ def sync_job_data(config, reporter) -> SyncStats | None:
         reporter.progress(data_bytes_done=done, data_bytes_total=total)
 
     stats = cache.sync(config.data_source, on_progress=on_progress)
-    os.environ[ENV_VAR] = stats.path
+    os.environ[DATA_DIR_ENV] = stats.path
     reporter.timing("data_sync_s", stats.seconds)
     reporter.progress(force=True, data_bytes_done=stats.bytes_total, data_bytes_total=stats.bytes_total)
     reporter.event(

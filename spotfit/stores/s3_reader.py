@@ -45,15 +45,17 @@ class S3RangeReader:
         """Bytes `[start, end)`; with `etag`, only of that version of the object (If-Match)."""
         if end <= start:
             return b""
-        from botocore.exceptions import ClientError
+        from spotfit.backends.aws.client import error_code
 
         bucket, _, key = path.partition("/")
         extra = {"IfMatch": etag if etag.startswith('"') else f'"{etag}"'} if etag else {}
         try:
             response = self._get_client().get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}",
                                                      **extra)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code")
+        except Exception as exc:
+            code = error_code(exc)
+            if not code:
+                raise
             if code in ("PreconditionFailed", "412"):
                 from spotfit.errors import StoreError
 

@@ -180,7 +180,7 @@ def test_gc_verb(aws, job, monkeypatch):
     from spotfit.cli.app import app
 
     # The verb's own session, with the placement-group stand-in moto lacks.
-    monkeypatch.setattr("spotfit.backends.aws.backend.load_boto3", lambda: SimpleNamespace(Session=lambda: aws.session))
+    monkeypatch.setattr("spotfit.backends.aws.gc.load_boto3", lambda: SimpleNamespace(Session=lambda: aws.session))
     _backend(aws).launch(_request(job))
     runner = CliRunner()
     out = runner.invoke(app, ["gc", "--region", REGION, "--dry-run", "--json"])

@@ -24,6 +24,8 @@ import time
 from dataclasses import replace
 
 from spotfit.backends.aws import launch as rq
+from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3
+from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.errors import BackendError, NoCapacityError, UsageError
@@ -38,15 +40,6 @@ CAPACITY_ERRORS = {
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 DEFAULT_REGION = "us-east-1"
 _REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
-
-
-def load_boto3():
-    try:
-        import boto3
-    except ImportError:
-        raise BackendError("The aws backend needs boto3, which is not installed.",
-                           hint="Install the extra: pip install 'spotfit[aws]'.") from None
-    return boto3
 
 
 class AwsBackend:
@@ -221,8 +214,6 @@ class AwsBackend:
         return group_id
 
     def _run(self, ec2, calls: list[Call], handle: dict) -> list[dict]:
-        from botocore.exceptions import ClientError
-
         run = next(c for c in calls if c.operation == "RunInstances")
         where = f"{run.params['InstanceType']} in {run.params.get('Placement', {}).get('AvailabilityZone', handle['region'])}"
         try:
@@ -230,15 +221,17 @@ class AwsBackend:
                 if call.operation == "CreatePlacementGroup":
                     try:
                         ec2.create_placement_group(**call.params)
-                    except ClientError as exc:
-                        if _code(exc) != "InvalidPlacementGroup.Duplicate":
+                    except Exception as exc:
+                        if error_code(exc) != "InvalidPlacementGroup.Duplicate":
                             raise
             return ec2.run_instances(**rq.fill(run.params, security_group_id=handle["security_group"]))["Instances"]
-        except ClientError as exc:
-            code = _code(exc)
+        except Exception as exc:
+            if not is_client_error(exc):
+                raise
+            code = error_code(exc)
             if code in CAPACITY_ERRORS:
                 raise NoCapacityError(f"{code}: no capacity for {where} now") from exc
-            message = exc.response.get("Error", {}).get("Message", "")
+            message = error_message(exc)
             raise BackendError(f"EC2 refused the launch of {where}: {code}: {message}",
                                hint="See docs/aws.md for the IAM policy and the one-time setup.") from exc
 
@@ -246,14 +239,12 @@ class AwsBackend:
         if not info["instances"]:
             return {}
         ec2 = self.client("ec2", info["region"])
-        from botocore.exceptions import ClientError
-
         try:
             pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=info["instances"])
             return {i["InstanceId"]: i["State"]["Name"]
                     for page in pages for r in page["Reservations"] for i in r["Instances"]}
-        except ClientError as exc:
-            if _code(exc) == "InvalidInstanceID.NotFound":
+        except Exception as exc:
+            if error_code(exc) == "InvalidInstanceID.NotFound":
                 return {}
             raise
 
@@ -264,8 +255,6 @@ class AwsBackend:
 
     def _release(self, ec2, info: dict) -> None:
         """Delete what the attempt created once its instances are gone; `spotfit gc` gets the rest."""
-        from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
-
         deadline = time.monotonic() + self.cleanup_wait_s
         while info["instances"] and any(st != "terminated" for st in self._states(info).values()):
             if time.monotonic() > deadline:
@@ -308,7 +297,3 @@ def runtime_pip(options: dict) -> str:
     from spotfit import __version__
 
     return options.get("runtime_pip") or f"spotfit[tf-gpu,s3]=={__version__}"
-
-
-def _code(exc) -> str:
-    return exc.response.get("Error", {}).get("Code", "")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
+from spotfit.backends.aws.client import error_code, load_boto3
 from spotfit.backends.aws.launch import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
 
 _MANAGED = {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}
@@ -103,12 +104,12 @@ def cancel_spot_requests(ec2, job: str, attempt: int) -> None:
 
 def delete_quietly(method, **params) -> bool:
     """Call a delete; True when the resource is gone (deleted now or already), False if in use."""
-    from botocore.exceptions import ClientError
-
     try:
         method(**params)
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
+    except Exception as exc:
+        code = error_code(exc)
+        if not code:
+            raise
         if code.endswith(".NotFound") or code.endswith(".Unknown"):
             return True
         if code in ("DependencyViolation", "InvalidPlacementGroup.InUse"):
@@ -120,8 +121,6 @@ def delete_quietly(method, **params) -> bool:
 def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run: bool = False,
             session=None) -> dict:
     """Find (and unless `dry_run`, remove) leftovers in `regions`; one JSON-able report."""
-    from spotfit.backends.aws.backend import load_boto3
-
     session = session or load_boto3().Session()
     report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": []}
     for region in regions:
