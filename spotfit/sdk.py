@@ -24,7 +24,8 @@ from typing import Callable
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import default_store_url, home
 from spotfit.spec import JobSpec, Preemption, load_spec
-from spotfit.state import ACTIVE_JOB_STATES, StateDB, _alive
+from spotfit.state import StateDB, _alive
+from spotfit.states import AttemptState, JobState
 from spotfit.stores import child, open_store
 
 
@@ -102,7 +103,7 @@ def start_detached(job_id: str) -> int:
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
     """Give a job whose controller died a new one: it adopts or relaunches the attempt."""
     job = db().find_job(ref)
-    if job["state"] not in (*ACTIVE_JOB_STATES, "stopped"):
+    if not JobState(job["state"]).is_resumable():
         raise UsageError(
             f"Job {job['id']} is {job['state']}: only pending, running, waiting, paused or stopped jobs resume.",
             hint="Start a new run with `spotfit run JOB.yaml`.",
@@ -112,8 +113,8 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
             f"Job {job['id']} already has a live controller (pid {job['controller_pid']}).",
             hint=f"Watch it with `spotfit status {job['id']}`.",
         )
-    if job["state"] == "stopped":  # stopped by a rule: it goes on from its checkpoint
-        db().update_job(job["id"], state="paused", message="resuming a stopped job")
+    if job["state"] == JobState.STOPPED:  # stopped by a rule: it goes on from its checkpoint
+        db().update_job(job["id"], state=JobState.PAUSED, message="resuming a stopped job")
     if detach:
         start_detached(job["id"])
         return status(job["id"])
@@ -141,7 +142,7 @@ def status(ref: str) -> dict:
             "billed_s": a["billed_s"], "cost_usd": a["cost_usd"],
         })
         running_cost += a["cost_usd"] or 0.0
-    active = job["state"] in ACTIVE_JOB_STATES
+    active = not JobState(job["state"]).is_terminal()
     return {
         "id": job["id"],
         "name": job["name"],
@@ -199,7 +200,7 @@ def cancel(ref: str) -> dict:
     """Ask the job to stop: its controller saves a checkpoint and stops the attempt."""
     state_db = db()
     job = state_db.find_job(ref)
-    if job["state"] not in ACTIVE_JOB_STATES:
+    if JobState(job["state"]).is_terminal():
         return status(job["id"])
     state_db.update_job(job["id"], cancel_requested=1)
     state_db.add_event(job["id"], "cancel_requested", "cancel requested by the user")
@@ -214,10 +215,10 @@ def _cancel_orphan(state_db: StateDB, job: dict) -> None:
 
     backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
     for a in state_db.attempts(job["id"]):
-        if a["state"] in ("launching", "running") and a["handle"]:
+        if AttemptState(a["state"]).is_live() and a["handle"]:
             backend.stop(a["handle"])
-            state_db.update_attempt(job["id"], a["number"], state="stopped", ended_at=time.time())
-    state_db.update_job(job["id"], state="cancelled", message="cancelled by the user (no live controller)")
+            state_db.update_attempt(job["id"], a["number"], state=AttemptState.STOPPED, ended_at=time.time())
+    state_db.update_job(job["id"], state=JobState.CANCELLED, message="cancelled by the user (no live controller)")
 
 
 def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict:
@@ -225,7 +226,7 @@ def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         doc = status(ref)
-        if doc["state"] not in ACTIVE_JOB_STATES:
+        if JobState(doc["state"]).is_terminal():
             return doc
         time.sleep(poll_s)
     raise TimeoutError(f"job {ref} still {status(ref)['state']} after {timeout_s:.0f}s")

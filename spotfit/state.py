@@ -82,7 +82,6 @@ CREATE INDEX events_job ON events(job_id, id);
 
 _MIGRATIONS = {1: _SCHEMA_V1}
 
-ACTIVE_JOB_STATES = ("pending", "running", "waiting", "paused")
 
 
 class StateDB:

@@ -24,11 +24,11 @@ def gc(
     """Find and remove EC2 instances, spot requests and groups spotfit left behind (by tag)."""
     from spotfit import sdk
     from spotfit.backends.aws.gc import collect
-    from spotfit.state import ACTIVE_JOB_STATES
+    from spotfit.states import JobState
 
     regions = region or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
     keep = set() if include_active else {
-        j["id"] for j in sdk.db().list_jobs(limit=1_000_000) if j["state"] in ACTIVE_JOB_STATES}
+        j["id"] for j in sdk.db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
     doc = collect(regions, keep=keep, job=job, dry_run=dry_run)
     if json_:
         print_json(doc)

@@ -10,6 +10,7 @@ import typer
 from spotfit import sdk
 from spotfit.cli import render
 from spotfit.cli.app import app, console, print_json
+from spotfit.states import JobState
 
 JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
@@ -67,7 +68,7 @@ def run(
         with render.LiveRun(console, lambda: sdk.status(job_id), lambda after: sdk.events(job_id, after)) as live:
             doc = sdk.run_job(job_id, on_update=live.update)
         render.print_status(console, doc)
-    if doc["state"] != "completed":
+    if doc["state"] != JobState.COMPLETED:
         raise typer.Exit(1)
 
 

@@ -18,6 +18,7 @@ from spotfit.market.view import MarketView
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.spec import JobSpec, Preemption
 from spotfit.state import StateDB
+from spotfit.states import AttemptState
 
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
 MIN_NOTICE_S = 3.0  # wall seconds: enough to finish a step and save on this machine
@@ -145,7 +146,7 @@ class AttemptPlanner:
             mode = spot(attempt["zone"]) if attempt["market"] == "spot" else ON_DEMAND
             left = max(0.0, overhead_s - (self.now_s() - attempt["trace_start_s"]))
         attempts = self.db.attempts(self.job_id)
-        preempted = attempt is None and bool(attempts) and attempts[-1]["state"] in ("preempted", "killed")
+        preempted = attempt is None and bool(attempts) and attempts[-1]["state"] in (AttemptState.PREEMPTED, AttemptState.KILLED)
         return Context(now_s=now_rel, gap_s=self.replay.gap_s, work_s=work_s, work_done_s=min(done, work_s),
                        deadline_s=deadline_s, overhead_s=overhead_s, mode=mode, overhead_left_s=left,
                        market=self._view(), zones=tuple(self.replay.zones),

@@ -20,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+from spotfit.states import AttemptState
+
 
 def _overhead_s(attempt: dict) -> float:
     """Trace seconds from launch to the end of the first step (process, import, restore, step)."""
@@ -41,7 +43,7 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
                      if (a.get("info") or {}).get("on_demand_usd_per_h")), None)
     best_step = 0
     productive_s, productive_steps = 0.0, 0
-    billed_attempts = [a for a in attempts if a.get("billed_s") is not None and a["state"] != "no_capacity"]
+    billed_attempts = [a for a in attempts if a.get("billed_s") is not None and a["state"] != AttemptState.NO_CAPACITY]
     for i, a in enumerate(billed_attempts):
         billed, cost = float(a["billed_s"]), float(a["cost_usd"] or 0.0)
         price = cost / (billed / 3600.0) if billed else 0.0

@@ -22,9 +22,9 @@ from spotfit.rulespec import Budget
 from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
+from spotfit.states import AttemptState, JobState
 from spotfit.stores import open_store
 
-TERMINAL = ("completed", "failed", "cancelled", "stopped")
 CONTROLLER_STALE_S = 10.0
 STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 
@@ -55,7 +55,7 @@ class Controller:
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(_rules_of(self.spec), fired)
         self.webhook = notify.webhook_url(self.spec.notify.webhook if self.spec.notify else None)
-        self._halt: tuple[str, str] | None = None  # (state, message) once a rule paused or stopped
+        self._halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
         self._price_paused = False
         self._stop_sent: dict[int, float] = {}
 
@@ -70,15 +70,16 @@ class Controller:
             )
         self.plan.start_clock()
         self._adopt()
-        if self.db.get_job(self.job_id)["state"] == "paused":
-            self.db.update_job(self.job_id, state="waiting", message="resumed")
+        if self.db.get_job(self.job_id)["state"] == JobState.PAUSED:
+            self.db.update_job(self.job_id, state=JobState.WAITING, message="resumed")
             self.db.add_event(self.job_id, "resumed", "paused job resumed")
         while True:
             job = self.db.get_job(self.job_id)
-            if job["state"] in TERMINAL:
-                return job["state"]
-            if job["state"] == "paused" and not self._price_paused:
-                return "paused"  # `spotfit resume JOB` continues it
+            state = JobState(job["state"])
+            if state.is_terminal():
+                return state
+            if state is JobState.PAUSED and not self._price_paused:
+                return state  # `spotfit resume JOB` continues it
             self.db.update_job(self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time(),
                                trace_now_s=self.plan.now_s())
             self._ingest()
@@ -95,7 +96,7 @@ class Controller:
             time.sleep(self.poll_s)
 
     def _current(self) -> dict | None:
-        running = [a for a in self.db.attempts(self.job_id) if a["state"] in ("launching", "running")]
+        running = [a for a in self.db.attempts(self.job_id) if AttemptState(a["state"]).is_live()]
         return running[-1] if running else None
 
     def _adopt(self) -> None:
@@ -171,10 +172,10 @@ class Controller:
         elif result == outcome.FAILED:
             self._failures += 1
             if self._failures > self.spec.max_failures:
-                self.db.update_job(self.job_id, state="failed",
+                self.db.update_job(self.job_id, state=JobState.FAILED,
                                    message=f"the script failed {self._failures} times; see `spotfit logs {self.job_id}`")
         elif result == outcome.STOPPED and self.db.get_job(self.job_id)["cancel_requested"]:
-            self.db.update_job(self.job_id, state="cancelled", message="cancelled by the user")
+            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
         elif result == outcome.STOPPED and self._halt is not None:
             state, why = self._halt
             self._halt = None
@@ -185,7 +186,7 @@ class Controller:
             result = json.loads(self.store.read_bytes("result.json"))
         except NotFoundError:
             result = {}
-        self.db.update_job(self.job_id, state="completed", result_json=json.dumps(result),
+        self.db.update_job(self.job_id, state=JobState.COMPLETED, result_json=json.dumps(result),
                            step=result.get("step") or self.db.get_job(self.job_id)["step"],
                            message="completed")
 
@@ -194,13 +195,13 @@ class Controller:
     def _decide_and_launch(self) -> None:
         decision = self.plan.decide(None, {})
         if decision is None:
-            self.db.update_job(self.job_id, state="waiting", message=self.plan.waiting_reason())
+            self.db.update_job(self.job_id, state=JobState.WAITING, message=self.plan.waiting_reason())
             return
         market, zone = decision
         self.store.delete("control/stop")
         self.watchdog.new_attempt()
         number = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
-                                     state="launching", trace_start_s=self.plan.now_s(),
+                                     state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
                                      start_step=self.db.get_job(self.job_id)["step"])
         self.store.write_bytes(f"attempts/{number:04d}/runtime.json",
                                self.plan.runtime_config(self.job_url, number, zone).to_json().encode())
@@ -215,7 +216,7 @@ class Controller:
             handle = self.backend.launch(request)
         except NoCapacityError as exc:
             self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
-            self.db.update_attempt(self.job_id, number, state="no_capacity", ended_at=time.time(),
+            self.db.update_attempt(self.job_id, number, state=AttemptState.NO_CAPACITY, ended_at=time.time(),
                                    trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
             self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {exc}", attempt=number)
             return
@@ -226,10 +227,10 @@ class Controller:
                               hint=exc.hint)
             self._failures += 1
             if self._failures > self.spec.max_failures:
-                self.db.update_job(self.job_id, state="failed", message=f"launch failed: {exc.message}")
+                self.db.update_job(self.job_id, state=JobState.FAILED, message=f"launch failed: {exc.message}")
             return
-        self.db.update_attempt(self.job_id, number, handle=handle, state="running")
-        self.db.update_job(self.job_id, state="running", message=f"attempt {number} on {market} {zone or ''}".strip())
+        self.db.update_attempt(self.job_id, number, handle=handle, state=AttemptState.RUNNING)
+        self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} on {market} {zone or ''}".strip())
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
                           attempt=number, trace_s=self.plan.now_s())
 
@@ -247,7 +248,7 @@ class Controller:
                               index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd)
             self._notify(verdict, message)
             if verdict.action in ("pause", "stop") and self._halt is None:
-                self._halt = ("paused" if verdict.action == "pause" else "stopped", message)
+                self._halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
                 self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
                 self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric")
 
@@ -281,12 +282,12 @@ class Controller:
         if cap is None or (price is not None and price <= cap):
             self._price_paused = False
             self.watchdog.engine.rearm("price_cap")
-            self.db.update_job(self.job_id, state="waiting", message="price back under the cap")
+            self.db.update_job(self.job_id, state=JobState.WAITING, message="price back under the cap")
             self.db.add_event(self.job_id, "resumed", f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h")
 
     def _cancel(self, current: dict | None) -> None:
         if current is None:
-            self.db.update_job(self.job_id, state="cancelled", message="cancelled by the user")
+            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
             return
         if current["number"] not in self._switching:
             self._switching.add(current["number"])

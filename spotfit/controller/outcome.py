@@ -5,19 +5,20 @@ from __future__ import annotations
 import signal as _signal
 
 from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.states import AttemptState
 
-COMPLETED = "completed"
-PREEMPTED = "preempted"  # a notice arrived and a checkpoint of the current step was saved
-KILLED = "killed"  # ended without notice (SIGKILL, machine lost): resume from the last checkpoint
-STOPPED = "stopped"  # stopped on request (switch, rule, cancel) with a checkpoint
-FAILED = "failed"  # the user's script or the runtime failed
+COMPLETED = AttemptState.COMPLETED
+PREEMPTED = AttemptState.PREEMPTED
+KILLED = AttemptState.KILLED
+STOPPED = AttemptState.STOPPED
+FAILED = AttemptState.FAILED
 
 
-def classify(exit_code: int | None, signal: int | None = None) -> str:
+def classify(exit_code: int | None, signal: int | None = None) -> AttemptState:
     """Outcome of an attempt that is no longer running.
 
-    >>> classify(0), classify(75), classify(None, 9), classify(1)
-    ('completed', 'preempted', 'killed', 'failed')
+    >>> [str(classify(code, sig)) for code, sig in [(0, None), (75, None), (None, 9), (1, None)]]
+    ['completed', 'preempted', 'killed', 'failed']
     """
     if exit_code == EXIT_DONE:
         return COMPLETED

@@ -1,0 +1,62 @@
+"""The states a job and an attempt go through, as `StrEnum`s: stored as their plain strings.
+
+A job is active until it reaches a terminal state; `stopped` (by a rule) is terminal for the
+loop but can be resumed. An attempt is live while `launching` or `running`; every other state
+says how it ended.
+
+Example:
+
+>>> JobState("running").is_terminal(), JobState.COMPLETED.is_terminal()
+(False, True)
+>>> AttemptState.PREEMPTED == "preempted", AttemptState.RUNNING.is_live()
+(True, True)
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobState(StrEnum):
+    PENDING = "pending"  # submitted, no controller has started it yet
+    WAITING = "waiting"  # the policy waits (no spot, slack left) or a launch will follow
+    RUNNING = "running"  # an attempt is running
+    PAUSED = "paused"  # paused by a rule or a price cap; `spotfit resume` continues it
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"  # stopped by a rule, with a checkpoint; `spotfit resume` continues it
+
+    def is_terminal(self) -> bool:
+        """True when the controller loop ends on this state."""
+        return self in _TERMINAL_JOB
+
+    def is_resumable(self) -> bool:
+        """True when `spotfit resume` may start a controller for a job in this state."""
+        return not self.is_terminal() or self is JobState.STOPPED
+
+    @classmethod
+    def active(cls) -> tuple[JobState, ...]:
+        """The states of a job that is not finished."""
+        return tuple(s for s in cls if not s.is_terminal())
+
+
+class AttemptState(StrEnum):
+    LAUNCHING = "launching"  # recorded before the launch call; no handle yet
+    RUNNING = "running"
+    COMPLETED = "completed"
+    PREEMPTED = "preempted"  # a notice arrived and a checkpoint of the current step was saved
+    KILLED = "killed"  # ended without notice (SIGKILL, machine lost): resume from the last checkpoint
+    STOPPED = "stopped"  # stopped on request (switch, rule, cancel) with a checkpoint
+    FAILED = "failed"  # the user's script or the runtime failed
+    NO_CAPACITY = "no_capacity"  # the cloud had no capacity: nothing ran, nothing billed
+
+    def is_live(self) -> bool:
+        """True while the attempt may still be running."""
+        return self in (AttemptState.LAUNCHING, AttemptState.RUNNING)
+
+    def is_terminal(self) -> bool:
+        return not self.is_live()
+
+
+_TERMINAL_JOB = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STOPPED})
