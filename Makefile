@@ -1,27 +1,37 @@
-# `make demo` and `make test` set everything up (a .venv with the pinned dependencies) and run.
+# `make demo`, `make test`, `make check` and `make lint` set everything up (a .venv with the
+# pinned dependencies) and run.
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_HOME ?= $(CURDIR)/.spotfit-demo
 
-.PHONY: demo test bench clean
+.PHONY: demo test check lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[tf-cpu,test]'
+	$(BIN)/python -m pip install -q -e '.[tf-cpu,test,lint]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	SPOTFIT_HOME=$(DEMO_HOME) $(BIN)/spotfit run examples/digits/spotfit.yaml
 	SPOTFIT_HOME=$(DEMO_HOME) $(BIN)/spotfit cost digits
 
+# The whole suite: unit tests, the docstring examples of spotfit/, and the real end-to-end runs.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The fast loop: unit tests and docstring examples, no end-to-end training (under a minute).
+check: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check spotfit tests bench examples
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache
+	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache .mypy_cache .ruff_cache
