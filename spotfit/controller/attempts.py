@@ -32,7 +32,7 @@ class AttemptPlanner:
         self.spec = spec
         self.db = db
         self.job_id = job_id
-        self.replay = None
+        self.replay: MarketReplay | None = None
         if spec.market.trace:
             trace = load_trace(resolve_trace(spec.market.trace), gap_s=spec.market.gap_s)
             self.replay = MarketReplay(trace, spec.market.zones, spec.market.time_scale, spec.market.start)
@@ -41,7 +41,7 @@ class AttemptPlanner:
         self.policy.reset()
         self._clock_origin = time.time()
         self._trace_origin = self.replay.origin_s if self.replay else 0.0
-        self._last_tick = None
+        self._last_tick: int | None = None
         self._rate: tuple[float, int] | None = None  # (wall time, step) of the first observation
         self._trace_s_per_step: float | None = None
         self._total_steps: int | None = None
@@ -146,10 +146,12 @@ class AttemptPlanner:
             mode = spot(attempt["zone"]) if attempt["market"] == "spot" else ON_DEMAND
             left = max(0.0, overhead_s - (self.now_s() - attempt["trace_start_s"]))
         attempts = self.db.attempts(self.job_id)
-        preempted = attempt is None and bool(attempts) and attempts[-1]["state"] in (AttemptState.PREEMPTED, AttemptState.KILLED)
-        return Context(now_s=now_rel, gap_s=self.replay.gap_s, work_s=work_s, work_done_s=min(done, work_s),
+        preempted = (attempt is None and bool(attempts)
+                     and attempts[-1]["state"] in (AttemptState.PREEMPTED, AttemptState.KILLED))
+        replay = self._replay()
+        return Context(now_s=now_rel, gap_s=replay.gap_s, work_s=work_s, work_done_s=min(done, work_s),
                        deadline_s=deadline_s, overhead_s=overhead_s, mode=mode, overhead_left_s=left,
-                       market=self._view(), zones=tuple(self.replay.zones),
+                       market=self._view(), zones=tuple(replay.zones),
                        preempted=preempted)
 
     def decide(self, attempt: dict | None, progress: dict) -> tuple[str, str | None] | None:
@@ -158,7 +160,8 @@ class AttemptPlanner:
             if not self.spec.resources.spot:
                 return "on_demand", None
             blocked = self._blocked()
-            zones = [z for z in (self.spec.market.zones or [None]) if z not in blocked]
+            wanted: list[str | None] = list(self.spec.market.zones) or [None]
+            zones = [z for z in wanted if z not in blocked]
             return ("spot", zones[0]) if zones else None
         if not self.spec.resources.spot:
             return "on_demand", None
@@ -184,13 +187,19 @@ class AttemptPlanner:
             return {z for z, t in self._no_capacity.items() if self.replay.tick_at(t) == tick}
         return {z for z, t in self._no_capacity.items() if now - t < NO_CAPACITY_RETRY_S}
 
+    def _replay(self) -> MarketReplay:
+        if self.replay is None:
+            raise RuntimeError("the policy is asked only when the job has a market trace")
+        return self.replay
+
     def _view(self) -> MarketView:
         """The market as the policy sees it now: zones that just had no capacity are down."""
-        view = self.replay.view(self.now_s())
-        blocked = [z for z in self._blocked() if z in self.replay.zones]
+        replay = self._replay()
+        view = replay.view(self.now_s())
+        blocked = [z for z in self._blocked() if z is not None and z in replay.zones]
         if not blocked:
             return view
-        trace = self.replay.trace
+        trace = replay.trace
         available = trace.available.copy()
         for zone in blocked:
             available[trace.zone_index(zone), view.tick] = False

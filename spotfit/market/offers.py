@@ -112,6 +112,7 @@ def _work_and_deadline(work_h: float | None, deadline_h: float | None) -> tuple[
     if work_h is None and deadline_h is None:
         work_h = 1.0  # what a cheapest-offer optimizer assumes when it knows nothing
     if work_h is None:
+        assert deadline_h is not None
         work_h = deadline_h / _DEADLINE_PER_WORK
     if deadline_h is None:
         deadline_h = work_h * _DEADLINE_PER_WORK

@@ -107,10 +107,11 @@ def simulate(policy: Policy | str, trace: Trace, job: Job, start_tick: int = 0,
     zones = tuple(zones or trace.zones)
     label = zones[0] if len(zones) == 1 else "*"
     if getattr(policy, "offline", False):
-        return policy.solve(trace, job, start_tick, zones)
+        solved: RunResult = policy.solve(trace, job, start_tick, zones)  # type: ignore[attr-defined]
+        return solved
     policy.reset()
     view = MarketView.of_trace(trace, start_tick)
-    zone_row = {z: trace.zone_index(z) for z in zones}
+    zone_row: dict[str | None, int] = {z: trace.zone_index(z) for z in zones}
     rows = list(zone_row.values())
     gap = trace.gap_s
     avail, spot_price, od_price = trace.available, trace.spot_usd_per_h, trace.on_demand_usd_per_h
@@ -139,7 +140,7 @@ def simulate(policy: Policy | str, trace: Trace, job: Job, start_tick: int = 0,
             overhead_left = job.overhead_s
             mode = decision
         if mode.kind is Kind.SPOT:
-            price = spot_price[zone_row[mode.zone], last]
+            price = float(spot_price[zone_row[mode.zone], last])
             spot_s += gap
         else:
             price = float(np.min(od_price[rows, last]))

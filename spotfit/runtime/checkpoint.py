@@ -67,7 +67,7 @@ class CheckpointStore:
         """Write a checkpoint (data first, manifest last); returns seconds taken."""
         t0 = time.perf_counter()
         buf = io.BytesIO()
-        np.savez(buf, **arrays)
+        np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy stubs mistype **kwds
         data = buf.getvalue()
         self.store.write_bytes(_key(step, "state.npz"), data)
         manifest = {

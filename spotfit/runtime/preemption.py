@@ -61,6 +61,7 @@ class NoticeWatcher:
 
     def _interruption_noticed(self) -> bool:
         """GET the notice endpoint, with an IMDSv2 session token when the server gives one."""
+        assert self._metadata_url is not None, "only polled when a metadata URL was given"
         headers = {}
         token = _imds_token(self._metadata_url)
         if token:

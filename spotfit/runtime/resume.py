@@ -42,7 +42,7 @@ def disarm() -> None:
     _armed.clear()
 
 
-class ResumingEpochIterator(_KerasTFEpochIterator):
+class ResumingEpochIterator(_KerasTFEpochIterator):  # type: ignore[misc,valid-type]  # resolved at import
     """A `TFEpochIterator` that, when armed, fast-forwards to a saved position on `reset()`."""
 
     def __init__(self, *args, **kwargs):

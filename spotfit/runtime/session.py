@@ -7,7 +7,7 @@ import math
 import time
 
 from spotfit.errors import NotFoundError, StoreError
-from spotfit.runtime.checkpoint import CheckpointStore
+from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.preemption import NoticeWatcher
 from spotfit.runtime.reporter import Reporter
@@ -42,7 +42,7 @@ class Session:
         self.watcher = NoticeWatcher(config.metadata_url, config.metadata_poll_s)
         self.fit_index = 0
         self.model = None
-        self.resume_checkpoint = None
+        self.resume_checkpoint: Checkpoint | None = None
         self.load_s = 0.0
         self.last_metrics: dict = {}
         self.save_costs: list[float] = []
