@@ -106,7 +106,8 @@ def main() -> None:
         "",
         "| method | seconds | MiB/s | vs plain boto3 |",
         "|---|---:|---:|---:|",
-        f"| plain boto3 (`download_file`, one object after another) | {med['plain']:.2f} | {mib_s['plain']:.0f} | 1.00x |",
+        f"| plain boto3 (`download_file`, one object after another) | {med['plain']:.2f} "
+        f"| {mib_s['plain']:.0f} | 1.00x |",
         f"| boto3, {WORKERS} threads | {med['threads']:.2f} | {mib_s['threads']:.0f} | "
         f"{med['plain'] / med['threads']:.2f}x |",
         f"| spotfit `DataCache.sync`, {WORKERS} workers (`verify: etag`, the default) | {med['spotfit']:.2f} | "

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from spotfit.market.offers import plan
 from spotfit.market.policies.base import POLICIES
 from spotfit.market.simulator import Job, run_grid, summarize
 from spotfit.market.trace import load_trace
-from spotfit.market.offers import plan
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 HEADING = "## Spot policies (issue 5)"

@@ -8,7 +8,6 @@ preemptions at the exact step.
 import argparse
 
 import keras
-import numpy as np
 from sklearn.datasets import load_digits
 
 parser = argparse.ArgumentParser()

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import time
 
+from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
-from spotfit.market.policies.base import DEFAULT_POLICY, Context, Decision, Kind, NONE, ON_DEMAND, make_policy, spot
 from spotfit.market.trace import load_trace, resolve_trace, zone_stats
 from spotfit.market.view import MarketView
 from spotfit.runtime.config import RuntimeConfig

@@ -45,7 +45,7 @@ class RuntimeConfig:
         return json.dumps(asdict(self), indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "RuntimeConfig":
+    def from_json(cls, text: str) -> RuntimeConfig:
         data = json.loads(text)
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})

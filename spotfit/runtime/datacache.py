@@ -42,11 +42,11 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from spotfit.errors import StoreError, UsageError
 from spotfit.stores import ObjectInfo, ObjectStore, open_store
@@ -199,8 +199,9 @@ class DataCache:
     def _download(self, store: ObjectStore, info: ObjectInfo, fetched, stats: SyncStats) -> str:
         """Fetch one object into a blob (resuming a partial download); return the blob id."""
         blob = _tag_id(info)
-        part = self.root / "partial" / f"{blob or 'src-' + _digest(f'{store.url}/{info.key}:{info.size}:{info.mtime}')}.part"
-        for attempt in (1, 2):
+        name = blob or "src-" + _digest(f"{store.url}/{info.key}:{info.size}:{info.mtime}")
+        part = self.root / "partial" / f"{name}.part"
+        for _try in (1, 2):
             offset = part.stat().st_size if part.exists() else 0
             if offset > info.size:
                 part.unlink()
@@ -336,7 +337,7 @@ def _collect(jobs: dict, plan: dict) -> None:
     for key, job in jobs.items():
         try:
             plan[key] = job.result()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — kept, the rest cancelled, then re-raised below
             if error is None:
                 error = exc
                 for other in jobs.values():
@@ -361,8 +362,14 @@ class _Bar:
         self._progress = None
         if show:
             from rich.console import Console
-            from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
-                                       TransferSpeedColumn)
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
 
             self._progress = Progress(TextColumn("data {task.description}"), BarColumn(), DownloadColumn(),
                                       TransferSpeedColumn(), TimeRemainingColumn(),

@@ -105,7 +105,7 @@ def _xla(tf, checks: list[Check]) -> None:
         detail = f"jit_compile works ({(time.perf_counter() - t0) * 1000:.0f} ms to compile and run)"
         checks.append(Check("xla", OK if ok else FAIL, detail if ok else f"XLA computed {value}, expected 12.0",
                             "" if ok else "set `training.xla: \"off\"`"))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 — doctor reports any failure as a check
         checks.append(Check("xla", WARN, f"jit_compile fails: {type(exc).__name__}: {str(exc)[:200]}",
                             "set `training.xla: \"off\"` (auto falls back to off on its own)"))
 
@@ -134,6 +134,6 @@ def _store(name: str, url: str) -> Check:
         if back != b"spotfit doctor":
             return Check(name, FAIL, f"{url}: read back {back[:20]!r}", "check the store's consistency settings")
         return Check(name, OK, f"{url}: write, read, delete in {(time.perf_counter() - t0) * 1000:.0f} ms")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 — doctor reports any failure as a check
         hint = getattr(exc, "hint", "") or "check the URL, credentials and network (s3:// needs 'spotfit[s3]')"
         return Check(name, FAIL, f"{url}: {type(exc).__name__}: {getattr(exc, 'message', str(exc))[:200]}", hint)

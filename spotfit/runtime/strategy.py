@@ -78,7 +78,8 @@ class Cluster:
 def cluster_from_env(environ: dict | None = None) -> Cluster:
     """The cluster that `TF_CONFIG` describes; one worker when it is absent.
 
-    >>> cluster_from_env({"TF_CONFIG": '{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}'})
+    >>> config = '{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}'
+    >>> cluster_from_env({"TF_CONFIG": config})
     Cluster(workers=2, index=1)
     """
     text = (os.environ if environ is None else environ).get("TF_CONFIG")
@@ -220,31 +221,31 @@ class StopAgreement:
         value = json.dumps({"step": step + 1, "reason": reason, "code": code, "by": self.cluster.index})
         try:
             self._context.set_config_key_value(self._key, value)
-        except Exception:  # another worker posted first: its target is the one
+        except Exception:  # noqa: BLE001 — another worker posted first: its target is the one
             return
         for i in range(self.cluster.workers):
             try:
                 self._context.get_config_key_value(f"{self._key}/ack-{i}", int(ACK_TIMEOUT_S * 1000))
-            except Exception as exc:  # a dead worker: stop anyway, the backend ends the group
+            except Exception as exc:  # noqa: BLE001 — a dead worker: stop anyway, the backend ends the group
                 log.warning("worker %d did not acknowledge the stop: %s", i, exc)
 
     def _watch(self) -> None:
         try:
             doc = json.loads(self._context.get_config_key_value(self._key))
-        except Exception:  # the coordination service went away: the process is ending
+        except Exception:  # noqa: BLE001 — the coordination service went away: the process is ending
             return
         self.reason, self.code = f"{doc['reason']} (worker {doc['by']})", int(doc["code"])
         self.target = int(doc["step"])  # last: the training thread reads it without a lock
         try:
             self._context.set_config_key_value(f"{self._key}/ack-{self.cluster.index}", "1")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             log.warning("could not acknowledge the stop: %s", exc)
 
     def barrier(self, name: str, timeout_s: float = 120.0) -> None:
         """Wait until every worker reaches `name` (before exiting, so the chief's save is done)."""
         try:
             self._context.wait_at_barrier(f"{self._key}/{name}", int(timeout_s * 1000))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001
             log.warning("barrier %s failed: %s", name, exc)
 
 

@@ -47,7 +47,7 @@ def make_sampler():
     """NVML when a GPU and nvidia-ml-py are there, else the process's CPU."""
     try:
         return NvmlSampler()
-    except Exception:  # no library, no driver or no GPU: fall back
+    except Exception:  # noqa: BLE001 — no library, no driver or no GPU: fall back
         return ProcessCpuSampler()
 
 

@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import ClassVar, Protocol, runtime_checkable
 
 from spotfit.errors import UsageError
 from spotfit.market.view import MarketView
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     NONE = "none"
     SPOT = "spot"
     ON_DEMAND = "on_demand"
