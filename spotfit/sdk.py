@@ -1,7 +1,10 @@
-"""What the CLI and users call: validate, submit, run, status, logs, cancel, resume, list.
+"""What the CLI and scripts call: one function per verb, returning plain data.
+
+Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost. Market and
+tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard.
 
 Each function takes plain arguments and returns plain data (dicts that are also the `--json`
-documents of the CLI), so scripts can drive spotfit without the CLI.
+documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
 
 Example:
 
@@ -19,7 +22,7 @@ import secrets
 import subprocess
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import default_store_url, home
@@ -245,3 +248,99 @@ def cost(ref: str | None = None) -> dict:
     job = state_db.find_job(ref)
     doc = ledger(state_db.attempts(job["id"]), job["total_steps"])
     return {"id": job["id"], "name": job["name"], "state": job["state"], **doc}
+
+
+# market and tools ---------------------------------------------------------------------------
+
+
+def plan(path: str) -> dict:
+    """Rank where to run the job spec at `path`: expected cost, preemptions, finish (`spotfit plan`)."""
+    from spotfit.market import offers
+    from spotfit.market.trace import load_trace
+
+    spec = load_spec(path, check_script=False)
+    res, market = spec.resources, spec.market
+    history = load_trace(market.trace, gap_s=market.gap_s) if market.trace else None
+    return offers.plan(
+        accelerator=res.accelerator,
+        count=res.count,
+        work_h=spec.work_h,
+        deadline_h=spec.deadline_h,
+        spot=res.spot,
+        trace=history,
+        zones=list(market.zones or []) or None,
+        start=market.start,
+        overhead_h=market.overhead_h,
+    ).to_json()
+
+
+def catalog(accelerator: str | None = None, count: float | None = None, cloud: str | None = None,
+            region: str | None = None, spot: bool = False) -> dict:
+    """GPU offers of the bundled price catalogs, cheapest first (`spotfit catalog`)."""
+    from spotfit.market.catalog import load_catalog
+
+    offers = load_catalog(accelerator=accelerator, count=count, cloud=cloud, region=region, spot=spot)
+    return {"offers": [o.to_json() for o in offers]}
+
+
+def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 52.0, overhead_h: float = 0.2,
+             zones: list[str] | None = None, starts: int = 6, policy: str = "all",
+             gap_s: int | None = None) -> dict:
+    """Replay a trace: what each policy pays and whether it meets the deadline (`spotfit simulate`)."""
+    from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
+    from spotfit.market.simulator import Job, run_grid, summarize
+    from spotfit.market.trace import load_trace
+
+    if policy != "all" and policy not in POLICIES:
+        raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all' or one of "
+                         f"{', '.join(sorted(POLICIES))}.", hint=f"Pass --policy {DEFAULT_POLICY}.")
+    names = list(POLICIES) if policy == "all" else [policy]
+    market = load_trace(trace, gap_s=gap_s)
+    runs = run_grid(market, Job.from_hours(work_h, deadline_h, overhead_h), names, starts, zones)
+    return {"default_policy": DEFAULT_POLICY, "trace": market.source, "runs": [r.to_json() for r in runs],
+            "summary": summarize(runs)}
+
+
+def dry_run(path: str, backend: str | None = None) -> dict:
+    """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
+    chosen = backend or validate(path).backend
+    if chosen != "aws":  # the one backend that sends cloud requests
+        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws (the only backend "
+                         "that sends cloud requests).", hint="Add --backend aws, or leave --dry-run out.")
+    from spotfit.backends.aws.dryrun import dry_run as plan_requests
+
+    return plan_requests(path)
+
+
+def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool = False,
+       include_active: bool = False) -> dict:
+    """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
+
+    Resources of jobs still active in this state DB are kept unless `include_active`.
+    """
+    from spotfit.backends.aws.gc import collect
+
+    regions = regions or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
+    keep = set() if include_active else {
+        j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
+    return collect(regions, keep=keep, job=job, dry_run=dry_run)
+
+
+def doctor(store: str | None = None, registry: str | None = None) -> dict:
+    """What this machine can train with, each problem with its fix (`spotfit doctor`; imports TensorFlow)."""
+    from spotfit.runtime import doctor as checks
+
+    return checks.run(store, registry)
+
+
+def tensorboard(ref: str | None, port: int = 6006,
+                on_start: Callable[[str, str, object], None] | None = None) -> int:
+    """Serve a job's TensorBoard logs on 127.0.0.1:`port` until interrupted; TensorBoard's exit code.
+
+    `on_start(job_id, url, logdir)` is called once the server runs.
+    """
+    from spotfit.runtime import tensorboard as tb
+
+    job = db().find_job(ref or "")
+    started = (lambda url, logdir: on_start(job["id"], url, logdir)) if on_start else None
+    return tb.serve(job["store_url"], job["id"], port, home() / "cache" / "tensorboard", on_start=started)

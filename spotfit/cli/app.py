@@ -1,14 +1,17 @@
 """The typer application, shared options and the one place that turns errors into exit codes.
 
 Command modules (`jobs.py`, `market.py`, ...) decorate functions with `@app.command()`; each
-command parses its flags, calls one SDK function and renders the result (`render.py`).
+command parses its flags, calls one SDK function (`spotfit.sdk`) and renders the result
+(`render.py`). `spotfit/cli/__init__.py` imports them, so importing `spotfit.cli` registers
+every verb.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,14 +32,12 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 _debug = {"on": False}
 
-# One line per command module: a new module of verbs adds itself here.
-COMMAND_MODULES = (
-    "spotfit.cli.jobs",
-    "spotfit.cli.ledger",
-    "spotfit.cli.market",
-    "spotfit.cli.aws",
-    "spotfit.cli.tools",
-)
+# Parameters shared by several verbs, defined once. `--json` is the flag of every verb that
+# prints a table: `json_: JsonFlag = False`.
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+JobRef = Annotated[str, typer.Argument(help="Job id, id prefix or name.")]
+LatestJobRef = Annotated[str | None, typer.Argument(help="Job id, id prefix or name (default: the latest job).")]
+SpecPath = Annotated[Path, typer.Argument(help="The job spec YAML.")]
 
 
 @app.callback()
@@ -62,11 +63,6 @@ def fail(err: SpotfitError) -> None:
 
 def main() -> None:
     """Console entry point: run the app, map SpotfitError to one line and an exit code."""
-    import importlib
-
-    for module in COMMAND_MODULES:  # each registers its commands on `app`
-        importlib.import_module(module)
-
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:  # a command's typer.Exit(code) comes back as a value
