@@ -24,9 +24,10 @@ import sys
 import time
 from collections.abc import Callable
 
+from spotfit import arguments
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import default_store_url, home
-from spotfit.spec import JobSpec, Preemption, load_spec
+from spotfit.spec import MAX_HOURS, JobSpec, Preemption, load_spec
 from spotfit.state import StateDB, _alive
 from spotfit.states import AttemptState, JobState
 from spotfit.stores import child, open_store
@@ -34,6 +35,16 @@ from spotfit.stores import child, open_store
 
 def db() -> StateDB:
     return StateDB(home() / "state.db")
+
+
+def _find(state_db: StateDB, ref: str | None) -> dict:
+    """The job `ref` (an id, id prefix or name) names; the newest job when `ref` is None."""
+    if ref is not None:
+        return state_db.find_job(arguments.job_ref(ref))
+    jobs = state_db.list_jobs(1)
+    if not jobs:
+        raise NotFoundError("No jobs yet: nothing to show.", hint="Run one with `spotfit run JOB.yaml`.")
+    return jobs[0]
 
 
 def validate(path: str) -> JobSpec:
@@ -44,14 +55,14 @@ def validate(path: str) -> JobSpec:
 def parse_preempt_at(text: str) -> list[Preemption]:
     """`"40:5,80"` -> preemptions at step 40 (5 s notice) and 80 (default notice)."""
     out = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    for part in [p for p in (p.strip() for p in text.split(",")) if p] or [text]:
         step, _, notice = part.partition(":")
         try:
             out.append(Preemption(at_step=int(step), **({"notice_s": float(notice)} if notice else {})))
         except (ValueError, TypeError) as exc:
             raise UsageError(
                 f"Invalid --preempt-at: received {part!r}, expected STEP[:NOTICE_S] with STEP >= 1 "
-                "and NOTICE_S >= 0.",
+                "and NOTICE_S >= 0, comma-separated.",
                 hint="Example: --preempt-at 40:5,80:0 (SIGTERM at step 40 with 5 s notice; SIGKILL at 80).",
             ) from exc
     return out
@@ -65,14 +76,14 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     from spotfit.backends.base import registered_backends
 
     spec = load_spec(path)
-    chosen = backend or spec.backend
+    chosen = spec.backend if backend is None else backend
     if chosen not in registered_backends():
         raise UsageError(
             f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
             hint="Use --backend local (the embedded default) or --backend aws.",
         )
     spec.backend = chosen
-    if preempt_at:
+    if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
@@ -105,7 +116,7 @@ def start_detached(job_id: str) -> int:
 
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
     """Give a job whose controller died a new one: it adopts or relaunches the attempt."""
-    job = db().find_job(ref)
+    job = _find(db(), ref)
     if not JobState(job["state"]).is_resumable():
         raise UsageError(
             f"Job {job['id']} is {job['state']}: only pending, running, waiting, paused or stopped jobs resume.",
@@ -132,7 +143,7 @@ def controller_alive(job: dict) -> bool:
 def status(ref: str) -> dict:
     """The status document of a job (also `spotfit status --json`)."""
     state_db = db()
-    job = state_db.find_job(ref)
+    job = _find(state_db, ref)
     attempts = state_db.attempts(job["id"])
     result = json.loads(job["result_json"]) if job["result_json"] else {}
     running_cost = 0.0
@@ -165,6 +176,8 @@ def status(ref: str) -> dict:
 
 
 def list_jobs(limit: int = 50) -> list[dict]:
+    """The newest `limit` jobs, newest first (`spotfit list`)."""
+    arguments.number("--limit", limit, low=1, high=1_000_000, hint="Pass --limit 50.")
     return [
         {"id": j["id"], "name": j["name"], "state": j["state"], "step": j["step"],
          "total_steps": j["total_steps"], "created_at": j["created_at"]}
@@ -173,13 +186,16 @@ def list_jobs(limit: int = 50) -> list[dict]:
 
 
 def events(ref: str, after_id: int = 0) -> list[dict]:
-    job = db().find_job(ref)
+    job = _find(db(), ref)
     return db().events(job["id"], after_id)
 
 
 def logs(ref: str, attempt: int | None = None) -> dict:
     """The job's attempt logs (the last attempt's, or `attempt`'s) and its events."""
-    job = db().find_job(ref)
+    if attempt is not None:
+        arguments.number("--attempt", attempt, low=1, high=1_000_000,
+                         hint="Leave --attempt out for the latest attempt.")
+    job = _find(db(), ref)
     attempts = db().attempts(job["id"])
     if not attempts:
         return {"id": job["id"], "attempt": None, "log": "", "events": events(job["id"])}
@@ -202,7 +218,7 @@ def logs(ref: str, attempt: int | None = None) -> dict:
 def cancel(ref: str) -> dict:
     """Ask the job to stop: its controller saves a checkpoint and stops the attempt."""
     state_db = db()
-    job = state_db.find_job(ref)
+    job = _find(state_db, ref)
     if JobState(job["state"]).is_terminal():
         return status(job["id"])
     state_db.update_job(job["id"], cancel_requested=1)
@@ -240,17 +256,15 @@ def cost(ref: str | None = None) -> dict:
     from spotfit.controller.ledger import ledger
 
     state_db = db()
-    if ref is None:
-        jobs = state_db.list_jobs(1)
-        if not jobs:
-            raise NotFoundError("No jobs yet: nothing to account for.", hint="Run one with `spotfit run JOB.yaml`.")
-        ref = jobs[0]["id"]
-    job = state_db.find_job(ref)
+    job = _find(state_db, ref)
     doc = ledger(state_db.attempts(job["id"]), job["total_steps"])
     return {"id": job["id"], "name": job["name"], "state": job["state"], **doc}
 
 
 # market and tools ---------------------------------------------------------------------------
+
+
+MAX_STARTS = 1_000  # start ticks of `simulate`: beyond this the replays take hours and say nothing new
 
 
 def plan(path: str) -> dict:
@@ -279,6 +293,16 @@ def catalog(accelerator: str | None = None, count: float | None = None, cloud: s
     """GPU offers of the bundled price catalogs, cheapest first (`spotfit catalog`)."""
     from spotfit.market.catalog import load_catalog
 
+    if count is not None:
+        arguments.number("--count", count, low=0, high=16, low_open=True, hint="Pass --count 1 (or 2, 4, 8).")
+    everything = load_catalog()
+    accelerators = sorted({o.accelerator for o in everything})
+    if accelerator is not None and accelerator.lower() not in {a.lower() for a in accelerators}:
+        raise UsageError(f"Invalid `--accelerator`: received {accelerator!r}, expected one the bundled catalogs "
+                         f"list: {', '.join(accelerators)}.", hint="Pass --accelerator V100, or leave it out.")
+    if region is not None and region not in {o.region for o in everything}:
+        raise UsageError(f"Invalid `--region`: received {region!r}, expected a region the bundled catalogs list, "
+                         "e.g. us-east-1.", hint="Run `spotfit catalog` without --region to see them all.")
     offers = load_catalog(accelerator=accelerator, count=count, cloud=cloud, region=region, spot=spot)
     return {"offers": [o.to_json() for o in offers]}
 
@@ -294,6 +318,15 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
     if policy != "all" and policy not in POLICIES:
         raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all' or one of "
                          f"{', '.join(sorted(POLICIES))}.", hint=f"Pass --policy {DEFAULT_POLICY}.")
+    for flag, hours, default in (("--work-h", work_h, 48), ("--deadline-h", deadline_h, 52)):
+        arguments.number(flag, hours, low=0, high=MAX_HOURS, low_open=True, hint=f"Pass {flag} {default} (hours).")
+    arguments.number("--overhead-h", overhead_h, low=0, high=MAX_HOURS, hint="Pass --overhead-h 0.2 (hours).")
+    arguments.number("--starts", starts, low=1, high=MAX_STARTS, hint="Pass --starts 6.")
+    if gap_s is not None:
+        arguments.number("--gap-s", gap_s, low=1, high=86_400, hint="Leave --gap-s out to infer it from the trace.")
+    for zone in zones or []:
+        arguments.text("--zones", zone, hint="Leave --zones out to use every zone of the trace.",
+                       expected="a zone of the trace, e.g. us-east-1a")
     names = list(POLICIES) if policy == "all" else [policy]
     market = load_trace(trace, gap_s=gap_s)
     runs = run_grid(market, Job.from_hours(work_h, deadline_h, overhead_h), names, starts, zones)
@@ -303,7 +336,7 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
 
 def dry_run(path: str, backend: str | None = None) -> dict:
     """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
-    chosen = backend or validate(path).backend
+    chosen = validate(path).backend if backend is None else backend
     if chosen != "aws":  # the one backend that sends cloud requests
         raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws (the only backend "
                          "that sends cloud requests).", hint="Add --backend aws, or leave --dry-run out.")
@@ -320,6 +353,11 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     """
     from spotfit.backends.aws.gc import collect
 
+    for region in regions or []:
+        arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such "
+                       "as us-east-1", hint="Pass --region us-east-1 (repeat it for more regions).")
+    if job is not None:
+        arguments.text("--job", job, expected="a job id", hint="Leave --job out to clean up after every job.")
     regions = regions or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
@@ -330,6 +368,10 @@ def doctor(store: str | None = None, registry: str | None = None) -> dict:
     """What this machine can train with, each problem with its fix (`spotfit doctor`; imports TensorFlow)."""
     from spotfit.runtime import doctor as checks
 
+    for flag, url in (("--store", store), ("--registry", registry)):
+        if url is not None:
+            arguments.text(flag, url, pattern=r"[a-z0-9]+://\S*", expected="a URL such as file:///path or s3://bucket/prefix",
+                           hint=f"Leave {flag} out to probe the home's.")
     return checks.run(store, registry)
 
 
@@ -341,6 +383,7 @@ def tensorboard(ref: str | None, port: int = 6006,
     """
     from spotfit.runtime import tensorboard as tb
 
-    job = db().find_job(ref or "")
+    arguments.number("--port", port, low=1, high=65_535, hint="Pass --port 6006.")
+    job = _find(db(), ref)
     started = (lambda url, logdir: on_start(job["id"], url, logdir)) if on_start else None
     return tb.serve(job["store_url"], job["id"], port, home() / "cache" / "tensorboard", on_start=started)
