@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -52,16 +53,22 @@ def validate(path: str) -> JobSpec:
     return load_spec(path)
 
 
+_PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[:NOTICE_S], ASCII digits
+
+
 def parse_preempt_at(text: str) -> list[Preemption]:
     """`"40:5,80"` -> preemptions at step 40 (5 s notice) and 80 (default notice)."""
     out = []
     for part in [p for p in (p.strip() for p in text.split(",")) if p] or [text]:
-        step, _, notice = part.partition(":")
+        match = _PREEMPTION.fullmatch(part)
         try:
+            if match is None:
+                raise ValueError(part)
+            step, notice = match.groups()
             out.append(Preemption(at_step=int(step), **({"notice_s": float(notice)} if notice else {})))
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:  # pydantic's ValidationError is one too
             raise UsageError(
-                f"Invalid --preempt-at: received {part!r}, expected STEP[:NOTICE_S] with STEP >= 1 "
+                f"Invalid --preempt-at: received {part[:80]!r}, expected STEP[:NOTICE_S] with STEP >= 1 "
                 "and NOTICE_S >= 0, comma-separated.",
                 hint="Example: --preempt-at 40:5,80:0 (SIGTERM at step 40 with 5 s notice; SIGKILL at 80).",
             ) from exc
