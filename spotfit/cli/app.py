@@ -49,15 +49,16 @@ class _Root(TyperGroup):
         except SpotfitError as err:
             if _debug["on"]:
                 raise
-            code = report(err.message, err.hint, err.exit_code)
+            code = _report(err.message, err.hint, err.exit_code)
         except typer.TyperException as err:
             code = _usage_error(err)
         except typer.Abort:
-            code = report("aborted", None, 130)
+            code = _report("aborted", None, 130)
         except Exception as exc:  # noqa: BLE001  (the last resort: a bug becomes one line, not a traceback)
             if _debug["on"]:
                 raise
-            code = report(f"unexpected {type(exc).__name__}: {exc} ({_DEBUG_HINT})", None, 1)
+            detail = " ".join(str(exc).split())[:300]  # cut here, so that the advice after it stays
+            code = _report(f"unexpected {type(exc).__name__}: {detail} ({_DEBUG_HINT})", None, 1)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -67,10 +68,10 @@ def _usage_error(err: typer.TyperException) -> int:
         return err.exit_code
     ctx = getattr(err, "ctx", None)
     command = ctx.command_path if ctx is not None else "spotfit"
-    return report(err.format_message(), f"See `{command} --help`.", err.exit_code)
+    return _report(err.format_message(), f"See `{command} --help`.", err.exit_code)
 
 
-def report(message: str, hint: str | None, exit_code: int) -> int:
+def _report(message: str, hint: str | None, exit_code: int) -> int:
     """Print `error: message` and `hint: hint` on stderr, one line each; returns `exit_code`.
 
     Whitespace is folded so that each is exactly one line, whatever the message quotes; the
