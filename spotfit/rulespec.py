@@ -28,7 +28,7 @@ Action = Literal["notify", "pause", "stop"]
 
 
 class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class LossPlateau(_Rule):
@@ -36,7 +36,7 @@ class LossPlateau(_Rule):
 
     rule: Literal["loss_plateau"]
     metric: str = "loss"
-    window_steps: int = Field(10, ge=2)
+    window_steps: int = Field(10, ge=2, le=1_000_000)
     min_rel_improvement: float = Field(0.01, ge=0)
     action: Action = "stop"
 

@@ -1,7 +1,10 @@
-"""What the CLI and users call: validate, submit, run, status, logs, cancel, resume, list.
+"""What the CLI and scripts call: one function per verb, returning plain data.
+
+Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost. Market and
+tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard.
 
 Each function takes plain arguments and returns plain data (dicts that are also the `--json`
-documents of the CLI), so scripts can drive spotfit without the CLI.
+documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
 
 Example:
 
@@ -15,15 +18,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from spotfit import arguments
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import default_store_url, home
-from spotfit.spec import JobSpec, Preemption, load_spec
+from spotfit.spec import MAX_HOURS, JobSpec, Preemption, load_spec
 from spotfit.state import StateDB, _alive
 from spotfit.states import AttemptState, JobState
 from spotfit.stores import child, open_store
@@ -33,22 +38,38 @@ def db() -> StateDB:
     return StateDB(home() / "state.db")
 
 
+def _find(state_db: StateDB, ref: str | None) -> dict:
+    """The job `ref` (an id, id prefix or name) names; the newest job when `ref` is None."""
+    if ref is not None:
+        return state_db.find_job(arguments.job_ref(ref))
+    jobs = state_db.list_jobs(1)
+    if not jobs:
+        raise NotFoundError("No jobs yet: nothing to show.", hint="Run one with `spotfit run JOB.yaml`.")
+    return jobs[0]
+
+
 def validate(path: str) -> JobSpec:
     """Load and validate a job spec; raises `SpecError` with one clear line."""
     return load_spec(path)
 
 
+_PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[:NOTICE_S], ASCII digits
+
+
 def parse_preempt_at(text: str) -> list[Preemption]:
     """`"40:5,80"` -> preemptions at step 40 (5 s notice) and 80 (default notice)."""
     out = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        step, _, notice = part.partition(":")
+    for part in [p for p in (p.strip() for p in text.split(",")) if p] or [text]:
+        match = _PREEMPTION.fullmatch(part)
         try:
+            if match is None:
+                raise ValueError(part)
+            step, notice = match.groups()
             out.append(Preemption(at_step=int(step), **({"notice_s": float(notice)} if notice else {})))
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:  # pydantic's ValidationError is one too
             raise UsageError(
-                f"Invalid --preempt-at: received {part!r}, expected STEP[:NOTICE_S] with STEP >= 1 "
-                "and NOTICE_S >= 0.",
+                f"Invalid --preempt-at: received {part[:80]!r}, expected STEP[:NOTICE_S] with STEP >= 1 "
+                "and NOTICE_S >= 0, comma-separated.",
                 hint="Example: --preempt-at 40:5,80:0 (SIGTERM at step 40 with 5 s notice; SIGKILL at 80).",
             ) from exc
     return out
@@ -62,14 +83,14 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     from spotfit.backends.base import registered_backends
 
     spec = load_spec(path)
-    chosen = backend or spec.backend
+    chosen = spec.backend if backend is None else backend
     if chosen not in registered_backends():
         raise UsageError(
             f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
             hint="Use --backend local (the embedded default) or --backend aws.",
         )
     spec.backend = chosen
-    if preempt_at:
+    if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
@@ -102,7 +123,7 @@ def start_detached(job_id: str) -> int:
 
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
     """Give a job whose controller died a new one: it adopts or relaunches the attempt."""
-    job = db().find_job(ref)
+    job = _find(db(), ref)
     if not JobState(job["state"]).is_resumable():
         raise UsageError(
             f"Job {job['id']} is {job['state']}: only pending, running, waiting, paused or stopped jobs resume.",
@@ -129,7 +150,7 @@ def controller_alive(job: dict) -> bool:
 def status(ref: str) -> dict:
     """The status document of a job (also `spotfit status --json`)."""
     state_db = db()
-    job = state_db.find_job(ref)
+    job = _find(state_db, ref)
     attempts = state_db.attempts(job["id"])
     result = json.loads(job["result_json"]) if job["result_json"] else {}
     running_cost = 0.0
@@ -162,6 +183,8 @@ def status(ref: str) -> dict:
 
 
 def list_jobs(limit: int = 50) -> list[dict]:
+    """The newest `limit` jobs, newest first (`spotfit list`)."""
+    arguments.number("--limit", limit, low=1, high=1_000_000, hint="Pass --limit 50.")
     return [
         {"id": j["id"], "name": j["name"], "state": j["state"], "step": j["step"],
          "total_steps": j["total_steps"], "created_at": j["created_at"]}
@@ -170,13 +193,16 @@ def list_jobs(limit: int = 50) -> list[dict]:
 
 
 def events(ref: str, after_id: int = 0) -> list[dict]:
-    job = db().find_job(ref)
+    job = _find(db(), ref)
     return db().events(job["id"], after_id)
 
 
 def logs(ref: str, attempt: int | None = None) -> dict:
     """The job's attempt logs (the last attempt's, or `attempt`'s) and its events."""
-    job = db().find_job(ref)
+    if attempt is not None:
+        arguments.number("--attempt", attempt, low=1, high=1_000_000,
+                         hint="Leave --attempt out for the latest attempt.")
+    job = _find(db(), ref)
     attempts = db().attempts(job["id"])
     if not attempts:
         return {"id": job["id"], "attempt": None, "log": "", "events": events(job["id"])}
@@ -199,7 +225,7 @@ def logs(ref: str, attempt: int | None = None) -> dict:
 def cancel(ref: str) -> dict:
     """Ask the job to stop: its controller saves a checkpoint and stops the attempt."""
     state_db = db()
-    job = state_db.find_job(ref)
+    job = _find(state_db, ref)
     if JobState(job["state"]).is_terminal():
         return status(job["id"])
     state_db.update_job(job["id"], cancel_requested=1)
@@ -237,11 +263,134 @@ def cost(ref: str | None = None) -> dict:
     from spotfit.controller.ledger import ledger
 
     state_db = db()
-    if ref is None:
-        jobs = state_db.list_jobs(1)
-        if not jobs:
-            raise NotFoundError("No jobs yet: nothing to account for.", hint="Run one with `spotfit run JOB.yaml`.")
-        ref = jobs[0]["id"]
-    job = state_db.find_job(ref)
+    job = _find(state_db, ref)
     doc = ledger(state_db.attempts(job["id"]), job["total_steps"])
     return {"id": job["id"], "name": job["name"], "state": job["state"], **doc}
+
+
+# market and tools ---------------------------------------------------------------------------
+
+
+MAX_STARTS = 1_000  # start ticks of `simulate`: beyond this the replays take hours and say nothing new
+
+
+def plan(path: str) -> dict:
+    """Rank where to run the job spec at `path`: expected cost, preemptions, finish (`spotfit plan`)."""
+    from spotfit.market import offers
+    from spotfit.market.trace import load_trace
+
+    spec = load_spec(path, check_script=False)
+    res, market = spec.resources, spec.market
+    history = load_trace(market.trace, gap_s=market.gap_s) if market.trace else None
+    return offers.plan(
+        accelerator=res.accelerator,
+        count=res.count,
+        work_h=spec.work_h,
+        deadline_h=spec.deadline_h,
+        spot=res.spot,
+        trace=history,
+        zones=list(market.zones or []) or None,
+        start=market.start,
+        overhead_h=market.overhead_h,
+    ).to_json()
+
+
+def catalog(accelerator: str | None = None, count: float | None = None, cloud: str | None = None,
+            region: str | None = None, spot: bool = False) -> dict:
+    """GPU offers of the bundled price catalogs, cheapest first (`spotfit catalog`)."""
+    from spotfit.market.catalog import load_catalog
+
+    if count is not None:
+        arguments.number("--count", count, low=0, high=16, low_open=True, hint="Pass --count 1 (or 2, 4, 8).")
+    everything = load_catalog()
+    accelerators = sorted({o.accelerator for o in everything})
+    if accelerator is not None and accelerator.lower() not in {a.lower() for a in accelerators}:
+        raise UsageError(f"Invalid `--accelerator`: received {accelerator!r}, expected one the bundled catalogs "
+                         f"list: {', '.join(accelerators)}.", hint="Pass --accelerator V100, or leave it out.")
+    if region is not None and region not in {o.region for o in everything}:
+        raise UsageError(f"Invalid `--region`: received {region!r}, expected a region the bundled catalogs list, "
+                         "e.g. us-east-1.", hint="Run `spotfit catalog` without --region to see them all.")
+    offers = load_catalog(accelerator=accelerator, count=count, cloud=cloud, region=region, spot=spot)
+    return {"offers": [o.to_json() for o in offers]}
+
+
+def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 52.0, overhead_h: float = 0.2,
+             zones: list[str] | None = None, starts: int = 6, policy: str = "all",
+             gap_s: int | None = None) -> dict:
+    """Replay a trace: what each policy pays and whether it meets the deadline (`spotfit simulate`)."""
+    from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
+    from spotfit.market.simulator import Job, run_grid, summarize
+    from spotfit.market.trace import load_trace
+
+    if policy != "all" and policy not in POLICIES:
+        raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all' or one of "
+                         f"{', '.join(sorted(POLICIES))}.", hint=f"Pass --policy {DEFAULT_POLICY}.")
+    for flag, hours, default in (("--work-h", work_h, 48), ("--deadline-h", deadline_h, 52)):
+        arguments.number(flag, hours, low=0, high=MAX_HOURS, low_open=True, hint=f"Pass {flag} {default} (hours).")
+    arguments.number("--overhead-h", overhead_h, low=0, high=MAX_HOURS, hint="Pass --overhead-h 0.2 (hours).")
+    arguments.number("--starts", starts, low=1, high=MAX_STARTS, hint="Pass --starts 6.")
+    if gap_s is not None:
+        arguments.number("--gap-s", gap_s, low=1, high=86_400, hint="Leave --gap-s out to infer it from the trace.")
+    for zone in zones or []:
+        arguments.text("--zones", zone, hint="Leave --zones out to use every zone of the trace.",
+                       expected="a zone of the trace, e.g. us-east-1a")
+    names = list(POLICIES) if policy == "all" else [policy]
+    market = load_trace(trace, gap_s=gap_s)
+    runs = run_grid(market, Job.from_hours(work_h, deadline_h, overhead_h), names, starts, zones)
+    return {"default_policy": DEFAULT_POLICY, "trace": market.source, "runs": [r.to_json() for r in runs],
+            "summary": summarize(runs)}
+
+
+def dry_run(path: str, backend: str | None = None) -> dict:
+    """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
+    chosen = validate(path).backend if backend is None else backend
+    if chosen != "aws":  # the one backend that sends cloud requests
+        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws (the only backend "
+                         "that sends cloud requests).", hint="Add --backend aws, or leave --dry-run out.")
+    from spotfit.backends.aws.dryrun import dry_run as plan_requests
+
+    return plan_requests(path)
+
+
+def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool = False,
+       include_active: bool = False) -> dict:
+    """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
+
+    Resources of jobs still active in this state DB are kept unless `include_active`.
+    """
+    from spotfit.backends.aws.gc import collect
+
+    for region in regions or []:
+        arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such "
+                       "as us-east-1", hint="Pass --region us-east-1 (repeat it for more regions).")
+    if job is not None:
+        arguments.text("--job", job, expected="a job id", hint="Leave --job out to clean up after every job.")
+    regions = regions or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
+    keep = set() if include_active else {
+        j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
+    return collect(regions, keep=keep, job=job, dry_run=dry_run)
+
+
+def doctor(store: str | None = None, registry: str | None = None) -> dict:
+    """What this machine can train with, each problem with its fix (`spotfit doctor`; imports TensorFlow)."""
+    from spotfit.runtime import doctor as checks
+
+    for flag, url in (("--store", store), ("--registry", registry)):
+        if url is not None:
+            arguments.text(flag, url, pattern=r"[a-z0-9]+://\S*", expected="a URL such as file:///path or s3://bucket/prefix",
+                           hint=f"Leave {flag} out to probe the home's.")
+    return checks.run(store, registry)
+
+
+def tensorboard(ref: str | None, port: int = 6006,
+                on_start: Callable[[str, str, object], None] | None = None) -> int:
+    """Serve a job's TensorBoard logs on 127.0.0.1:`port` until interrupted; TensorBoard's exit code.
+
+    `on_start(job_id, url, logdir)` is called once the server runs.
+    """
+    from spotfit.runtime import tensorboard as tb
+
+    arguments.number("--port", port, low=1, high=65_535, hint="Pass --port 6006.")
+    job = _find(db(), ref)
+    started = (lambda url, logdir: on_start(job["id"], url, logdir)) if on_start else None
+    return tb.serve(job["store_url"], job["id"], port, home() / "cache" / "tensorboard", on_start=started)

@@ -4,6 +4,11 @@
 validation problem into one `SpecError` line that names the field, the value received, what
 was expected and the fix. `docs/job-spec.md` documents each field.
 
+The file is untrusted input: `load_spec` reads at most `MAX_SPEC_BYTES`, accepts UTF-8 only,
+bounds the nesting depth and the number of values after YAML aliases are expanded (a "billion
+laughs" document stops at the limit instead of filling memory), and refuses NaN, infinity and
+numbers beyond each field's range, each with one clear line.
+
 Example:
 
 >>> spec = JobSpec.model_validate({"name": "digits", "script": "train.py"})
@@ -29,10 +34,25 @@ from spotfit.errors import SpecError
 from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
 
 DOCS = "docs/job-spec.md"
+MAX_SPEC_BYTES = 1 << 20  # a job spec is a few kilobytes; anything near this is the wrong file
+MAX_SPEC_VALUES = 10_000  # values in the document after YAML aliases are expanded
+MAX_SPEC_DEPTH = 32  # nesting of mappings and lists
+MAX_INT = 2**53  # larger integers lose precision in JSON and as floats: no spec field needs one
+MAX_HOURS = 87_600.0  # ten years: bounds the hour fields so that dates and seconds never overflow
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_scalar(cls, value: Any) -> Any:
+        # One rule for every field, before its own: no blank text, no integer beyond 2**53.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("expected a non-empty value (leave the field out for its default)")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise ValueError(f"expected a number between -2**53 and 2**53 ({MAX_INT})")
+        return value
 
 
 class Resources(_Section):
@@ -57,11 +77,19 @@ class Market(_Section):
     trace: str | None = Field("aws-v100", description="bundled trace name or path to a trace CSV")
     zones: list[str] = Field(default_factory=list, description="zones to use; empty = all in the trace")
     start: datetime | None = Field(None, description="trace time at which the job starts")
-    time_scale: float = Field(600.0, gt=0, description="trace seconds per real second")
-    gap_s: float | None = Field(None, gt=0, description="override the trace's tick length")
+    time_scale: float = Field(600.0, gt=0, le=1e6, description="trace seconds per real second")
+    gap_s: float | None = Field(None, gt=0, le=86_400, description="override the trace's tick length")
     policy: str = Field("default", description="spot policy name (see `spotfit simulate`)")
-    overhead_h: float = Field(0.2, ge=0, description="restart overhead assumed by the policy")
+    overhead_h: float = Field(0.2, ge=0, le=MAX_HOURS, description="restart overhead assumed by the policy")
     preemptions: list[Preemption] = Field(default_factory=list)
+
+    @field_validator("start")
+    @classmethod
+    def _plausible(cls, value: datetime | None) -> datetime | None:
+        # Far from the years 9999 and 1, so that start + any deadline stays a date.
+        if value is not None and not 1970 <= value.year <= 2999:
+            raise ValueError("expected a date and time between the years 1970 and 2999, e.g. 2023-02-19T19:02:01")
+        return value
 
 
 class StepsInterval(_Section):
@@ -117,7 +145,7 @@ class Training(_Section):
     strategy: Literal["auto", "none", "mirrored", "multi_worker"] = "auto"
     mixed_precision: Literal["auto", "off", "mixed_float16", "mixed_bfloat16"] = "auto"
     xla: Literal["auto", "on", "off"] = "auto"
-    seed: int = Field(0, ge=0, description="seed of data order and random layers")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of data order and random layers")
     deterministic: bool = Field(False, description="enable TF op determinism (bit-identical resume)")
     tensorboard: bool = Field(True, description="write TensorBoard logs under the job's store prefix")
     histogram_freq: int = Field(0, ge=0, description="epochs between weight histograms in TensorBoard; 0 = none")
@@ -202,8 +230,8 @@ class JobSpec(_Section):
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     training: Training = Field(default_factory=Training)
     data: Data | None = Field(None, description="dataset to sync into the local cache before the script runs")
-    deadline_h: float | None = Field(None, gt=0, description="finish within this many trace hours")
-    work_h: float | None = Field(None, gt=0, description="expected training time, for planning")
+    deadline_h: float | None = Field(None, gt=0, le=MAX_HOURS, description="finish within this many trace hours")
+    work_h: float | None = Field(None, gt=0, le=MAX_HOURS, description="expected training time, for planning")
     budget_usd: float | None = Field(None, gt=0, description="stop when the job has cost this much")
     max_failures: int = Field(3, ge=0, description="user-code failures retried before giving up")
     rules: list[RuleSpec] = Field(default_factory=list, description="watchdog rules (docs/rules.md)")
@@ -235,28 +263,140 @@ class JobSpec(_Section):
 def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
     """Read and validate a job spec YAML file; raise `SpecError` with one clear line."""
     path = Path(path)
-    if not path.is_file():
+    if not _is_file(path):
         raise SpecError(
-            f"Job spec not found: received {str(path)!r}, expected a YAML file.",
+            f"Job spec not found: received {_short(str(path))}, expected a YAML file.",
             hint="Pass the path of your job YAML, e.g. `spotfit validate examples/digits/spotfit.yaml`.",
         )
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise SpecError(
-            f"Job spec {path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}.",
-            hint="Check indentation and quoting around that line.",
-        ) from exc
+    raw = _parse_yaml(_read_text(path), path)
     spec = parse_spec(raw, source=str(path), base_dir=str(path.parent.resolve()))
-    if check_script and not spec.script_path.is_file():
+    script = Path(spec.base_dir) / spec.script
+    if check_script and not _is_file(script):
         raise SpecError(
-            f"Invalid `script`: received {spec.script!r}, expected a file relative to "
-            f"{path.parent}/ (looked for {spec.script_path}).",
+            f"Invalid `script`: received {_short(spec.script)}, expected a file relative to "
+            f"{path.parent}/ (looked for {_short(str(script))}).",
             hint="Fix the path in `script:`; it is relative to the spec file.",
         )
     return spec
+
+
+def _is_file(path: Path) -> bool:
+    """`path.is_file()`, and False for a path the OS cannot look up (a NUL byte, a name too long)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+         (b"\xfe\xff", "UTF-16"))
+
+
+def _read_text(path: Path) -> str:
+    """The file as text: at most `MAX_SPEC_BYTES` read, UTF-8 only (a UTF-8 BOM is dropped)."""
+    try:
+        size = path.stat().st_size
+        data = b""
+        if size <= MAX_SPEC_BYTES:
+            with path.open("rb") as f:  # never more than the cap, whatever stat() said
+                data = f.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(f"Job spec {path} cannot be read: {exc.strerror or exc}.",
+                        hint="Check that the file exists and that you may read it.") from None
+    if max(size, len(data)) > MAX_SPEC_BYTES:
+        raise SpecError(
+            f"Job spec {path} is too large: received {max(size, len(data)):,} bytes, expected at most "
+            f"{MAX_SPEC_BYTES:,} (1 MiB).",
+            hint="Pass the job's YAML file (a few kilobytes), not a data, model or log file.",
+        )
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            raise SpecError(f"Job spec {path} is {encoding} text: expected UTF-8.",
+                            hint=f"Convert it: `iconv -f {encoding} -t UTF-8 {path.name} > spotfit.yaml`.")
+    if b"\x00" in data:
+        raise SpecError(
+            f"Job spec {path} has a NUL byte at offset {data.index(0)}: expected UTF-8 text "
+            "(is it UTF-16 without a byte-order mark, or not a text file?).",
+            hint="Save the spec as UTF-8 text.",
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"Job spec {path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be "
+            "decoded; expected a UTF-8 YAML file.",
+            hint="Save the spec as UTF-8 (or check that you passed the YAML and not a binary file).",
+        ) from None
+
+
+class _SpecLimit(Exception):
+    """The document breaks a bound of `_SpecLoader` (at `mark`)."""
+
+    def __init__(self, problem: str, mark: Any):
+        super().__init__(problem)
+        self.problem = problem
+        self.mark = mark
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, bounded: nesting depth, and values counted after alias expansion.
+
+    An alias counts as many values as the node it names, so a document whose aliases expand
+    exponentially is refused while it is being composed, before anything is built from it.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._depth = 0
+        self._values = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> values in it once expanded (finished nodes)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        mark = self.peek_event().start_mark
+        if self.check_event(yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            if id(node) not in self._sizes:  # an alias inside its own anchor
+                raise _SpecLimit("an alias refers to the mapping or list that contains it", mark)
+            self._count(self._sizes[id(node)], mark)
+            return node
+        if self._depth >= MAX_SPEC_DEPTH:
+            raise _SpecLimit(f"mappings and lists nest deeper than {MAX_SPEC_DEPTH} levels", mark)
+        before = self._values
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self._count(1, mark)
+        self._sizes[id(node)] = self._values - before
+        return node
+
+    def _count(self, values: int, mark: Any) -> None:
+        self._values += values
+        if self._values > MAX_SPEC_VALUES:
+            raise _SpecLimit(f"the document holds more than {MAX_SPEC_VALUES:,} values once its aliases "
+                             "are expanded", mark)
+
+
+def _parse_yaml(text: str, path: Path) -> Any:
+    """One YAML document, parsed with `_SpecLoader`; every failure is one `SpecError` line."""
+    try:
+        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506  (a SafeLoader subclass)
+    except _SpecLimit as exc:
+        mark = exc.mark
+        raise SpecError(
+            f"Job spec {path} is refused at line {mark.line + 1}, column {mark.column + 1}: {exc.problem}; "
+            f"expected a job spec (at most {MAX_SPEC_VALUES:,} values, {MAX_SPEC_DEPTH} levels deep).",
+            hint="Write the values out plainly; a job spec needs no deep nesting or chains of aliases.",
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise SpecError(
+            f"Job spec {path} is not valid YAML{where}: {problem}.",
+            hint="Check indentation and quoting around that line.",
+        ) from None
 
 
 def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec:
@@ -314,6 +454,12 @@ def _value_at(raw: Any, loc: tuple) -> Any:
     return raw
 
 
+def _short(value: Any, limit: int = 120) -> str:
+    """`repr(value)`, cut to `limit` characters: a message quotes a huge value without becoming one."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
+
+
 def _clean_loc(loc: tuple) -> tuple:
     """The field path as the user wrote it: without pydantic's union member names."""
     tagged = len(loc) > 3 and loc[0] == "rules" and loc[2] in RULE_MODELS
@@ -364,6 +510,6 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
     if str(loc[-1]) == "interval":
         expected = "expected `auto`, `{steps: N}` or `{seconds: S}`"
     return SpecError(
-        f"Invalid `{dotted}` in {source}: received {received!r}, {expected}.{more}",
+        f"Invalid `{dotted}` in {source}: received {_short(received)}, {expected}.{more}",
         hint=f"Fix `{dotted}` (see {DOCS}).",
     )

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
 from spotfit import sdk
 from spotfit.cli import render
-from spotfit.cli.app import app, console, print_json
+from spotfit.cli.app import JobRef, JsonFlag, SpecPath, app, console, print_json
 from spotfit.states import JobState
-
-JSON = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
 
 @app.command()
-def validate(
-    spec: Path = typer.Argument(..., help="The job spec YAML."),
-    json_: bool = JSON,
-) -> None:
+def validate(spec: SpecPath, json_: JsonFlag = False) -> None:
     """Check a job spec; exit 2 with one clear line if it is invalid."""
     job = sdk.validate(str(spec))
     if json_:
@@ -33,24 +27,25 @@ def validate(
 
 @app.command()
 def run(
-    spec: Path = typer.Argument(..., help="The job spec YAML."),
-    detach: bool = typer.Option(False, "--detach", "-d", help="Return the job id at once; the job goes on."),
-    preempt_at: Optional[str] = typer.Option(
-        None, "--preempt-at", metavar="STEP[:NOTICE_S],...",
-        help="Inject preemptions at these steps (SIGTERM, SIGKILL after NOTICE_S; 0 = SIGKILL at once).",
-    ),
-    backend: Optional[str] = typer.Option(None, "--backend", help="Run on this backend instead of the spec's `backend:`."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact cloud requests; send and record nothing."),
-    json_: bool = JSON,
+    spec: SpecPath,
+    detach: Annotated[bool, typer.Option(
+        "--detach", "-d", help="Return the job id at once; the job goes on.")] = False,
+    preempt_at: Annotated[str | None, typer.Option(
+        "--preempt-at", metavar="STEP[:NOTICE_S],...",
+        help="Inject preemptions at these steps (SIGTERM, SIGKILL after NOTICE_S; 0 = SIGKILL at once).")] = None,
+    backend: Annotated[str | None, typer.Option(
+        "--backend", help="Run on this backend instead of the spec's `backend:`.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the exact cloud requests; send and record nothing.")] = False,
+    json_: JsonFlag = False,
 ) -> None:
     """Run a job: launch, checkpoint, survive preemptions, and print a summary."""
     if dry_run:
-        _check_dry_run(spec, backend)
-    if dry_run:
-        from spotfit.backends.aws.dryrun import dry_run as plan_requests
-        from spotfit.cli.aws import print_dry_run
-
-        print_dry_run(plan_requests(str(spec)), json_)
+        doc = sdk.dry_run(str(spec), backend)
+        if json_:
+            print_json(doc)
+        else:
+            render.print_dry_run(console, doc)
         return
     job_id = sdk.submit(str(spec), preempt_at=preempt_at, backend=backend)
     if detach:
@@ -72,21 +67,8 @@ def run(
         raise typer.Exit(1)
 
 
-def _check_dry_run(spec: Path, backend: str | None) -> None:
-    """`--dry-run` plans for aws only: the one backend that sends cloud requests."""
-    from spotfit.errors import UsageError
-
-    chosen = backend or sdk.validate(str(spec)).backend
-    if chosen != "aws":
-        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws (the only backend "
-                         "that sends cloud requests).", hint="Add --backend aws, or leave --dry-run out.")
-
-
 @app.command()
-def status(
-    job: str = typer.Argument(..., help="Job id, id prefix or name."),
-    json_: bool = JSON,
-) -> None:
+def status(job: JobRef, json_: JsonFlag = False) -> None:
     """Show a job's state, step, attempts and cost."""
     doc = sdk.status(job)
     if json_:
@@ -96,7 +78,10 @@ def status(
 
 
 @app.command("list")
-def list_(json_: bool = JSON, limit: int = typer.Option(50, help="At most this many jobs.")) -> None:
+def list_(
+    json_: JsonFlag = False,
+    limit: Annotated[int, typer.Option(help="At most this many jobs.")] = 50,
+) -> None:
     """List recent jobs."""
     rows = sdk.list_jobs(limit)
     if json_:
@@ -107,9 +92,9 @@ def list_(json_: bool = JSON, limit: int = typer.Option(50, help="At most this m
 
 @app.command()
 def logs(
-    job: str = typer.Argument(..., help="Job id, id prefix or name."),
-    attempt: Optional[int] = typer.Option(None, "--attempt", help="Attempt number (default: the latest)."),
-    json_: bool = JSON,
+    job: JobRef,
+    attempt: Annotated[int | None, typer.Option("--attempt", help="Attempt number (default: the latest).")] = None,
+    json_: JsonFlag = False,
 ) -> None:
     """Print an attempt's output and the job's events."""
     doc = sdk.logs(job, attempt)
@@ -123,10 +108,7 @@ def logs(
 
 
 @app.command()
-def cancel(
-    job: str = typer.Argument(..., help="Job id, id prefix or name."),
-    json_: bool = JSON,
-) -> None:
+def cancel(job: JobRef, json_: JsonFlag = False) -> None:
     """Stop a job: its attempt saves a checkpoint and ends; nothing more is billed."""
     doc = sdk.cancel(job)
     if json_:
@@ -137,9 +119,9 @@ def cancel(
 
 @app.command()
 def resume(
-    job: str = typer.Argument(..., help="Job id, id prefix or name."),
-    detach: bool = typer.Option(False, "--detach", "-d", help="Resume in the background."),
-    json_: bool = JSON,
+    job: JobRef,
+    detach: Annotated[bool, typer.Option("--detach", "-d", help="Resume in the background.")] = False,
+    json_: JsonFlag = False,
 ) -> None:
     """Give a job whose controller died a new controller; it adopts or relaunches the attempt."""
     doc = sdk.resume(job, detach=detach)

@@ -1,11 +1,18 @@
-"""Rendering of status documents, tables and live progress (no logic, no state)."""
+"""Rendering of the SDK's documents: tables, lines and live progress (no logic, no state).
+
+Every function takes a document an SDK function returned (the verb's `--json` document) and
+draws it; nothing here computes, loads or decides.
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
+from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -16,6 +23,18 @@ def _when(ts: float | None) -> str:
 
 def _usd(value: float | None) -> str:
     return f"${value:,.4f}" if value is not None else "-"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _h(seconds: float | None) -> str:
+    return f"{seconds / 3600:.3f}" if seconds is not None else "-"
 
 
 def status_table(doc: dict) -> Table:
@@ -100,3 +119,121 @@ class LiveRun:
         loss = f"{doc['loss']:.4f}" if doc["loss"] is not None else "-"
         self.progress.update(self.task, completed=doc["step"], total=doc["total_steps"],
                              label=f"attempt {attempt} {doc['state']}", loss=loss, cost=_usd(doc["cost_usd"]))
+
+
+# market verbs ----------------------------------------------------------------------------------
+
+
+def simulate_table(doc: dict, work_h: float, deadline_h: float, overhead_h: float, starts: int) -> Table:
+    """`spotfit simulate`: one row per policy and scope."""
+    table = Table(title=f"{Path(doc['trace']).name}: {work_h:g} h work, {deadline_h:g} h deadline, "
+                        f"{overhead_h:g} h overhead, {starts} starts")
+    for col in ("policy", "scope", "runs", "mean $", "× optimum (mean)", "× optimum (worst)",
+                "misses", "launches"):
+        table.add_column(col, justify="left" if col in ("policy", "scope") else "right")
+    for s in doc["summary"]:
+        table.add_row(s["policy"], s["scope"], str(s["runs"]), f"{s['mean_cost_usd']:.2f}",
+                      _ratio(s["mean_ratio_to_optimum"]), _ratio(s["worst_ratio_to_optimum"]),
+                      str(s["misses"]), f"{s['mean_launches']:.1f}")
+    return table
+
+
+def catalog_table(doc: dict) -> Table:
+    """`spotfit catalog`: one row per offer."""
+    offers = doc["offers"]
+    table = Table(title=f"{len(offers)} offers")
+    for col in ("cloud", "region", "zone", "instance", "accelerator", "on-demand $/h", "spot $/h"):
+        table.add_column(col)
+    for o in offers:
+        table.add_row(o["cloud"], o["region"], o["zone"] or "", o["instance_type"] or "",
+                      f"{o['accelerator']}×{o['count']:g}", _money(o["on_demand_usd_per_h"]),
+                      _money(o["spot_usd_per_h"]))
+    return table
+
+
+def print_plan(console: Console, doc: dict) -> None:
+    """`spotfit plan`: the ranked offers, then the recommendation."""
+    table = Table(title=f"{doc['accelerator']}×{doc['count']}: {doc['work_h']:g} h work, "
+                        f"{doc['deadline_h']:g} h deadline")
+    for col in ("#", "cloud", "region", "zones", "spot $/h", "expected $", "preemptions",
+                "finish h", "policy", "basis"):
+        table.add_column(col)
+    for o in doc["offers"]:
+        zones = "all" if len(o["zones"]) > 3 else ",".join(o["zones"])
+        pre = "?" if o["expected_preemptions"] is None else f"{o['expected_preemptions']:.1f}"
+        table.add_row(str(o["rank"]), o["cloud"], o["region"], zones, _money(o["spot_usd_per_h"]),
+                      f"{o['expected_cost_usd']:.2f}", pre, f"{o['finish_h']:.1f}", o["policy"], o["basis"])
+    console.print(table)
+    rec = doc["recommended"]
+    if rec:
+        console.print(f"recommended: {rec['cloud']} {rec['region']} "
+                      f"({', '.join(rec['zones']) or 'any zone'}) with policy {rec['policy']}")
+
+
+def print_cost(console: Console, doc: dict) -> None:
+    """`spotfit cost`: the ledger per attempt, then spend, savings and waste."""
+    table = Table(title=f"ledger of {doc['id']} ({doc['state']}), trace time and prices", title_justify="left")
+    for col in ("#", "outcome", "market", "zone", "steps", "start h", "end h", "billed h", "$/h", "cost"):
+        table.add_column(col, justify="left" if col in ("outcome", "market", "zone") else "right")
+    origin = doc["rows"][0]["start_s"] if doc["rows"] else 0.0
+    for r in doc["rows"]:
+        table.add_row(str(r["attempt"]), r["state"], r["market"], r["zone"] or "-",
+                      f"{r['start_step'] or 0}..{r['end_step'] or 0}", _h(r["start_s"] - origin),
+                      _h(r["end_s"] - origin), _h(r["billed_s"]), f"{r['price_usd_per_h']:.3f}",
+                      f"${r['cost_usd']:.4f}")
+    console.print(table)
+    t = doc["totals"]
+    console.print(f"spent ${t['spent_usd']:.4f}", highlight=False)
+    if t["on_demand_usd"] is not None:
+        console.print(f"all on-demand would have cost ${t['on_demand_usd']:.4f}: "
+                      f"saved ${t['savings_usd']:.4f} ({t['savings_pct']:.1f}%)", highlight=False)
+    console.print(f"waste: {t['steps_redone']} steps redone, {t['restart_overhead_s'] / 3600:.3f} h of restart "
+                  f"overhead (${t['waste_usd']:.4f})", highlight=False)
+
+
+# tools -----------------------------------------------------------------------------------------
+
+_CHECK_COLOUR = {"ok": "green", "warn": "yellow", "fail": "red"}
+
+
+def doctor_table(report: dict) -> Table:
+    """`spotfit doctor`: one row per check, coloured by status."""
+    table = Table(title="spotfit doctor", title_justify="left")
+    for col in ("check", "status", "detail", "fix"):
+        table.add_column(col)
+    for c in report["checks"]:
+        table.add_row(escape(c["name"]), f"[{_CHECK_COLOUR[c['status']]}]{c['status']}[/]", escape(c["detail"]),
+                      escape(c["fix"]))
+    return table
+
+
+def print_gc(console: Console, doc: dict) -> None:
+    """`spotfit gc`: per region, what was (or would be) removed and what was kept."""
+    verb = "would remove" if doc["dry_run"] else "removed"
+    for entry in doc["regions"]:
+        found = entry["found"]
+        console.print(f"{entry['region']}: {verb} {entry['count']} resource(s)", highlight=False)
+        for kind in ("instances", "spot_requests", "placement_groups", "security_groups"):
+            for rid, owner in found[kind].items():
+                console.print(f"  {kind[:-1].replace('_', ' ')} {rid}  (job {owner})", highlight=False)
+        for rid in entry.get("still_in_use", []):
+            console.print(f"  still in use, left for the next gc: {rid}", highlight=False)
+    if doc["kept_jobs"]:
+        console.print(f"kept the resources of {len(doc['kept_jobs'])} active job(s); --include-active removes "
+                      "them too", highlight=False)
+
+
+def print_dry_run(console: Console, doc: dict) -> None:
+    """`spotfit run --backend aws --dry-run`: the calls, in order (nothing was sent)."""
+    console.print(f"dry run: job {doc['job_id']} attempt 1 in {doc['zone'] or 'any zone'} — nothing sent",
+                  highlight=False)
+    for call in doc["calls"]:
+        params = dict(call["params"])
+        user_data = params.pop("UserData", None)
+        console.rule(call["operation"])
+        console.out(json.dumps(params, indent=2), highlight=False)
+        if user_data is not None:
+            console.rule("UserData (cloud-init, sent base64-encoded)")
+            console.out(user_data, highlight=False)
+    for warning in doc["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
