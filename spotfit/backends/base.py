@@ -4,7 +4,9 @@ A backend knows nothing about policies, checkpoints or the ledger: the controlle
 the backend carries out. What a backend remembers about a launched attempt is its *handle*, a
 frozen dataclass of the backend's own (`LocalHandle`, `AwsHandle`); the controller stores it
 as `handle.to_json()` text in the attempts table and reads it back with `load_handle`, so that
-a restarted controller can adopt the attempts of the one that died (`spotfit resume`).
+a restarted controller can adopt the attempts of the one that died (`spotfit resume`). One
+that died inside `launch`, before it stored the handle, is covered by `find`: the backend
+recognizes what it launched by the request alone (a process's command line, EC2 tags).
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ class Backend(Protocol[H]):
 
     def load_handle(self, text: str) -> H:
         """The handle whose `to_json()` is `text`."""
+
+    def find(self, request: LaunchRequest) -> H | None:
+        """The handle of what `launch(request)` started, looked up without one; None if nothing.
+
+        A controller that dies inside `launch` leaves the attempt without a stored handle; its
+        successor asks here before it calls the attempt killed. What is found may have ended.
+        """
 
     def status(self, handle: H) -> AttemptStatus:
         """Whether the attempt still runs and, once it ended, how."""

@@ -4,7 +4,8 @@ It runs `python -m spotfit.runtime JOB_URL N` with the same interpreter, so a la
 the whole system. Preemptions are real signals to the process group: SIGTERM, then SIGKILL
 after the notice. Handles (`LocalHandle`, in local_process.py) carry the pid and the process
 start time, so that a controller that restarts can find (adopt) a still-running attempt and
-never confuse it with a reused pid.
+never confuse it with a reused pid. A controller that died inside `launch`, before it stored
+the handle, is covered too: `find` recognizes the attempt's processes by their command line.
 
 With `resources.workers` > 1 an attempt is a group of worker processes, one per worker, each
 with a `TF_CONFIG` naming all of them on free 127.0.0.1 ports (worker 0 is the chief; its log
@@ -23,12 +24,13 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 
 from spotfit.backends.base import AttemptStatus, LaunchRequest
-from spotfit.backends.local_process import LocalHandle, LocalProcess
+from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.home import home
 
 _ENDED_OK = (0, 75, 76)  # done, preempted with checkpoint, stopped (spotfit.runtime)
@@ -56,12 +58,26 @@ class LocalBackend:
     def load_handle(self, text: str) -> LocalHandle:
         return LocalHandle.from_json(text)
 
+    def find(self, request: LaunchRequest) -> LocalHandle | None:
+        """The live processes of `request`'s attempt, whoever launched them.
+
+        A group with a worker missing (the launch died halfway) cannot train, synchronous as it
+        is: its workers are killed and None is returned, as for an attempt never launched.
+        """
+        found = find_runtime(request.job_url, request.attempt)
+        workers = max(request.workers, 1)
+        if len(found) < workers:
+            for member in found.values():
+                member.signal_group(signal.SIGKILL)
+            return None
+        return LocalHandle(tuple(replace(found[i], log=str(_worker_log(request, i))) for i in range(workers)))
+
     def _launch_one(self, request: LaunchRequest, log_path: Path, extra_env: dict[str, str]) -> LocalProcess:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **request.env, **extra_env, "PYTHONUNBUFFERED": "1"}
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [self.python, "-m", "spotfit.runtime", request.job_url, str(request.attempt)],
+                runtime_command(self.python, request.job_url, request.attempt),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

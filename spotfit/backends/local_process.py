@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
+RUNTIME_MODULE = "spotfit.runtime"
 _SAME_START_S = 0.01  # create_time is read from /proc in clock ticks: equal within this
 
 
@@ -74,3 +75,34 @@ class LocalHandle:
         members = info.get("workers") or [info]
         return cls(tuple(LocalProcess(pid=int(m["pid"]), create_time=float(m["create_time"]), log=m.get("log", ""))
                          for m in members))
+
+
+def runtime_command(python: str, job_url: str, attempt: int) -> list[str]:
+    """The command line of an attempt's runtime process; `find_runtime` recognizes it."""
+    return [python, "-m", RUNTIME_MODULE, job_url, str(attempt)]
+
+
+def find_runtime(job_url: str, attempt: int) -> dict[int, LocalProcess]:
+    """The live runtime processes of attempt `attempt` of the job at `job_url`, by worker index.
+
+    They are recognized by their command line (`runtime_command`), whoever started them; the
+    worker index comes from the `TF_CONFIG` in their environment (none: worker 0).
+    """
+    tail = runtime_command("", job_url, attempt)[1:]
+    found: dict[int, LocalProcess] = {}
+    for proc in psutil.process_iter(["cmdline", "create_time"]):
+        cmdline = proc.info["cmdline"] or []
+        if cmdline[-len(tail):] != tail or proc.info["create_time"] is None:
+            continue
+        member = LocalProcess(pid=proc.pid, create_time=proc.info["create_time"])
+        if member.alive():
+            found[_worker_index(proc)] = member
+    return found
+
+
+def _worker_index(proc: psutil.Process) -> int:
+    try:
+        config = proc.environ().get("TF_CONFIG")
+    except (psutil.AccessDenied, psutil.NoSuchProcess):
+        return 0
+    return int(json.loads(config)["task"]["index"]) if config else 0

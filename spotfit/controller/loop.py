@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
-from spotfit.controller import notify, outcome
+from spotfit.controller import crashpoints, notify, outcome
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError
@@ -103,15 +103,33 @@ class Controller:
         return self.backend.load_handle(attempt["handle"])
 
     def _adopt(self) -> None:
-        """After a controller restart: keep watching a live attempt, or close the dead one."""
+        """After a controller restart: keep watching the live attempt, or close the one that is over.
+
+        An attempt without a handle was being launched when the last controller died: before it
+        is called killed the backend looks for what the launch started (processes, instances).
+        What it finds is adopted; if it finds nothing, an exit record in the store means the
+        attempt ran and ended meanwhile; only with neither was the attempt killed.
+        """
         current = self._current()
         if current is None:
             return
+        number = current["number"]
+        how = ""
         if current["handle"] is None:
-            self._finish(current, outcome.KILLED, None, "its launch was interrupted")
-        else:
-            self.db.add_event(self.job_id, "adopted", f"controller {os.getpid()} adopted attempt {current['number']}",
-                              attempt=current["number"])
+            handle = self.backend.find(self._request(number, current["market"], current["zone"]))
+            if handle is None:
+                code = self._recorded_exit(number)
+                if code is None:
+                    self._finish(current, outcome.KILLED, None, "its launch was interrupted and nothing it "
+                                                                "started was found")
+                else:
+                    self._finish(current, outcome.classify(code), code, "it ended while no controller watched")
+                return
+            self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
+            self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} adopted")
+            how = f", found by the {self.backend.name} backend after an interrupted launch"
+        self.db.add_event(self.job_id, "adopted", f"controller {os.getpid()} adopted attempt {number}{how}",
+                          attempt=number)
 
     # -- watching a running attempt -------------------------------------------------------------
 
@@ -209,15 +227,11 @@ class Controller:
                                      start_step=self.db.get_job(self.job_id)["step"])
         self.store.write_bytes(f"attempts/{number:04d}/runtime.json",
                                self.plan.runtime_config(self.job_url, number, zone).to_json().encode())
-        request = LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone,
-                                market=market, workers=self.spec.resources.workers,
-                                env=dict(self.spec.env), accelerator=self.spec.resources.accelerator,
-                                accelerator_count=self.spec.resources.count,
-                                options=self.spec.aws.model_dump() if self.spec.backend == "aws" else {})
+        crashpoints.hold("launching")
         try:
             if market == "spot" and not self.plan.spot_available(zone):
                 raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
-            handle = self.backend.launch(request)
+            handle = self.backend.launch(self._request(number, market, zone))
         except NoCapacityError as exc:
             self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
             self.db.update_attempt(self.job_id, number, state=AttemptState.NO_CAPACITY, ended_at=time.time(),
@@ -233,11 +247,20 @@ class Controller:
             if self._failures > self.spec.max_failures:
                 self.db.update_job(self.job_id, state=JobState.FAILED, message=f"launch failed: {exc.message}")
             return
+        crashpoints.hold("launched")
         self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
         self.db.update_job(self.job_id, state=JobState.RUNNING,
                            message=f"attempt {number} on {market} {zone or ''}".strip())
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
                           attempt=number, trace_s=self.plan.now_s())
+
+    def _request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
+        """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
+        return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
+                             workers=self.spec.resources.workers, env=dict(self.spec.env),
+                             accelerator=self.spec.resources.accelerator,
+                             accelerator_count=self.spec.resources.count,
+                             options=self.spec.aws.model_dump() if self.spec.backend == "aws" else {})
 
     # -- rules ----------------------------------------------------------------------------------
 

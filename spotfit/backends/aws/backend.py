@@ -12,7 +12,9 @@ Handles (`AwsHandle`: region, instance ids, security group, placement group) are
 `attempts/<n>/preempt.json` (the instance agent forwards it as SIGTERM) and terminates the
 instances once the notice is over; `stop` terminates them and deletes what the attempt
 created. A launch retried with the same (job, attempt) finds the instances of the first try by
-their client-token tag instead of starting new ones, besides sending EC2's `ClientToken`.
+their client-token tag instead of starting new ones, besides sending EC2's `ClientToken`; `find`
+looks the same way (instances by that tag, the security group by its name) for a controller
+that died inside `launch`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ CAPACITY_ERRORS = {
     "Unsupported",  # the type is not offered in this zone
 }
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
+ENDED_STATES = ("shutting-down", "terminated")
 DEFAULT_REGION = "us-east-1"
 _REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
 
@@ -150,6 +153,30 @@ class AwsBackend:
     def load_handle(self, text: str) -> AwsHandle:
         return AwsHandle.from_json(text)
 
+    def find(self, request: LaunchRequest) -> AwsHandle | None:
+        """What a launch of `request` created, in any state (terminated instances included).
+
+        Instances are found by the attempt's client-token tag, the security group by its name.
+        A handle with a security group and no instance (the launch died before `RunInstances`)
+        is returned too: its attempt is then over, and `stop` deletes the group.
+        """
+        s = self.settings(request, lookup=False)
+        ec2 = self.client("ec2", s.region)
+        token = rq.client_token(request.job_id, request.attempt)
+        instances = self._instances_by_token(ec2, token, states=LIVE_STATES + ENDED_STATES)
+        groups = ec2.describe_security_groups(Filters=[
+            {"Name": "group-name", "Values": [rq.resource_name(request.job_id, request.attempt)]}])["SecurityGroups"]
+        if not instances and not groups:
+            return None
+        instances.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
+        if s.workers > 1 and instances and all(i["State"]["Name"] in LIVE_STATES for i in instances):
+            self._finish_cluster(request, s, instances)
+        return AwsHandle(region=s.region, job=request.job_id, attempt=request.attempt, job_url=request.job_url,
+                         instances=tuple(i["InstanceId"] for i in instances),
+                         security_group=groups[0]["GroupId"] if groups else None,
+                         placement_group=rq.resource_name(request.job_id, request.attempt)
+                         if rq.uses_placement_group(s) else None)
+
     def status(self, handle: AwsHandle) -> AttemptStatus:
         states = self._states(handle)
         # Several workers train together: one gone (e.g. reclaimed) ends the attempt for all.
@@ -178,6 +205,15 @@ class AwsBackend:
         self._terminate(handle)
         self._release(self.client("ec2", handle.region), handle)
 
+    @staticmethod
+    def _finish_cluster(request: LaunchRequest, s: LaunchSettings, instances: list[dict]) -> None:
+        """The workers' addresses, if the launch died before it wrote them (the agents wait for them)."""
+        from spotfit.backends.aws import shipping
+
+        store = open_store(request.job_url)
+        if not store.exists(f"attempts/{request.attempt:04d}/cluster.json"):
+            shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances], s.worker_port)
+
     # -- steps --------------------------------------------------------------------------------------
 
     def _check_store(self, job_url: str) -> None:
@@ -188,10 +224,10 @@ class AwsBackend:
                                   "that may use it) in the job spec.")
 
     @staticmethod
-    def _instances_by_token(ec2, token: str) -> list[dict]:
+    def _instances_by_token(ec2, token: str, states: tuple[str, ...] = LIVE_STATES) -> list[dict]:
         pages = ec2.get_paginator("describe_instances").paginate(Filters=[
             {"Name": f"tag:{rq.TAG_TOKEN}", "Values": [token]},
-            {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            {"Name": "instance-state-name", "Values": list(states)},
         ])
         return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
 
