@@ -139,8 +139,9 @@ class AwsBackend:
                                    user_data(request.job_url, request.attempt, runtime_pip(request.options)))
         try:
             existing = self._instances_by_token(ec2, rq.client_token(request.job_id, request.attempt))
-            handle = replace(handle, security_group=self._security_group(ec2, calls))
-            instances = existing or self._run(ec2, calls, handle)
+            group = self._security_group(ec2, calls)
+            handle = replace(handle, security_group=group)
+            instances = existing or self._run(ec2, calls, s.region, group)
         except Exception:
             self._release(ec2, handle)  # no instance yet: only the groups to delete
             raise
@@ -247,9 +248,9 @@ class AwsBackend:
             ec2.authorize_security_group_ingress(**rq.fill(ingress.params, security_group_id=group_id))
         return group_id
 
-    def _run(self, ec2, calls: list[Call], handle: AwsHandle) -> list[dict]:
+    def _run(self, ec2, calls: list[Call], region: str, security_group: str) -> list[dict]:
         run = next(c for c in calls if c.operation == "RunInstances")
-        zone = run.params.get("Placement", {}).get("AvailabilityZone", handle.region)
+        zone = run.params.get("Placement", {}).get("AvailabilityZone", region)
         where = f"{run.params['InstanceType']} in {zone}"
         try:
             for call in calls:
@@ -259,7 +260,7 @@ class AwsBackend:
                     except Exception as exc:
                         if error_code(exc) != "InvalidPlacementGroup.Duplicate":
                             raise
-            return ec2.run_instances(**rq.fill(run.params, security_group_id=handle.security_group))["Instances"]
+            return ec2.run_instances(**rq.fill(run.params, security_group_id=security_group))["Instances"]
         except Exception as exc:
             if not is_client_error(exc):
                 raise
