@@ -242,7 +242,7 @@ def _cancel_orphan(state_db: StateDB, job: dict) -> None:
     backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
     for a in state_db.attempts(job["id"]):
         if AttemptState(a["state"]).is_live() and a["handle"]:
-            backend.stop(a["handle"])
+            backend.stop(backend.load_handle(a["handle"]))
             state_db.update_attempt(job["id"], a["number"], state=AttemptState.STOPPED, ended_at=time.time())
     state_db.update_job(job["id"], state=JobState.CANCELLED, message="cancelled by the user (no live controller)")
 

@@ -1,14 +1,18 @@
 """The backend contract: launch an attempt somewhere, watch it, signal it, stop it.
 
 A backend knows nothing about policies, checkpoints or the ledger: the controller decides,
-the backend carries out. Handles are JSON-able strings so that a restarted controller can
-adopt the attempts of the one that died (`spotfit resume`).
+the backend carries out. What a backend remembers about a launched attempt is its *handle*, a
+frozen dataclass of the backend's own (`LocalHandle`, `AwsHandle`); the controller stores it
+as `handle.to_json()` text in the attempts table and reads it back with `load_handle`, so that
+a restarted controller can adopt the attempts of the one that died (`spotfit resume`). One
+that died inside `launch`, before it stored the handle, is covered by `find`: the backend
+recognizes what it launched by the request alone (a process's command line, EC2 tags).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 
 @dataclass
@@ -37,20 +41,42 @@ class AttemptStatus:
     signal: int | None = None  # the signal that ended it, if any
 
 
+class Handle(Protocol):
+    """What a backend remembers about one launched attempt: enough to watch and stop it anywhere."""
+
+    def to_json(self) -> str:
+        """The text the attempts table stores; the backend's `load_handle` reads it back."""
+
+
+H = TypeVar("H", bound=Handle)
+
+
 @runtime_checkable
-class Backend(Protocol):
+class Backend(Protocol[H]):
+    """Launch, watch, signal and stop attempts; `H` is the backend's own handle type."""
+
     name: str
 
-    def launch(self, request: LaunchRequest) -> str:
+    def launch(self, request: LaunchRequest) -> H:
         """Start the attempt; return its handle. Raise `NoCapacityError` when there is none."""
 
-    def status(self, handle: str) -> AttemptStatus:
+    def load_handle(self, text: str) -> H:
+        """The handle whose `to_json()` is `text`."""
+
+    def find(self, request: LaunchRequest) -> H | None:
+        """The handle of what `launch(request)` started, looked up without one; None if nothing.
+
+        A controller that dies inside `launch` leaves the attempt without a stored handle; its
+        successor asks here before it calls the attempt killed. What is found may have ended.
+        """
+
+    def status(self, handle: H) -> AttemptStatus:
         """Whether the attempt still runs and, once it ended, how."""
 
-    def preempt(self, handle: str, notice_s: float) -> None:
+    def preempt(self, handle: H, notice_s: float) -> None:
         """Deliver a preemption: SIGTERM now, SIGKILL after `notice_s` (0: SIGKILL at once)."""
 
-    def stop(self, handle: str, grace_s: float = 10.0) -> None:
+    def stop(self, handle: H, grace_s: float = 10.0) -> None:
         """Stop the attempt and release its resources (idempotent)."""
 
 

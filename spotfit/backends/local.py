@@ -2,8 +2,10 @@
 
 It runs `python -m spotfit.runtime JOB_URL N` with the same interpreter, so a laptop can run
 the whole system. Preemptions are real signals to the process group: SIGTERM, then SIGKILL
-after the notice. Handles carry the pid and the process start time, so that a controller that
-restarts can find (adopt) a still-running attempt and never confuse it with a reused pid.
+after the notice. Handles (`LocalHandle`, in local_process.py) carry the pid and the process
+start time, so that a controller that restarts can find (adopt) a still-running attempt and
+never confuse it with a reused pid. A controller that died inside `launch`, before it stored
+the handle, is covered too: `find` recognizes the attempt's processes by their command line.
 
 With `resources.workers` > 1 an attempt is a group of worker processes, one per worker, each
 with a `TF_CONFIG` naming all of them on free 127.0.0.1 ports (worker 0 is the chief; its log
@@ -22,14 +24,15 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 
 from spotfit.backends.base import AttemptStatus, LaunchRequest
+from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.home import home
 
-_EXIT_KEY = "attempts/{attempt:04d}/exit.json"
 _ENDED_OK = (0, 75, 76)  # done, preempted with checkpoint, stopped (spotfit.runtime)
 GROUP_GRACE_S = 60.0
 
@@ -44,24 +47,37 @@ class LocalBackend:
         self._children: dict[int, subprocess.Popen] = {}
         self._first_exit: dict[int, float] = {}  # group (chief pid) -> when a worker ended
 
-    def launch(self, request: LaunchRequest) -> str:
+    def launch(self, request: LaunchRequest) -> LocalHandle:
         if request.workers <= 1:
-            return self._launch_one(request, _log_path(request), {})
+            return LocalHandle((self._launch_one(request, _log_path(request), {}),))
         ports = _free_ports(request.workers)
-        members = []
-        for index in range(request.workers):
-            log_path = _log_path(request)
-            if index:
-                log_path = log_path.with_name(f"{log_path.stem}-w{index}{log_path.suffix}")
-            members.append(json.loads(self._launch_one(request, log_path, {"TF_CONFIG": _tf_config(ports, index)})))
-        return json.dumps({**members[0], "workers": members})
+        return LocalHandle(tuple(self._launch_one(request, _worker_log(request, index),
+                                                  {"TF_CONFIG": _tf_config(ports, index)})
+                                 for index in range(request.workers)))
 
-    def _launch_one(self, request: LaunchRequest, log_path: Path, extra_env: dict[str, str]) -> str:
+    def load_handle(self, text: str) -> LocalHandle:
+        return LocalHandle.from_json(text)
+
+    def find(self, request: LaunchRequest) -> LocalHandle | None:
+        """The live processes of `request`'s attempt, whoever launched them.
+
+        A group with a worker missing (the launch died halfway) cannot train, synchronous as it
+        is: its workers are killed and None is returned, as for an attempt never launched.
+        """
+        found = find_runtime(request.job_url, request.attempt)
+        workers = max(request.workers, 1)
+        if len(found) < workers:
+            for member in found.values():
+                member.signal_group(signal.SIGKILL)
+            return None
+        return LocalHandle(tuple(replace(found[i], log=str(_worker_log(request, i))) for i in range(workers)))
+
+    def _launch_one(self, request: LaunchRequest, log_path: Path, extra_env: dict[str, str]) -> LocalProcess:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **request.env, **extra_env, "PYTHONUNBUFFERED": "1"}
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [self.python, "-m", "spotfit.runtime", request.job_url, str(request.attempt)],
+                runtime_command(self.python, request.job_url, request.attempt),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -69,32 +85,28 @@ class LocalBackend:
                 start_new_session=True,  # its own process group: signals reach all of it
             )
         self._children[proc.pid] = proc
-        started = psutil.Process(proc.pid).create_time()
-        return json.dumps({"pid": proc.pid, "create_time": started, "log": str(log_path)})
+        return LocalProcess(pid=proc.pid, create_time=psutil.Process(proc.pid).create_time(), log=str(log_path))
 
-    def status(self, handle: str) -> AttemptStatus:
-        info = json.loads(handle)
-        if "workers" not in info:
-            return self._status_one(info)
-        members = info["workers"]
-        statuses = [self._status_one(m) for m in members]
+    def status(self, handle: LocalHandle) -> AttemptStatus:
+        if len(handle.processes) == 1:
+            return self._status_one(handle.chief)
+        statuses = [self._status_one(m) for m in handle.processes]
         if all(s.running for s in statuses):
             return AttemptStatus(running=True)
         if not any(s.running for s in statuses):
-            self._first_exit.pop(info["pid"], None)
+            self._first_exit.pop(handle.chief.pid, None)
             return _group_exit(statuses)
         failed = any(not s.running and (s.signal or (s.exit_code is not None and s.exit_code not in _ENDED_OK))
                      for s in statuses)
-        first = self._first_exit.setdefault(info["pid"], time.monotonic())
+        first = self._first_exit.setdefault(handle.chief.pid, time.monotonic())
         if failed or time.monotonic() - first > GROUP_GRACE_S:
-            for member, st in zip(members, statuses):
+            for member, st in zip(handle.processes, statuses, strict=True):
                 if st.running:
-                    _kill_group(member, signal.SIGKILL)
+                    member.signal_group(signal.SIGKILL)
         return AttemptStatus(running=True)
 
-    def _status_one(self, info: dict) -> AttemptStatus:
-        pid = info["pid"]
-        child = self._children.get(pid)
+    def _status_one(self, member: LocalProcess) -> AttemptStatus:
+        child = self._children.get(member.pid)
         if child is not None:
             code = child.poll()
             if code is None:
@@ -102,30 +114,28 @@ class LocalBackend:
             if code < 0:
                 return AttemptStatus(running=False, exit_code=None, signal=-code)
             return AttemptStatus(running=False, exit_code=code)
-        if _same_process_alive(pid, info["create_time"]):
+        if member.alive():
             return AttemptStatus(running=True)
         return AttemptStatus(running=False)  # adopted and gone: the exit went unobserved
 
-    def preempt(self, handle: str, notice_s: float) -> None:
-        members = _members(handle)
+    def preempt(self, handle: LocalHandle, notice_s: float) -> None:
         if notice_s <= 0:
-            _kill_all(members, signal.SIGKILL)
+            _signal_all(handle, signal.SIGKILL)
             return
-        _kill_all(members, signal.SIGTERM)
-        timer = threading.Timer(notice_s, _kill_all, args=(members, signal.SIGKILL))
+        _signal_all(handle, signal.SIGTERM)
+        timer = threading.Timer(notice_s, _signal_all, args=(handle, signal.SIGKILL))
         timer.daemon = True
         timer.start()
 
-    def stop(self, handle: str, grace_s: float = 10.0) -> None:
-        members = _members(handle)
-        _kill_all(members, signal.SIGTERM)
+    def stop(self, handle: LocalHandle, grace_s: float = 10.0) -> None:
+        _signal_all(handle, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and self.status(handle).running:
             time.sleep(0.05)
         if self.status(handle).running:
-            _kill_all(members, signal.SIGKILL)
-        for member in members:
-            child = self._children.get(member["pid"])
+            _signal_all(handle, signal.SIGKILL)
+        for member in handle.processes:
+            child = self._children.get(member.pid)
             if child is not None:
                 child.wait()
 
@@ -138,14 +148,15 @@ def _log_path(request: LaunchRequest) -> Path:
     return home() / "logs" / request.job_id / key
 
 
-def _members(handle: str) -> list[dict]:
-    info = json.loads(handle)
-    return info.get("workers") or [info]
+def _worker_log(request: LaunchRequest, index: int) -> Path:
+    """Worker 0 logs to the attempt's log; worker i to `attempt-NNNN-wI.log` beside it."""
+    path = _log_path(request)
+    return path.with_name(f"{path.stem}-w{index}{path.suffix}") if index else path
 
 
-def _kill_all(members: list[dict], sig: int) -> None:
-    for member in members:
-        _kill_group(member, sig)
+def _signal_all(handle: LocalHandle, sig: int) -> None:
+    for member in handle.processes:
+        member.signal_group(sig)
 
 
 def _group_exit(statuses: list[AttemptStatus]) -> AttemptStatus:
@@ -182,21 +193,3 @@ def _tf_config(ports: list[int], index: int) -> str:
     """The `TF_CONFIG` of worker `index` (runtime/strategy.py reads it)."""
     return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
                        "task": {"type": "worker", "index": index}})
-
-
-def _same_process_alive(pid: int, create_time: float) -> bool:
-    try:
-        proc = psutil.Process(pid)
-        return abs(proc.create_time() - create_time) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _kill_group(info: dict, sig: int) -> None:
-    """Signal the attempt's process group, only if it is still the process we started."""
-    if not _same_process_alive(info["pid"], info["create_time"]):
-        return
-    try:
-        os.killpg(info["pid"], sig)
-    except ProcessLookupError:
-        pass

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from spotfit.backends.base import Backend, LaunchRequest, make_backend
-from spotfit.controller import notify, outcome
+from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
+from spotfit.controller import crashpoints, notify, outcome
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.watchdog import Watchdog
-from spotfit.rulespec import Budget
 from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError
+from spotfit.rulespec import Budget
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
@@ -99,21 +99,43 @@ class Controller:
         running = [a for a in self.db.attempts(self.job_id) if AttemptState(a["state"]).is_live()]
         return running[-1] if running else None
 
+    def _handle(self, attempt: dict) -> Handle:
+        return self.backend.load_handle(attempt["handle"])
+
     def _adopt(self) -> None:
-        """After a controller restart: keep watching a live attempt, or close the dead one."""
+        """After a controller restart: keep watching the live attempt, or close the one that is over.
+
+        An attempt without a handle was being launched when the last controller died: before it
+        is called killed the backend looks for what the launch started (processes, instances).
+        What it finds is adopted; if it finds nothing, an exit record in the store means the
+        attempt ran and ended meanwhile; only with neither was the attempt killed.
+        """
         current = self._current()
         if current is None:
             return
+        number = current["number"]
+        how = ""
         if current["handle"] is None:
-            self._finish(current, outcome.KILLED, None, "its launch was interrupted")
-        else:
-            self.db.add_event(self.job_id, "adopted", f"controller {os.getpid()} adopted attempt {current['number']}",
-                              attempt=current["number"])
+            handle = self.backend.find(self._request(number, current["market"], current["zone"]))
+            if handle is None:
+                code = self._recorded_exit(number)
+                if code is None:
+                    self._finish(current, outcome.KILLED, None, "its launch was interrupted and nothing it "
+                                                                "started was found")
+                else:
+                    self._finish(current, outcome.classify(code), code, "it ended while no controller watched")
+                return
+            self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
+            self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} adopted")
+            how = f", found by the {self.backend.name} backend after an interrupted launch"
+        self.db.add_event(self.job_id, "adopted", f"controller {os.getpid()} adopted attempt {number}{how}",
+                          attempt=number)
 
     # -- watching a running attempt -------------------------------------------------------------
 
     def _watch(self, attempt: dict) -> None:
-        status = self.backend.status(attempt["handle"])
+        handle = self._handle(attempt)
+        status = self.backend.status(handle)
         number = attempt["number"]
         if not status.running:
             code = status.exit_code
@@ -122,7 +144,7 @@ class Controller:
             result = outcome.classify(code, status.signal)
             if number in self._switching and result in (outcome.STOPPED, outcome.PREEMPTED, outcome.KILLED):
                 result = outcome.STOPPED
-            self.backend.stop(attempt["handle"], grace_s=0.0)  # release what is left (other workers, groups)
+            self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code)
             return
         progress = self._progress(number)
@@ -130,7 +152,7 @@ class Controller:
         for inj in self.plan.pending_injections():
             if progress.get("phase") == "holding" and (progress.get("step") or 0) >= inj.at_step:
                 self.plan.mark_injected(inj, number)
-                self.backend.preempt(attempt["handle"], inj.notice_s)
+                self.backend.preempt(handle, inj.notice_s)
         # The replayed market: the zone's spot capacity is gone.
         if (attempt["market"] == "spot" and number not in self._notified
                 and not self.plan.spot_available(attempt["zone"])):
@@ -138,17 +160,17 @@ class Controller:
             self.db.add_event(self.job_id, "preemption_notice",
                               f"spot capacity in {attempt['zone']} reclaimed (trace)", attempt=number,
                               trace_s=self.plan.now_s())
-            self.backend.preempt(attempt["handle"], self.plan.notice_s())
+            self.backend.preempt(handle, self.plan.notice_s())
             return
         if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
             del self._stop_sent[number]
-            self.backend.preempt(attempt["handle"], self.plan.notice_s())
+            self.backend.preempt(handle, self.plan.notice_s())
         if number not in self._notified and number not in self._switching and self.plan.new_tick():
             decision = self.plan.decide(attempt, progress)
             if decision is not None and not self.plan.same_mode(attempt, decision):
                 self._switching.add(number)
                 self.db.add_event(self.job_id, "switch", f"policy switches to {decision}", attempt=number)
-                self.backend.preempt(attempt["handle"], self.plan.notice_s())
+                self.backend.preempt(handle, self.plan.notice_s())
         if self.watchdog.active and number not in self._switching:
             self._apply_rules(attempt, progress)
 
@@ -172,8 +194,8 @@ class Controller:
         elif result == outcome.FAILED:
             self._failures += 1
             if self._failures > self.spec.max_failures:
-                self.db.update_job(self.job_id, state=JobState.FAILED,
-                                   message=f"the script failed {self._failures} times; see `spotfit logs {self.job_id}`")
+                why = f"the script failed {self._failures} times; see `spotfit logs {self.job_id}`"
+                self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
         elif result == outcome.STOPPED and self.db.get_job(self.job_id)["cancel_requested"]:
             self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
         elif result == outcome.STOPPED and self._halt is not None:
@@ -205,15 +227,11 @@ class Controller:
                                      start_step=self.db.get_job(self.job_id)["step"])
         self.store.write_bytes(f"attempts/{number:04d}/runtime.json",
                                self.plan.runtime_config(self.job_url, number, zone).to_json().encode())
-        request = LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone,
-                                market=market, workers=self.spec.resources.workers,
-                                env=dict(self.spec.env), accelerator=self.spec.resources.accelerator,
-                                accelerator_count=self.spec.resources.count,
-                                options=self.spec.aws.model_dump() if self.spec.backend == "aws" else {})
+        crashpoints.hold("launching")
         try:
             if market == "spot" and not self.plan.spot_available(zone):
                 raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
-            handle = self.backend.launch(request)
+            handle = self.backend.launch(self._request(number, market, zone))
         except NoCapacityError as exc:
             self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
             self.db.update_attempt(self.job_id, number, state=AttemptState.NO_CAPACITY, ended_at=time.time(),
@@ -229,10 +247,20 @@ class Controller:
             if self._failures > self.spec.max_failures:
                 self.db.update_job(self.job_id, state=JobState.FAILED, message=f"launch failed: {exc.message}")
             return
-        self.db.update_attempt(self.job_id, number, handle=handle, state=AttemptState.RUNNING)
-        self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} on {market} {zone or ''}".strip())
+        crashpoints.hold("launched")
+        self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
+        self.db.update_job(self.job_id, state=JobState.RUNNING,
+                           message=f"attempt {number} on {market} {zone or ''}".strip())
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
                           attempt=number, trace_s=self.plan.now_s())
+
+    def _request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
+        """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
+        return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
+                             workers=self.spec.resources.workers, env=dict(self.spec.env),
+                             accelerator=self.spec.resources.accelerator,
+                             accelerator_count=self.spec.resources.count,
+                             options=self.spec.aws.model_dump() if self.spec.backend == "aws" else {})
 
     # -- rules ----------------------------------------------------------------------------------
 
@@ -260,7 +288,7 @@ class Controller:
         number = attempt["number"]
         self._switching.add(number)
         if progress.get("phase") != "training":
-            self.backend.preempt(attempt["handle"], self.plan.notice_s())
+            self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
         self._stop_sent[number] = time.time()
         doc = {"attempt": number, "reason": reason, "export": export}
@@ -293,7 +321,7 @@ class Controller:
             self._switching.add(current["number"])
             self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping",
                               attempt=current["number"])
-            self.backend.preempt(current["handle"], notice_s=30.0)
+            self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)
 
     # -- reading the store ----------------------------------------------------------------------

@@ -6,6 +6,9 @@ that SavedModel; `keras`: `model.save(".keras")`) to a local folder, **reloads e
 checks that it predicts what the trained model predicts** on a sample batch (the script's own
 training inputs when they were arrays, else inputs drawn from the model's input specs), and
 only then uploads it to `<registry>/<job name>/<version>/`, versions numbered 1, 2, 3, ...
+A version number is claimed before anything is uploaded under it, by creating
+`<version>/claim.json` only if absent (`ObjectStore.create_exclusive`: `O_EXCL` semantics on
+files, `If-None-Match: *` on S3): two exports of one name racing for a number get distinct ones.
 A model trained in mixed precision is exported in float32 (its variables are float32 already;
 TFLite has no bf16 kernels), and compared within the trained policy's rounding. The model
 card, `model_card.json`, is written last: a version exists only once its card does
@@ -25,6 +28,7 @@ import json
 import shutil
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +36,7 @@ import numpy as np
 from spotfit.stores import open_store
 
 CARD = "model_card.json"
+CLAIM = "claim.json"
 TOLERANCE = {"savedmodel": 1e-5, "keras": 1e-6, "tflite": 1e-4}  # max |difference|, relative to max |y|
 # Under mixed precision the graph and eager paths round differently: a bf16 result has ~3
 # significant digits (eps 2^-8), fp16 ~3.3 (eps 2^-11). The check then catches wrong models,
@@ -58,6 +63,22 @@ def next_version(registry, name: str) -> int:
     """One above every version folder present (published or half-written)."""
     used = [int(k.split("/")[1]) for k in registry.list(name) if k.count("/") >= 2 and k.split("/")[1].isdigit()]
     return max(used, default=0) + 1
+
+
+def claim_version(registry, name: str, job_id: str | None = None) -> int:
+    """The lowest version of `name` free from here on, claimed for this export alone.
+
+    Candidates start at `next_version`; a candidate another export claimed first is skipped.
+    The claim holds a token of this call, so a claim whose reply was lost (and whose retry
+    then found the key taken) is still recognized as this call's own.
+    """
+    token = json.dumps({"token": uuid.uuid4().hex, "job_id": job_id, "claimed_at": time.time()}).encode()
+    version = next_version(registry, name)
+    while True:
+        key = f"{name}/{version}/{CLAIM}"
+        if registry.create_exclusive(key, token) or registry.read_bytes(key) == token:
+            return version
+        version += 1
 
 
 def sample_inputs(model, sample=None):
@@ -177,9 +198,9 @@ def _run_tflite(data: bytes, sample):
 
 
 def publish(registry_url: str, name: str, folder: Path, card: dict) -> dict:
-    """Upload `folder` as the next version of `name`, card last; returns the card."""
+    """Upload `folder` as the next version of `name`, claimed first, card last; returns the card."""
     registry = open_store(registry_url)
-    version = next_version(registry, name)
+    version = claim_version(registry, name, card.get("job_id"))
     card = {**card, "name": name, "version": version, "published_at": time.time(),
             "url": f"{registry_url.rstrip('/')}/{name}/{version}"}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):

@@ -4,7 +4,9 @@ A store is addressed by a URL (`file:///tmp/x`, `memory://bucket/x`, `s3://bucke
 Keys are `/`-separated paths relative to the store's root. Writes of a single object are
 all-or-nothing: a reader never sees half an object (local files are written under a
 temporary name, then renamed; S3 PUTs are atomic by nature). Multi-object protocols such as
-checkpoints build on that by writing their manifest last.
+checkpoints build on that by writing their manifest last. `create_exclusive` creates an object
+only if its key is free (`O_EXCL` semantics on files, `If-None-Match: *` on S3), which is how
+concurrent writers claim a name, e.g. a registry version.
 
 Errors: a missing object raises `NotFoundError`; anything else that goes wrong (server down,
 permission denied) raises `StoreError`, after the store's own retries.
@@ -48,6 +50,15 @@ class ObjectStore(Protocol):
 
     def write_bytes(self, key: str, data: bytes) -> None:
         """Create or replace the object, atomically."""
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Create the object only if no object has `key`; return whether this call created it.
+
+        Atomic: of callers racing for one key exactly one gets True, and readers see the
+        winner's whole content or nothing. A retry after a lost reply may answer False for an
+        object this very call created: callers that must know put a unique token in `data`
+        and compare what they read back.
+        """
 
     def exists(self, key: str) -> bool:
         """Whether the object exists."""

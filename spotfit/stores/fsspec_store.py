@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 
 import fsspec
@@ -28,10 +29,10 @@ from spotfit.stores.s3_reader import range_reader
 
 # protocol -> (pip extra, import name): shown when the optional package is missing.
 _INSTALL_HINTS = {"s3": ("s3", "s3fs"), "gs": ("gcs", "gcsfs"), "gcs": ("gcs", "gcsfs")}
-# Errors that no retry can fix.
 # Errors no retry can mend; `StoreError` is one spotfit raised on purpose (an object changed).
 _PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError, TypeError,
               StoreError)
+_MEMORY_LOCK = threading.Lock()  # memory:// exclusive creates, one at a time in this process
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -137,6 +138,15 @@ class FsspecStore:
         else:
             self._call("write", key, lambda: self.fs.pipe_file(path, data))
 
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        path = self._path(key)
+        if self.protocol == "file":
+            return self._call("create", key, lambda: _create_local(path, data))
+        if self.protocol == "memory":
+            with _MEMORY_LOCK:  # a memory:// store lives in one process: the lock makes check-and-write atomic
+                return self._call("create", key, lambda: _create_remote(self.fs, path, data))
+        return self._call("create", key, lambda: _create_remote(self.fs, path, data))
+
     def exists(self, key: str) -> bool:
         return self._call("check", key, lambda: self.fs.exists(self._path(key)))
 
@@ -196,6 +206,45 @@ def _write_local(path: str, data: bytes) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _create_local(path: str, data: bytes) -> bool:
+    """Write a temporary file, then hard-link it to `path`.
+
+    `link` fails if `path` exists, atomically, as `open(O_CREAT | O_EXCL)` does; unlike that
+    open, the file appears with its whole content, never empty or half written.
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        os.unlink(tmp)
+
+
+def _create_remote(fs, path: str, data: bytes) -> bool:
+    """fsspec's exclusive write: `If-None-Match: *` on S3 (s3fs), `xb` in memory."""
+    try:
+        fs.pipe_file(path, data, mode="create")
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        from spotfit.backends.aws.client import error_code
+
+        # s3fs makes a FileExistsError only of AWS's reply, which names the condition; SeaweedFS
+        # answers the same 412 PreconditionFailed without it, so s3fs passes an OSError on.
+        if exc.__cause__ is not None and error_code(exc.__cause__) == "PreconditionFailed":
+            return False
+        raise
+    return True
 
 
 def _object_info(key: str, raw: dict) -> ObjectInfo:

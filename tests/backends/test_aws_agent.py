@@ -80,7 +80,7 @@ if sys.argv[2] == "wait":
 def test_each_worker_gets_tf_config_from_the_private_addresses(aws, job, tmp_path, servers):
     import shutil
 
-    handle = json.loads(_backend(aws).launch(_request(job, workers=2)))
+    handle = _backend(aws).launch(_request(job, workers=2))
     cluster = json.loads(open_store(job).read_bytes("attempts/0001/cluster.json"))
     launch = json.loads(open_store(job).read_bytes("attempts/0001/launch.json"))
     seen = []
@@ -91,7 +91,7 @@ def test_each_worker_gets_tf_config_from_the_private_addresses(aws, job, tmp_pat
                          runtime_cmd=[sys.executable, "-c", FAKE_RUNTIME, str(out), "exit"])
         assert code == 0
         seen.append(json.loads(out.read_text()))
-    assert len(handle["instances"]) == 2
+    assert len(handle.instances) == 2
     for index, doc in enumerate(seen):
         assert json.loads(doc["tf_config"]) == {"cluster": {"worker": cluster["worker"]},
                                                 "task": {"type": "worker", "index": index}}

@@ -50,9 +50,9 @@ def test_registered_and_loaded_lazily():
 
 def test_launch_parameters_as_ec2_records_them(aws, job):
     backend = _backend(aws)
-    handle = json.loads(backend.launch(_request(job, ssh_cidr="203.0.113.7/32", key_name="me")))
+    handle = backend.launch(_request(job, ssh_cidr="203.0.113.7/32", key_name="me"))
     [inst] = instances(aws.ec2, "job-1")
-    assert inst["InstanceId"] == handle["instances"][0]
+    assert inst["InstanceId"] == handle.instances[0]
     assert inst["Placement"]["AvailabilityZone"] == "us-west-2b"
     assert inst["InstanceType"] == "p3.2xlarge"  # the catalog's V100 x1 type
     assert inst["InstanceLifecycle"] == "spot"
@@ -65,7 +65,7 @@ def test_launch_parameters_as_ec2_records_them(aws, job):
     text = base64.b64decode(ud["UserData"]["Value"]).decode()
     assert job in text and "shutdown -h now" in text
     assert "testing" not in text and "MY_FLAG" not in text  # no credentials, no env in user-data
-    [sg] = aws.ec2.describe_security_groups(GroupIds=[handle["security_group"]])["SecurityGroups"]
+    [sg] = aws.ec2.describe_security_groups(GroupIds=[handle.security_group])["SecurityGroups"]
     assert sg["GroupId"] in {g["GroupId"] for g in inst["SecurityGroups"]}
     [ssh] = sg["IpPermissions"]
     assert ssh["FromPort"] == 22 and [r["CidrIp"] for r in ssh["IpRanges"]] == ["203.0.113.7/32"]
@@ -82,8 +82,8 @@ def test_launch_parameters_as_ec2_records_them(aws, job):
 
 
 def test_no_ssh_rule_without_a_key_pair(aws, job):
-    handle = json.loads(_backend(aws).launch(_request(job)))
-    [sg] = aws.ec2.describe_security_groups(GroupIds=[handle["security_group"]])["SecurityGroups"]
+    handle = _backend(aws).launch(_request(job))
+    [sg] = aws.ec2.describe_security_groups(GroupIds=[handle.security_group])["SecurityGroups"]
     assert sg["IpPermissions"] == []
 
 
@@ -116,10 +116,10 @@ def test_a_retried_launch_with_the_same_client_token_yields_one_instance(aws, jo
     # moto 5.2 does not honour ClientToken (two RunInstances with one token make two instances),
     # so the backend also looks for instances tagged with the token before launching.
     backend = _backend(aws)
-    first = json.loads(backend.launch(_request(job)))
-    again = json.loads(_backend(aws).launch(_request(job)))  # e.g. a controller restarted mid-launch
-    assert again["instances"] == first["instances"]
-    assert again["security_group"] == first["security_group"]
+    first = backend.launch(_request(job))
+    again = _backend(aws).launch(_request(job))  # e.g. a controller restarted mid-launch
+    assert again.instances == first.instances
+    assert again.security_group == first.security_group
     assert len(instances(aws.ec2, "job-1")) == 1
     assert [r["ClientToken"] for r in aws.calls.of("RunInstances")] == [rq.client_token("job-1", 1)]
 
@@ -130,30 +130,30 @@ def test_insufficient_capacity_is_no_capacity_and_leaves_nothing(aws, job):
         _backend(aws).launch(_request(job))
     assert len(find_leftovers(aws.ec2, job="job-1")) == 0
     handle = _backend(aws).launch(_request(job, attempt=2, zone="us-west-2a"))  # the next offer works
-    assert json.loads(handle)["instances"]
+    assert handle.instances
 
 
 def test_two_workers_share_a_zone_a_cluster_group_a_private_port_and_a_cluster_spec(aws, job):
     backend = _backend(aws)
-    handle = json.loads(backend.launch(_request(job, workers=2)))
+    handle = backend.launch(_request(job, workers=2))
     workers = sorted(instances(aws.ec2, "job-1"), key=lambda i: i["AmiLaunchIndex"])
-    assert [i["InstanceId"] for i in workers] == handle["instances"]
+    assert tuple(i["InstanceId"] for i in workers) == handle.instances
     assert {i["Placement"]["AvailabilityZone"] for i in workers} == {"us-west-2b"}
-    group = aws.placement_groups.groups[handle["placement_group"]]
+    group = aws.placement_groups.groups[handle.placement_group]
     assert group["Strategy"] == "cluster"
     [run] = aws.calls.of("RunInstances")
-    assert run["Placement"]["GroupName"] == handle["placement_group"]  # moto drops it: checked as sent
-    [sg] = aws.ec2.describe_security_groups(GroupIds=[handle["security_group"]])["SecurityGroups"]
+    assert run["Placement"]["GroupName"] == handle.placement_group  # moto drops it: checked as sent
+    [sg] = aws.ec2.describe_security_groups(GroupIds=[handle.security_group])["SecurityGroups"]
     [rule] = sg["IpPermissions"]
     assert (rule["FromPort"], rule["ToPort"]) == (2222, 2222)
-    assert [p["GroupId"] for p in rule["UserIdGroupPairs"]] == [handle["security_group"]]
+    assert [p["GroupId"] for p in rule["UserIdGroupPairs"]] == [handle.security_group]
     assert rule["IpRanges"] == [] and rule["Ipv6Ranges"] == []
     cluster = json.loads(open_store(job).read_bytes("attempts/0001/cluster.json"))
     assert cluster["worker"] == [f"{i['PrivateIpAddress']}:2222" for i in workers]
     # One worker reclaimed: the attempt is over for both; stop releases everything.
     aws.ec2.terminate_instances(InstanceIds=[workers[1]["InstanceId"]])
-    assert not backend.status(json.dumps(handle)).running
-    backend.stop(json.dumps(handle), grace_s=0)
+    assert not backend.status(handle).running
+    backend.stop(handle, grace_s=0)
     assert {i["State"]["Name"] for i in instances(aws.ec2, "job-1")} == {"terminated"}
     assert aws.placement_groups.groups == {}
     assert len(find_leftovers(aws.ec2, job="job-1")) == 0
@@ -161,7 +161,7 @@ def test_two_workers_share_a_zone_a_cluster_group_a_private_port_and_a_cluster_s
 
 def test_gc_removes_leftovers_by_tag_but_keeps_active_jobs(aws, job, tmp_path):
     backend = _backend(aws)
-    json.loads(backend.launch(_request(job, workers=2)))  # a controller died: nothing stopped it
+    backend.launch(_request(job, workers=2))  # a controller died: nothing stopped it
     found = find_leftovers(aws.ec2)
     assert len(found.instances) == 2 and len(found.security_groups) == 1 and len(found.placement_groups) == 1
     assert len(find_leftovers(aws.ec2, keep={"job-1"})) == 0

@@ -107,6 +107,35 @@ def test_concurrent_writers_leave_whole_objects(store):
     assert all(store.read_bytes(f"c/{i:02d}") == bytes([i]) * (1000 + i) for i in range(8))
 
 
+def test_create_exclusive_creates_only_a_free_key(store):
+    assert store.create_exclusive("claims/1", b"first")
+    assert not store.create_exclusive("claims/1", b"second")
+    store.write_bytes("claims/2", b"written")
+    assert not store.create_exclusive("claims/2", b"third")
+    assert (store.read_bytes("claims/1"), store.read_bytes("claims/2")) == (b"first", b"written")
+    assert store.list("claims") == ["claims/1", "claims/2"]  # no temporary left behind
+
+
+def test_create_exclusive_has_one_winner_among_racers_and_its_content_is_whole(store):
+    racers = 8
+    barrier = threading.Barrier(racers, timeout=60)
+    won: dict[int, bool] = {}
+    payloads = [bytes([i]) * (100_000 + i) for i in range(racers)]  # large enough to be written in pieces
+
+    def race(i):
+        barrier.wait()  # all start together
+        won[i] = store.create_exclusive("race/key", payloads[i])
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(racers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(won) == racers, f"only {len(won)} of {racers} racers answered"
+    [winner] = [i for i, ok in won.items() if ok]
+    assert store.read_bytes("race/key") == payloads[winner]
+
+
 def test_child_urls_open_the_same_objects(store):
     store.write_bytes("jobs/j1/spec.json", b"{}")
     sub = open_store(child(store.url, "jobs", "j1"))

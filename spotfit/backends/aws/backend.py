@@ -7,12 +7,14 @@ attempt, its inbound rules, a cluster placement group for several workers, `RunI
 Capacity errors become `NoCapacityError`, which the controller records and answers by trying
 the next zone or offer.
 
-Handles are JSON (region, instance ids, security group, placement group), so `status`, `stop`
-and `spotfit cancel` work from a handle alone, in any process. `preempt` writes
+Handles (`AwsHandle`: region, instance ids, security group, placement group) are all that
+`status`, `stop` and `spotfit cancel` need, in any process. `preempt` writes
 `attempts/<n>/preempt.json` (the instance agent forwards it as SIGTERM) and terminates the
 instances once the notice is over; `stop` terminates them and deletes what the attempt
 created. A launch retried with the same (job, attempt) finds the instances of the first try by
-their client-token tag instead of starting new ones, besides sending EC2's `ClientToken`.
+their client-token tag instead of starting new ones, besides sending EC2's `ClientToken`; `find`
+looks the same way (instances by that tag, the security group by its name) for a controller
+that died inside `launch`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import replace
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
+from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.errors import BackendError, NoCapacityError, UsageError
@@ -38,6 +41,7 @@ CAPACITY_ERRORS = {
     "Unsupported",  # the type is not offered in this zone
 }
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
+ENDED_STATES = ("shutting-down", "terminated")
 DEFAULT_REGION = "us-east-1"
 _REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
 
@@ -56,7 +60,7 @@ class AwsBackend:
         self._session = session
         self._clients: dict[tuple[str, str], object] = {}
         self._lock = threading.Lock()
-        self._timers: dict[str, threading.Timer] = {}  # handle -> termination at the end of a notice
+        self._timers: dict[AwsHandle, threading.Timer] = {}  # termination at the end of a notice
 
     # -- clients ----------------------------------------------------------------------------------
 
@@ -119,7 +123,7 @@ class AwsBackend:
 
     # -- the Backend protocol -----------------------------------------------------------------------
 
-    def launch(self, request: LaunchRequest) -> str:
+    def launch(self, request: LaunchRequest) -> AwsHandle:
         from spotfit.backends.aws import shipping
         from spotfit.backends.aws.userdata import user_data
 
@@ -128,57 +132,88 @@ class AwsBackend:
         store = open_store(request.job_url)
         shipping.ship(store, request.attempt, request.env, s.workers, s.worker_port)
         ec2 = self.client("ec2", s.region)
-        handle = {"region": s.region, "job": request.job_id, "attempt": request.attempt,
-                  "job_url": request.job_url, "instances": [], "security_group": None,
-                  "placement_group": rq.resource_name(request.job_id, request.attempt)
-                  if rq.uses_placement_group(s) else None}
+        handle = AwsHandle(region=s.region, job=request.job_id, attempt=request.attempt, job_url=request.job_url,
+                           placement_group=rq.resource_name(request.job_id, request.attempt)
+                           if rq.uses_placement_group(s) else None)
         calls = rq.launch_requests(s, request.job_id, request.attempt,
                                    user_data(request.job_url, request.attempt, runtime_pip(request.options)))
         try:
             existing = self._instances_by_token(ec2, rq.client_token(request.job_id, request.attempt))
-            handle["security_group"] = self._security_group(ec2, calls)
-            instances = existing or self._run(ec2, calls, handle)
+            group = self._security_group(ec2, calls)
+            handle = replace(handle, security_group=group)
+            instances = existing or self._run(ec2, calls, s.region, group)
         except Exception:
-            if not handle["instances"]:
-                self._release(ec2, handle)
+            self._release(ec2, handle)  # no instance yet: only the groups to delete
             raise
         instances.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
-        handle["instances"] = [i["InstanceId"] for i in instances]
         if s.workers > 1:
             shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances],
                                    s.worker_port)
-        return json.dumps(handle)
+        return replace(handle, instances=tuple(i["InstanceId"] for i in instances))
 
-    def status(self, handle: str) -> AttemptStatus:
-        info = json.loads(handle)
-        states = self._states(info)
+    def load_handle(self, text: str) -> AwsHandle:
+        return AwsHandle.from_json(text)
+
+    def find(self, request: LaunchRequest) -> AwsHandle | None:
+        """What a launch of `request` created, in any state (terminated instances included).
+
+        Instances are found by the attempt's client-token tag, the security group by its name.
+        A handle with a security group and no instance (the launch died before `RunInstances`)
+        is returned too: its attempt is then over, and `stop` deletes the group.
+        """
+        s = self.settings(request, lookup=False)
+        ec2 = self.client("ec2", s.region)
+        token = rq.client_token(request.job_id, request.attempt)
+        instances = self._instances_by_token(ec2, token, states=LIVE_STATES + ENDED_STATES)
+        groups = ec2.describe_security_groups(Filters=[
+            {"Name": "group-name", "Values": [rq.resource_name(request.job_id, request.attempt)]}])["SecurityGroups"]
+        if not instances and not groups:
+            return None
+        instances.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
+        if s.workers > 1 and instances and all(i["State"]["Name"] in LIVE_STATES for i in instances):
+            self._finish_cluster(request, s, instances)
+        return AwsHandle(region=s.region, job=request.job_id, attempt=request.attempt, job_url=request.job_url,
+                         instances=tuple(i["InstanceId"] for i in instances),
+                         security_group=groups[0]["GroupId"] if groups else None,
+                         placement_group=rq.resource_name(request.job_id, request.attempt)
+                         if rq.uses_placement_group(s) else None)
+
+    def status(self, handle: AwsHandle) -> AttemptStatus:
+        states = self._states(handle)
         # Several workers train together: one gone (e.g. reclaimed) ends the attempt for all.
         running = bool(states) and all(st in ("pending", "running") for st in states.values())
         return AttemptStatus(running=running)  # the exit code comes from attempts/<n>/exit.json
 
-    def preempt(self, handle: str, notice_s: float) -> None:
-        info = json.loads(handle)
-        _ask_to_stop(info, notice_s)
+    def preempt(self, handle: AwsHandle, notice_s: float) -> None:
+        _ask_to_stop(handle, notice_s)
         if notice_s <= 0:
-            self._terminate(info)
+            self._terminate(handle)
             return
-        timer = threading.Timer(notice_s, self._terminate, args=(info,))
+        timer = threading.Timer(notice_s, self._terminate, args=(handle,))
         timer.daemon = True
         self._timers[handle] = timer
         timer.start()
 
-    def stop(self, handle: str, grace_s: float = 10.0) -> None:
-        info = json.loads(handle)
+    def stop(self, handle: AwsHandle, grace_s: float = 10.0) -> None:
         if grace_s > 0 and self.status(handle).running:
-            _ask_to_stop(info, grace_s)
+            _ask_to_stop(handle, grace_s)
             deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline and self.status(handle).running:
                 time.sleep(min(self.poll_s, 1.0))
         timer = self._timers.pop(handle, None)
         if timer is not None:
             timer.cancel()
-        self._terminate(info)
-        self._release(self.client("ec2", info["region"]), info)
+        self._terminate(handle)
+        self._release(self.client("ec2", handle.region), handle)
+
+    @staticmethod
+    def _finish_cluster(request: LaunchRequest, s: LaunchSettings, instances: list[dict]) -> None:
+        """The workers' addresses, if the launch died before it wrote them (the agents wait for them)."""
+        from spotfit.backends.aws import shipping
+
+        store = open_store(request.job_url)
+        if not store.exists(f"attempts/{request.attempt:04d}/cluster.json"):
+            shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances], s.worker_port)
 
     # -- steps --------------------------------------------------------------------------------------
 
@@ -190,10 +225,10 @@ class AwsBackend:
                                   "that may use it) in the job spec.")
 
     @staticmethod
-    def _instances_by_token(ec2, token: str) -> list[dict]:
+    def _instances_by_token(ec2, token: str, states: tuple[str, ...] = LIVE_STATES) -> list[dict]:
         pages = ec2.get_paginator("describe_instances").paginate(Filters=[
             {"Name": f"tag:{rq.TAG_TOKEN}", "Values": [token]},
-            {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            {"Name": "instance-state-name", "Values": list(states)},
         ])
         return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
 
@@ -213,9 +248,10 @@ class AwsBackend:
             ec2.authorize_security_group_ingress(**rq.fill(ingress.params, security_group_id=group_id))
         return group_id
 
-    def _run(self, ec2, calls: list[Call], handle: dict) -> list[dict]:
+    def _run(self, ec2, calls: list[Call], region: str, security_group: str) -> list[dict]:
         run = next(c for c in calls if c.operation == "RunInstances")
-        where = f"{run.params['InstanceType']} in {run.params.get('Placement', {}).get('AvailabilityZone', handle['region'])}"
+        zone = run.params.get("Placement", {}).get("AvailabilityZone", region)
+        where = f"{run.params['InstanceType']} in {zone}"
         try:
             for call in calls:
                 if call.operation == "CreatePlacementGroup":
@@ -224,7 +260,7 @@ class AwsBackend:
                     except Exception as exc:
                         if error_code(exc) != "InvalidPlacementGroup.Duplicate":
                             raise
-            return ec2.run_instances(**rq.fill(run.params, security_group_id=handle["security_group"]))["Instances"]
+            return ec2.run_instances(**rq.fill(run.params, security_group_id=security_group))["Instances"]
         except Exception as exc:
             if not is_client_error(exc):
                 raise
@@ -235,12 +271,12 @@ class AwsBackend:
             raise BackendError(f"EC2 refused the launch of {where}: {code}: {message}",
                                hint="See docs/aws.md for the IAM policy and the one-time setup.") from exc
 
-    def _states(self, info: dict) -> dict[str, str]:
-        if not info["instances"]:
+    def _states(self, handle: AwsHandle) -> dict[str, str]:
+        if not handle.instances:
             return {}
-        ec2 = self.client("ec2", info["region"])
+        ec2 = self.client("ec2", handle.region)
         try:
-            pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=info["instances"])
+            pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=list(handle.instances))
             return {i["InstanceId"]: i["State"]["Name"]
                     for page in pages for r in page["Reservations"] for i in r["Instances"]}
         except Exception as exc:
@@ -248,29 +284,29 @@ class AwsBackend:
                 return {}
             raise
 
-    def _terminate(self, info: dict) -> None:
-        live = [i for i, st in self._states(info).items() if st in LIVE_STATES]
+    def _terminate(self, handle: AwsHandle) -> None:
+        live = [i for i, st in self._states(handle).items() if st in LIVE_STATES]
         if live:
-            self.client("ec2", info["region"]).terminate_instances(InstanceIds=live)
+            self.client("ec2", handle.region).terminate_instances(InstanceIds=live)
 
-    def _release(self, ec2, info: dict) -> None:
+    def _release(self, ec2, handle: AwsHandle) -> None:
         """Delete what the attempt created once its instances are gone; `spotfit gc` gets the rest."""
         deadline = time.monotonic() + self.cleanup_wait_s
-        while info["instances"] and any(st != "terminated" for st in self._states(info).values()):
+        while handle.instances and any(st != "terminated" for st in self._states(handle).values()):
             if time.monotonic() > deadline:
                 return
             time.sleep(self.poll_s)
-        cancel_spot_requests(ec2, info["job"], info["attempt"])
-        if info.get("placement_group"):
-            delete_quietly(ec2.delete_placement_group, GroupName=info["placement_group"])
-        if info.get("security_group"):
-            delete_quietly(ec2.delete_security_group, GroupId=info["security_group"])
+        cancel_spot_requests(ec2, handle.job, handle.attempt)
+        if handle.placement_group:
+            delete_quietly(ec2.delete_placement_group, GroupName=handle.placement_group)
+        if handle.security_group:
+            delete_quietly(ec2.delete_security_group, GroupId=handle.security_group)
 
 
-def _ask_to_stop(info: dict, notice_s: float) -> None:
+def _ask_to_stop(handle: AwsHandle, notice_s: float) -> None:
     """`attempts/<n>/preempt.json`: the instance agent forwards it to the runtime as SIGTERM."""
-    open_store(info["job_url"]).write_bytes(
-        f"attempts/{info['attempt']:04d}/preempt.json",
+    open_store(handle.job_url).write_bytes(
+        f"attempts/{handle.attempt:04d}/preempt.json",
         json.dumps({"notice_s": notice_s, "at": time.time()}).encode())
 
 
