@@ -19,7 +19,7 @@ def tensorboard(
     """Serve a job's TensorBoard logs on 127.0.0.1 until Ctrl-C (fetching them from a remote store)."""
     from spotfit import sdk
     from spotfit.home import home
-    from spotfit.runtime import tensorboard as tb
+    from spotfit import tensorboard_server as tb
 
     row = sdk.db().find_job(job or "")
     code = tb.serve(row["store_url"], row["id"], port, home() / "cache" / "tensorboard",
