@@ -115,6 +115,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._failed_t = 0.0  # last failed save (store unreachable): the next try waits an interval
         self._failed_step = 0
         self._first_step_seen = False
+        self._skipped_nonfinite = False
 
     # -- Keras hooks ----------------------------------------------------------------------
 
@@ -153,13 +154,15 @@ class SpotfitCallback(keras.callbacks.Callback):
         self.step += self.model.steps_per_execution
         self.batch_in_epoch = batch + 1
         loss = (logs or {}).get("loss")
-        s.reporter.record_loss(self.step, loss)
+        first_nan = s.reporter.record_loss(self.step, loss)
         if not self._first_step_seen:
             self._first_step_seen = True
             s.reporter.timing("first_step_s", time.time() - s.t_started)
             s.reporter.progress(force=True, step=self.step, loss=_num(loss), epoch=self.epoch)
         else:
             s.reporter.progress(step=self.step, loss=_num(loss), epoch=self.epoch)
+        if first_nan:
+            self._nan_loss()
         previous = self.step - self.model.steps_per_execution
         if any(previous < at <= self.step for at in s.config.hold_at_steps) and self.step > self._last_save_step:
             self._hold()
@@ -221,8 +224,12 @@ class SpotfitCallback(keras.callbacks.Callback):
         }
         s = self.session
         s.reporter.progress(force=True, phase="saving")
+        arrays = capture(self.model)
+        if not _finite(arrays):
+            self._skip_save(reason)
+            return
         try:
-            seconds = s.checkpoints.save(self.step, capture(self.model), meta)
+            seconds = s.checkpoints.save(self.step, arrays, meta)
         except StoreError as exc:
             # Training goes on from the previous checkpoint's safety; the next interval retries.
             self._failed_t, self._failed_step = time.perf_counter(), self.step
@@ -239,12 +246,40 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
 
+    def _skip_save(self, reason: str) -> None:
+        """NaN or infinite weights are not saved: they would rotate the last good checkpoints out."""
+        s = self.session
+        self._failed_t, self._failed_step = time.perf_counter(), self.step  # the next try waits an interval
+        s.reporter.progress(force=True, phase="training")
+        if not self._skipped_nonfinite:
+            self._skipped_nonfinite = True
+            s.reporter.event("checkpoint_skipped", f"not saving step {self.step} ({reason}): the weights are "
+                             "NaN or infinite; the newest checkpoint stays the last good one",
+                             step=self.step, reason=reason)
+
+    def _nan_loss(self) -> None:
+        """The first NaN or infinite loss: report it at once; under a rule that stops, wait here for it.
+
+        Waiting keeps the stop at this very step, however fast steps are; the wait ends with the
+        controller's stop request, a preemption notice, or after `hold_timeout_s`.
+        """
+        s = self.session
+        s.reporter.event("nan_loss", f"the loss is NaN or infinite at step {self.step}", step=self.step)
+        s.reporter.progress(force=True)
+        if s.config.hold_on_nan and s.wait_for_stop(s.config.hold_timeout_s):
+            s.stop.propose(self.step, "stop", EXIT_STOPPED)
+
     def _hold(self) -> None:
         """An injected preemption: stand still at this step until the backend's signal."""
         s = self.session
         s.reporter.progress(force=True, phase="holding", step=self.step)
         s.reporter.event("hold", f"holding at step {self.step} for the injected preemption", step=self.step)
         s.watcher.notice.wait(s.config.hold_timeout_s)
+
+
+def _finite(arrays: dict[str, np.ndarray]) -> bool:
+    """Whether every array holds only finite values (integer arrays always do)."""
+    return all(np.isfinite(a).all() for a in arrays.values())
 
 
 def _num(value):
