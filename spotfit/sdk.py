@@ -388,7 +388,7 @@ def tensorboard(ref: str | None, port: int = 6006,
 
     `on_start(job_id, url, logdir)` is called once the server runs.
     """
-    from spotfit.runtime import tensorboard as tb
+    from spotfit import tensorboard_server as tb
 
     arguments.number("--port", port, low=1, high=65_535, hint="Pass --port 6006.")
     job = _find(db(), ref)

@@ -245,6 +245,7 @@ class AttemptPlanner:
             interval_s=getattr(interval, "seconds", None),
             mtbf_s=self.mtbf_wall_s(zone),
             hold_at_steps=sorted(p.at_step for p in self.pending_injections()),
+            hold_on_nan=self._nan_rule_armed(),
             heartbeat_s=0.5,
             strategy=spec.training.strategy,
             mixed_precision=spec.training.mixed_precision,
@@ -259,6 +260,12 @@ class AttemptPlanner:
             data_workers=spec.data.workers if spec.data else 16,
             data_verify=spec.data.verify if spec.data else "etag",
         )
+
+    def _nan_rule_armed(self) -> bool:
+        """A `nan_loss` rule will pause or stop the job (it has not fired yet): the runtime waits for it."""
+        fired = {e["data"].get("index") for e in self.db.events(self.job_id) if e["kind"] == "rule"}
+        return any(r.rule == "nan_loss" and r.action in ("pause", "stop") and i not in fired
+                   for i, r in enumerate(self.spec.rules))
 
     def _export_options(self, attempt: int, zone: str | None) -> dict | None:
         """What the runtime needs to export and to fill the model card (runtime/export.py)."""

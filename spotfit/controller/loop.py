@@ -278,16 +278,19 @@ class Controller:
             if verdict.action in ("pause", "stop") and self._halt is None:
                 self._halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
                 self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
-                self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric")
+                self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
+                                   at_once=verdict.rule == "stalled")
 
-    def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False) -> None:
+    def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False,
+                      at_once: bool = False) -> None:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 
-        Before training starts there is nothing new to save: SIGTERM stops it at once.
+        Before training starts there is nothing new to save, and a stalled attempt (`at_once`)
+        makes no step after which it would read the request: SIGTERM stops either at once.
         """
         number = attempt["number"]
         self._switching.add(number)
-        if progress.get("phase") != "training":
+        if at_once or progress.get("phase") != "training":
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
         self._stop_sent[number] = time.time()

@@ -1,8 +1,9 @@
 """Turning what the controller reads (progress, costs, prices) into rule observations.
 
 `Watchdog` keeps the little history rules need across polls — utilization samples and when
-the step last moved — and asks the `RuleEngine` for verdicts. It decides nothing itself and
-has no side effects; the controller loop carries the verdicts out.
+the step last moved (or training began: start-up before it is not a stall) — and asks the
+`RuleEngine` for verdicts. It decides nothing itself and has no side effects; the controller
+loop carries the verdicts out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class Watchdog:
         self._samples: list[tuple[float, float]] = []
         self._last_heartbeat = None
         self._step = None
+        self._training = False
         self._step_at: float | None = None
 
     @property
@@ -29,8 +31,10 @@ class Watchdog:
     def check(self, progress: dict, cost_usd: float, spot_usd_per_h: float | None) -> list[Verdict]:
         now = time.time()
         step = progress.get("step") or 0
-        if step != self._step:
-            self._step, self._step_at = step, now
+        training = progress.get("phase") == "training"
+        if step != self._step or (training and not self._training):
+            self._step_at = now
+        self._step, self._training = step, training
         beat = progress.get("heartbeat_at")
         if beat != self._last_heartbeat and progress.get("utilization_pct") is not None:
             self._last_heartbeat = beat
@@ -41,10 +45,11 @@ class Watchdog:
             now_s=now,
             step=step,
             total_steps=progress.get("total_steps"),
-            training=progress.get("phase") == "training",
+            training=training,
             losses=[tuple(p) for p in progress.get("losses") or []],
             metrics=progress.get("metrics") or {},
             nan_loss=bool(progress.get("nan_loss")),
+            nan_step=progress.get("nan_step"),
             utilization=list(self._samples),
             last_step_at=self._step_at,
             cost_usd=cost_usd,
@@ -56,4 +61,5 @@ class Watchdog:
         """A relaunch starts the utilization and stall clocks afresh (start-up is not idle)."""
         self._samples.clear()
         self._step = None
+        self._training = False
         self._step_at = None

@@ -117,67 +117,12 @@ def resolve_trace(name_or_path: str | Path) -> Path:
 def load_trace(path: str | Path, gap_s: int | None = None) -> Trace:
     """Read a trace CSV (gzipped or not) into a `Trace`, validating every row."""
     path = resolve_trace(path)
-    text = _read_text(path)
-    lines = text.splitlines()
-    if not lines or not lines[0].strip():
-        raise _bad(path, "the file is empty", "a header line", "write the header " + ",".join(COLUMNS))
-    header = [h.strip() for h in lines[0].split(",")]
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise _bad(path, f"missing column(s) {', '.join(missing)} in header {lines[0]!r}",
-                   "columns " + ",".join(COLUMNS), "rename or add the columns")
-    pos = [header.index(c) for c in COLUMNS]
-    body = [line for line in lines[1:] if line.strip()]
-    if not body:
-        raise _bad(path, "no data rows", "one row per zone per tick", "add rows under the header")
-    width = len(header)
-    flat = ",".join(body).split(",")
-    if len(flat) != width * len(body):
-        for i, line in enumerate(lines[1:]):
-            if line.strip() and line.count(",") != width - 1:
-                raise _bad(path, f"row {i + 2} has {line.count(',') + 1} fields: {line!r}",
-                           f"{width} comma-separated fields", "fix or remove that row")
-    cols = [flat[k::width] for k in range(width)]
-    ticks = _numbers(path, cols[pos[0]], "tick", int)
-    zone_col = np.char.strip(np.array(cols[pos[2]]))
-    avail = _numbers(path, cols[pos[3]], "available", float)
-    spot = _numbers(path, cols[pos[4]], "spot_price_usd_per_h", float)
-    od = _numbers(path, cols[pos[5]], "on_demand_usd_per_h", float)
-    for name, arr in (("available", avail), ("spot_price_usd_per_h", spot), ("on_demand_usd_per_h", od)):
-        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
-        if bad.size:
-            r = int(bad[0])
-            raise _bad(path, f"row {r + 2} has {name}={cols[pos[COLUMNS.index(name)]][r]!r}",
-                       "a finite number >= 0", "fix that row")
-
-    names, first_seen, zone_ids = np.unique(zone_col, return_index=True, return_inverse=True)
-    zones = [str(names[i]) for i in np.argsort(first_seen)]
-    n = int(np.sum(zone_col == zones[0]))
-    avail_z, spot_z, od_z = [], [], []
-    first_rows = None
-    for z in zones:
-        rows_z = np.flatnonzero(zone_ids == int(np.searchsorted(names, z)))
-        if rows_z.size != n:
-            raise _bad(path, f"zone {z!r} has {rows_z.size} rows but zone {zones[0]!r} has {n}",
-                       "the same ticks for every zone", "fill the missing ticks or drop the zone")
-        order = np.argsort(ticks[rows_z], kind="stable")
-        rows_z = rows_z[order]
-        t = ticks[rows_z]
-        if t[0] != 0 or np.any(np.diff(t) != 1):
-            k = 0 if t[0] != 0 else int(np.flatnonzero(np.diff(t) != 1)[0]) + 1
-            raise _bad(path, f"zone {z!r} has tick {t[k]} at row {rows_z[k] + 2} after tick "
-                       f"{t[k - 1] if k else 'none'}", "ticks 0, 1, 2, ... with no gap or repeat",
-                       "renumber the ticks")
-        if first_rows is None:
-            first_rows = rows_z
-        avail_z.append(avail[rows_z] >= 1)
-        spot_z.append(spot[rows_z])
-        od_z.append(od[rows_z])
-
-    stamps = [cols[pos[1]][r] for r in first_rows]
-    start = _timestamp(path, stamps[0], int(first_rows[0]))
+    rows = _parse_rows(path, _columns(path, _read_text(path)))
+    zones, zone_rows = _zone_rows(path, rows)
+    stamps = [rows.timestamp[r] for r in zone_rows[0]]
+    start = _timestamp(path, stamps[0], int(zone_rows[0][0]))
     if gap_s is None:
-        gap_s = _infer_gap(path, stamps, first_rows)
+        gap_s = _infer_gap(path, stamps, zone_rows[0])
     elif gap_s <= 0:
         raise TraceError(f"Invalid gap_s: received {gap_s}, expected a positive number of seconds.",
                          hint="Pass --gap-s 195 (or omit it to infer the gap from the timestamps).")
@@ -185,9 +130,9 @@ def load_trace(path: str | Path, gap_s: int | None = None) -> Trace:
         zones=tuple(zones),
         gap_s=int(gap_s),
         start=start,
-        available=np.vstack(avail_z),
-        spot_usd_per_h=np.vstack(spot_z),
-        on_demand_usd_per_h=np.vstack(od_z),
+        available=np.vstack([rows.available[r] >= 1 for r in zone_rows]),
+        spot_usd_per_h=np.vstack([rows.spot_usd_per_h[r] for r in zone_rows]),
+        on_demand_usd_per_h=np.vstack([rows.on_demand_usd_per_h[r] for r in zone_rows]),
         source=str(path),
     )
 
@@ -229,6 +174,18 @@ def run_lengths(available: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lengths[states], lengths[~states]
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The data rows column by column, in file order (index i is the file's line i + 2)."""
+
+    tick: np.ndarray
+    timestamp: list[str]
+    zone: np.ndarray
+    available: np.ndarray
+    spot_usd_per_h: np.ndarray
+    on_demand_usd_per_h: np.ndarray
+
+
 def _read_text(path: Path) -> str:
     raw = path.read_bytes()
     try:
@@ -240,7 +197,79 @@ def _read_text(path: Path) -> str:
                    "re-export the trace") from None
 
 
-def _numbers(path: Path, values: tuple[str, ...], name: str, kind: type) -> np.ndarray:
+def _columns(path: Path, text: str) -> dict[str, list[str]]:
+    """The raw text of each of `COLUMNS`, found by header name; every row must have the header's width."""
+    lines = text.splitlines()
+    if not lines or not lines[0].strip():
+        raise _bad(path, "the file is empty", "a header line", "write the header " + ",".join(COLUMNS))
+    header = [h.strip() for h in lines[0].split(",")]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise _bad(path, f"missing column(s) {', '.join(missing)} in header {lines[0]!r}",
+                   "columns " + ",".join(COLUMNS), "rename or add the columns")
+    body = [line for line in lines[1:] if line.strip()]
+    if not body:
+        raise _bad(path, "no data rows", "one row per zone per tick", "add rows under the header")
+    width = len(header)
+    # One split of the joined body is much faster than one per row; a count mismatch means a bad row.
+    flat = ",".join(body).split(",")
+    if len(flat) != width * len(body):
+        for i, line in enumerate(lines[1:]):
+            if line.strip() and line.count(",") != width - 1:
+                raise _bad(path, f"row {i + 2} has {line.count(',') + 1} fields: {line!r}",
+                           f"{width} comma-separated fields", "fix or remove that row")
+    return {name: flat[header.index(name)::width] for name in COLUMNS}
+
+
+def _parse_rows(path: Path, columns: dict[str, list[str]]) -> _Rows:
+    """Numbers parsed and checked (finite, >= 0), zone names stripped; timestamps stay text."""
+    rows = _Rows(
+        tick=_numbers(path, columns["tick"], "tick", int),
+        timestamp=columns["timestamp"],
+        zone=np.char.strip(np.array(columns["zone"])),
+        available=_numbers(path, columns["available"], "available", float),
+        spot_usd_per_h=_numbers(path, columns["spot_price_usd_per_h"], "spot_price_usd_per_h", float),
+        on_demand_usd_per_h=_numbers(path, columns["on_demand_usd_per_h"], "on_demand_usd_per_h", float),
+    )
+    for name, arr in (("available", rows.available), ("spot_price_usd_per_h", rows.spot_usd_per_h),
+                      ("on_demand_usd_per_h", rows.on_demand_usd_per_h)):
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+        if bad.size:
+            r = int(bad[0])
+            raise _bad(path, f"row {r + 2} has {name}={columns[name][r]!r}", "a finite number >= 0",
+                       "fix that row")
+    return rows
+
+
+def _zone_rows(path: Path, rows: _Rows) -> tuple[list[str], list[np.ndarray]]:
+    """Zones in order of first appearance, and each zone's row indices in tick order.
+
+    Every zone must have ticks 0, 1, 2, ... with no gap or repeat, and as many as the first zone.
+    """
+    names, first_seen, zone_ids = np.unique(rows.zone, return_index=True, return_inverse=True)
+    zones = [str(names[i]) for i in np.argsort(first_seen)]
+    n = int(np.sum(rows.zone == zones[0]))
+    out = []
+    for z in zones:
+        rows_z = np.flatnonzero(zone_ids == int(np.searchsorted(names, z)))
+        if rows_z.size != n:
+            raise _bad(path, f"zone {z!r} has {rows_z.size} rows but zone {zones[0]!r} has {n}",
+                       "the same ticks for every zone", "fill the missing ticks or drop the zone")
+        rows_z = rows_z[np.argsort(rows.tick[rows_z], kind="stable")]
+        _check_ticks(path, z, rows.tick[rows_z], rows_z)
+        out.append(rows_z)
+    return zones, out
+
+
+def _check_ticks(path: Path, zone: str, ticks: np.ndarray, rows: np.ndarray) -> None:
+    if ticks[0] != 0 or np.any(np.diff(ticks) != 1):
+        k = 0 if ticks[0] != 0 else int(np.flatnonzero(np.diff(ticks) != 1)[0]) + 1
+        raise _bad(path, f"zone {zone!r} has tick {ticks[k]} at row {rows[k] + 2} after tick "
+                   f"{ticks[k - 1] if k else 'none'}", "ticks 0, 1, 2, ... with no gap or repeat",
+                   "renumber the ticks")
+
+
+def _numbers(path: Path, values: list[str], name: str, kind: type) -> np.ndarray:
     try:
         return np.array(values, dtype=float).astype(kind) if kind is int else np.array(values, dtype=float)
     except ValueError:
@@ -264,7 +293,7 @@ def _infer_gap(path: Path, stamps: list[str], rows: np.ndarray) -> int:
     if len(stamps) < 2:
         raise _bad(path, "only one tick, so the tick length cannot be inferred",
                    "two or more ticks per zone", "add ticks or pass --gap-s")
-    secs = np.array([_timestamp(path, s, int(r)).timestamp() for s, r in zip(stamps, rows)])
+    secs = np.array([_timestamp(path, s, int(r)).timestamp() for s, r in zip(stamps, rows, strict=True)])
     steps = np.diff(secs)
     if np.any(steps <= 0):
         k = int(np.flatnonzero(steps <= 0)[0]) + 1

@@ -23,7 +23,8 @@ class RuntimeConfig:
     interval_s: float | None = None
     mtbf_s: float | None = None  # mean time between preemptions, wall seconds (interval: auto)
     hold_at_steps: list[int] = field(default_factory=list)  # injected preemptions
-    hold_timeout_s: float = 60.0
+    hold_timeout_s: float = 60.0  # also bounds the wait after a NaN loss (hold_on_nan)
+    hold_on_nan: bool = False  # a nan_loss rule pauses or stops: wait at the first NaN step for its verdict
     heartbeat_s: float = 1.0
     metadata_url: str | None = None  # spot interruption notice endpoint (AWS IMDS)
     metadata_poll_s: float = 5.0

@@ -1,10 +1,12 @@
 """Instrumenting `keras.Model.fit` so that unmodified scripts checkpoint and resume exactly.
 
-`install(session)` replaces `keras.Model.fit` with a wrapper that adds one callback,
-`SpotfitCallback`, and arms the resuming epoch iterator (resume.py). The callback restores the
+`install(session)` replaces `keras.Model.fit` with a wrapper that adds spotfit's callbacks and
+arms the resuming epoch iterator (resume.py). The main one, `SpotfitCallback`, restores the
 checkpoint when training begins (model, optimizer and random-layer state, NumPy and Python RNG
 state), writes progress, saves periodically and on a preemption notice, and then raises
-`Preempted` so that the process exits with `EXIT_PREEMPTED`.
+`Preempted` so that the process exits with `EXIT_PREEMPTED`. The speed-ups have callbacks of
+their own, installed before it only where they have work: `XlaTuner` (xla.py) while it measures,
+`TensorBoardLogger` (tensorboard.py) on the chief when logging is on.
 
 A script may call `fit` several times (for example, frozen then fine-tuned): checkpoints
 record which call they belong to, and on resume the earlier calls return at once.
@@ -17,6 +19,7 @@ import inspect
 import math
 import random
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import keras
@@ -25,6 +28,7 @@ import numpy as np
 from spotfit.errors import StoreError
 from spotfit.runtime import EXIT_PREEMPTED, EXIT_STOPPED, export, precision, resume
 from spotfit.runtime.preemption import Preempted
+from spotfit.runtime.tensorboard import TensorBoardLogger
 
 if TYPE_CHECKING:
     from spotfit.runtime.session import Session
@@ -80,7 +84,7 @@ def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> No
             f"checkpoint holds {len(saved)} variables but the model and optimizer have "
             f"{len(variables)}: the script's model changed since the checkpoint was written"
         )
-    for key, var in zip(saved, variables):
+    for key, var in zip(saved, variables, strict=True):
         var.assign(arrays[key])
     np.random.set_state(("MT19937", arrays["numpy_rng_keys"], int(arrays["numpy_rng_pos"][0]), 0, 0.0))
     if meta.get("python_rng") is not None:
@@ -89,11 +93,16 @@ def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> No
 
 
 class SpotfitCallback(keras.callbacks.Callback):
-    """Restores, reports, checkpoints and reacts to preemption notices inside one `fit` call."""
+    """Restores, reports, checkpoints and reacts to preemption notices inside one `fit` call.
 
-    def __init__(self, session: "Session", fit_index: int, resume_meta: dict | None, arrays=None):
+    `after_save`: called after each checkpoint is saved (the TensorBoard log flushes then).
+    """
+
+    def __init__(self, session: Session, fit_index: int, resume_meta: dict | None, arrays=None,
+                 after_save: tuple[Callable[[], None], ...] = ()):
         super().__init__()
         self.session = session
+        self.after_save = after_save
         self.fit_index = fit_index
         self.resume_meta = resume_meta
         self._arrays = arrays
@@ -106,6 +115,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._failed_t = 0.0  # last failed save (store unreachable): the next try waits an interval
         self._failed_step = 0
         self._first_step_seen = False
+        self._skipped_nonfinite = False
 
     # -- Keras hooks ----------------------------------------------------------------------
 
@@ -139,26 +149,20 @@ class SpotfitCallback(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
 
-    def on_train_batch_begin(self, batch, logs=None):
-        if self.session.xla is not None:
-            self.session.xla.on_batch_begin()
-
     def on_train_batch_end(self, batch, logs=None):
         s = self.session
         self.step += self.model.steps_per_execution
         self.batch_in_epoch = batch + 1
         loss = (logs or {}).get("loss")
-        s.reporter.record_loss(self.step, loss)
-        if s.xla is not None:
-            s.xla.on_batch_end(self.model, self.step)
-        if s.tensorboard is not None:
-            s.tensorboard.on_batch_end(self.step, _num(loss))
+        first_nan = s.reporter.record_loss(self.step, loss)
         if not self._first_step_seen:
             self._first_step_seen = True
             s.reporter.timing("first_step_s", time.time() - s.t_started)
             s.reporter.progress(force=True, step=self.step, loss=_num(loss), epoch=self.epoch)
         else:
             s.reporter.progress(step=self.step, loss=_num(loss), epoch=self.epoch)
+        if first_nan:
+            self._nan_loss()
         previous = self.step - self.model.steps_per_execution
         if any(previous < at <= self.step for at in s.config.hold_at_steps) and self.step > self._last_save_step:
             self._hold()
@@ -181,12 +185,8 @@ class SpotfitCallback(keras.callbacks.Callback):
         metrics = {k: _num(v) for k, v in (logs or {}).items()}
         self.session.reporter.progress(force=True, metrics=metrics, epoch=epoch + 1)
         self.session.last_metrics = metrics
-        if self.session.tensorboard is not None:
-            self.session.tensorboard.on_epoch_end(epoch + 1, metrics, self.model)
 
     def on_train_end(self, logs=None):
-        if self.session.xla is not None:
-            self.session.xla.on_train_end(self.model)
         if self.step > self._last_save_step:
             self._save(reason="end")
         self.session.watcher.in_training = False
@@ -224,8 +224,12 @@ class SpotfitCallback(keras.callbacks.Callback):
         }
         s = self.session
         s.reporter.progress(force=True, phase="saving")
+        arrays = capture(self.model)
+        if not _finite(arrays):
+            self._skip_save(reason)
+            return
         try:
-            seconds = s.checkpoints.save(self.step, capture(self.model), meta)
+            seconds = s.checkpoints.save(self.step, arrays, meta)
         except StoreError as exc:
             # Training goes on from the previous checkpoint's safety; the next interval retries.
             self._failed_t, self._failed_step = time.perf_counter(), self.step
@@ -237,10 +241,33 @@ class SpotfitCallback(keras.callbacks.Callback):
         s.reporter.progress(force=True, phase="training")
         s.reporter.event("checkpoint", f"saved step {self.step} ({reason}) in {seconds:.3f}s",
                          step=self.step, save_s=seconds, reason=reason)
-        if s.tensorboard is not None:
-            s.tensorboard.flush()
+        for listener in self.after_save:
+            listener()
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
+
+    def _skip_save(self, reason: str) -> None:
+        """NaN or infinite weights are not saved: they would rotate the last good checkpoints out."""
+        s = self.session
+        self._failed_t, self._failed_step = time.perf_counter(), self.step  # the next try waits an interval
+        s.reporter.progress(force=True, phase="training")
+        if not self._skipped_nonfinite:
+            self._skipped_nonfinite = True
+            s.reporter.event("checkpoint_skipped", f"not saving step {self.step} ({reason}): the weights are "
+                             "NaN or infinite; the newest checkpoint stays the last good one",
+                             step=self.step, reason=reason)
+
+    def _nan_loss(self) -> None:
+        """The first NaN or infinite loss: report it at once; under a rule that stops, wait here for it.
+
+        Waiting keeps the stop at this very step, however fast steps are; the wait ends with the
+        controller's stop request, a preemption notice, or after `hold_timeout_s`.
+        """
+        s = self.session
+        s.reporter.event("nan_loss", f"the loss is NaN or infinite at step {self.step}", step=self.step)
+        s.reporter.progress(force=True)
+        if s.config.hold_on_nan and s.wait_for_stop(s.config.hold_timeout_s):
+            s.stop.propose(self.step, "stop", EXIT_STOPPED)
 
     def _hold(self) -> None:
         """An injected preemption: stand still at this step until the backend's signal."""
@@ -248,6 +275,11 @@ class SpotfitCallback(keras.callbacks.Callback):
         s.reporter.progress(force=True, phase="holding", step=self.step)
         s.reporter.event("hold", f"holding at step {self.step} for the injected preemption", step=self.step)
         s.watcher.notice.wait(s.config.hold_timeout_s)
+
+
+def _finite(arrays: dict[str, np.ndarray]) -> bool:
+    """Whether every array holds only finite values (integer arrays always do)."""
+    return all(np.isfinite(a).all() for a in arrays.values())
 
 
 def _num(value):
@@ -260,7 +292,7 @@ def _num(value):
     return value if math.isfinite(value) else None
 
 
-def _prepare(session: "Session", model: keras.Model, x) -> None:
+def _prepare(session: Session, model: keras.Model, x) -> None:
     """Before a fit call: float32 outputs under mixed precision, XLA, the card's data source."""
     changed = precision.keep_outputs_float32(model)
     if changed:
@@ -272,7 +304,23 @@ def _prepare(session: "Session", model: keras.Model, x) -> None:
         session.sample_x = x[: export.SAMPLE_ROWS]
 
 
-def install(session: "Session") -> None:
+def _callbacks(session: Session, index: int, meta: dict | None, arrays) -> list[keras.callbacks.Callback]:
+    """spotfit's callbacks of one fit call: the speed-ups' where they have work, then the main one.
+
+    The main callback comes last: it may end training at a step, after the others saw it.
+    """
+    callbacks: list[keras.callbacks.Callback] = []
+    if session.xla is not None and session.xla.measuring:
+        callbacks.append(session.xla)
+    after_save: tuple[Callable[[], None], ...] = ()
+    if session.tensorboard is not None:
+        callbacks.append(TensorBoardLogger(session.tensorboard, None if meta is None else meta["step"]))
+        after_save = (session.tensorboard.flush,)
+    callbacks.append(SpotfitCallback(session, index, meta, arrays, after_save))
+    return callbacks
+
+
+def install(session: Session) -> None:
     """Replace `keras.Model.fit` for the rest of this process."""
     resume.install()
 
@@ -294,10 +342,9 @@ def install(session: "Session") -> None:
             meta, arrays = ckpt.meta, ckpt.arrays
             session.resume_checkpoint = None
             resume.arm(resume.Position(epoch=meta["epoch"], batch=meta["batch"]))
-        callback = SpotfitCallback(session, index, meta, arrays)
-        call["callbacks"] = [*(call.get("callbacks") or []), callback]
         session.model = self
         _prepare(session, self, call.get("x"))
+        call["callbacks"] = [*(call.get("callbacks") or []), *_callbacks(session, index, meta, arrays)]
         try:
             return _original_fit(self, **call)
         finally:

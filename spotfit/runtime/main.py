@@ -37,6 +37,7 @@ def run(job_url: str, attempt: int) -> int:
     rep.timing("process_start_s", _process_age_s())
     session.watcher.install()
     stop_sampling = start_sampling(rep.state)
+    stop_heartbeat = rep.start_heartbeat()
     try:
         t0 = time.perf_counter()
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -74,7 +75,9 @@ def run(job_url: str, attempt: int) -> int:
         rep.event("failed", f"{type(exc).__name__}: {exc}", error=type(exc).__name__)
         raise
     except Preempted as exc:
-        rep.event("exit", f"stopped with checkpoint (exit {exc.code}), notice from "
+        # The checkpoint events say whether the last save was written (it is not when it failed
+        # or the weights were NaN).
+        rep.event("exit", f"stopped at step {rep.state['step']} (exit {exc.code}), notice from "
                   f"{session.stop.reason or session.watcher.source}", code=exc.code)
         if (exc.code == EXIT_STOPPED and (session.stop_request or {}).get("export") and config.export
                 and session.is_chief and session.model is not None):
@@ -83,6 +86,7 @@ def run(job_url: str, attempt: int) -> int:
         return int(exc.code)
     finally:
         stop_sampling.set()
+        stop_heartbeat.set()
         session.watcher.close()
 
 

@@ -1,7 +1,9 @@
 """Progress heartbeats and events, written by the runtime under the job's store prefix.
 
 - `progress.json`: the latest step, loss, phase and timings of the running attempt, rewritten
-  at most every `heartbeat_s` (and at once on phase changes and held steps).
+  at most every `heartbeat_s` (and at once on phase changes, held steps and the first NaN
+  loss). An update the throttle left unwritten is written by `start_heartbeat`'s thread one
+  heartbeat later, so a step that hangs (the `stalled` rule) still shows the last step made.
 - `events/<attempt>-<seq>.json`: one object per event (restored, checkpoint saved, corrupt
   checkpoint skipped, preemption notice, ...); the controller copies them into the state DB.
 
@@ -15,6 +17,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -33,6 +36,8 @@ class Reporter:
         self._seq = 0
         self._last_write = 0.0
         self._unsent: deque = deque()  # events not yet written: (key, body)
+        self._pending = False  # a progress update that the heartbeat throttle left unwritten
+        self._lock = threading.Lock()  # the heartbeat thread writes too
         self.state: dict[str, Any] = {
             "attempt": attempt,
             "pid": os.getpid(),
@@ -44,16 +49,18 @@ class Reporter:
             "metrics": {},
             "timings": {},
             "nan_loss": False,
+            "nan_step": None,  # the first step whose loss was NaN or infinite
         }
         # The last steps' losses, for rules that look at windows of steps (loss_plateau).
         self._losses: deque = deque(maxlen=256)
 
     def event(self, kind: str, message: str, **data: Any) -> None:
-        self._seq += 1
-        doc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
-        key = f"events/{self.attempt:04d}-{self._seq:06d}.json"
-        self._unsent.append((key, json.dumps(doc, default=str).encode()))
-        self._flush_events()
+        with self._lock:
+            self._seq += 1
+            doc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
+            key = f"events/{self.attempt:04d}-{self._seq:06d}.json"
+            self._unsent.append((key, json.dumps(doc, default=str).encode()))
+            self._flush_events()
 
     def _flush_events(self) -> bool:
         """Write waiting events in order; False if the store failed (they wait for the next try)."""
@@ -72,33 +79,59 @@ class Reporter:
             sys.stderr.write(f"spotfit: store unreachable, training goes on: {exc}\n")
         self.state["store_error"] = str(exc)
 
-    def record_loss(self, step: int, loss: Any) -> None:
-        """Remember one step's loss; a NaN or infinite loss raises the `nan_loss` flag."""
+    def record_loss(self, step: int, loss: Any) -> bool:
+        """Remember one step's loss; True when it is the first NaN or infinite one (`nan_loss` rises)."""
         try:
             value = float(loss)
         except (TypeError, ValueError):
-            return
-        if not math.isfinite(value):
-            self.state["nan_loss"] = True
+            return False
+        with self._lock:
+            if math.isfinite(value):
+                self._losses.append((step, value))
+                return False
             self._losses.append((step, None))
-        else:
-            self._losses.append((step, value))
+            first = not self.state["nan_loss"]
+            if first:
+                self.state["nan_loss"], self.state["nan_step"] = True, step
+            return first
 
     def progress(self, force: bool = False, **fields: Any) -> None:
-        self.state.update(fields)
+        with self._lock:
+            self.state.update(fields)
+            if force or time.time() - self._last_write >= self.heartbeat_s:
+                self._write_progress()
+            else:
+                self._pending = True
+
+    def start_heartbeat(self) -> threading.Event:
+        """Write left-over progress updates from a daemon thread; set the returned event to stop."""
+        stop = threading.Event()
+
+        def loop():
+            while not stop.wait(self.heartbeat_s):
+                with self._lock:
+                    if self._pending and time.time() - self._last_write >= self.heartbeat_s:
+                        self._write_progress()
+
+        threading.Thread(target=loop, name="spotfit-heartbeat", daemon=True).start()
+        return stop
+
+    def _write_progress(self) -> None:
+        """Write `progress.json` now (events first, so they never lag behind it); the lock is held."""
         now = time.time()
-        if force or now - self._last_write >= self.heartbeat_s:
-            self.state["heartbeat_at"] = now
-            self.state["losses"] = list(self._losses)
-            self._last_write = now
-            if self._unsent and not self._flush_events():
-                return
-            try:
-                self.store.write_bytes("progress.json", json.dumps(self.state, default=float).encode())
-            except StoreError as exc:
-                self._store_failed(exc)
-                return
-            self.state.pop("store_error", None)
+        self.state["heartbeat_at"] = now
+        self.state["losses"] = list(self._losses)
+        self._last_write = now
+        self._pending = False
+        if self._unsent and not self._flush_events():
+            return
+        try:
+            self.store.write_bytes("progress.json", json.dumps(self.state, default=float).encode())
+        except StoreError as exc:
+            self._store_failed(exc)
+            return
+        self.state.pop("store_error", None)
 
     def timing(self, name: str, seconds: float) -> None:
-        self.state["timings"][name] = round(seconds, 4)
+        with self._lock:
+            self.state["timings"][name] = round(seconds, 4)

@@ -95,6 +95,18 @@ class Session:
         self.stop_request = doc
         return True
 
+    def wait_for_stop(self, timeout_s: float, poll_s: float = 0.1) -> bool:
+        """Wait for the controller to ask this attempt to stop: True; False on a notice or after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while not self.watcher.notice.is_set():
+            self._stop_checked = 0.0  # read `control/stop` now, not at the next heartbeat
+            if self.stop_requested():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+        return False
+
     @property
     def is_chief(self) -> bool:
         return self.cluster.is_chief

@@ -1,81 +1,50 @@
-"""TensorBoard: scalars (and histograms when asked) under the job's prefix, and serving them.
+"""TensorBoard logging inside an attempt: the `TensorBoardLogger` Keras callback.
 
-Runtime side (`TensorBoardLog`, TensorFlow imported lazily): the chief writes, under
-`<job prefix>/tensorboard/`, the Keras layout: `train/` and `validation/` runs with
-`epoch_<metric>` scalars at each epoch end (step = epoch number), `batch_loss` every
-`BATCH_EVERY` global steps, and, with `training.histogram_freq: N`, a histogram of every
-weight every N epochs. On a `file://` store the event files are written in place; on other
-stores they are written to a local folder and uploaded after each epoch and at each
-checkpoint, so a preempted attempt loses at most the scalars since its last save. Every
-attempt adds its own event files; TensorBoard merges them, and the steps continue across
-attempts because resume is exact.
+The chief writes, under `<job prefix>/tensorboard/`, the Keras layout: `train/` and
+`validation/` runs with `epoch_<metric>` scalars at each epoch end (step = epoch number),
+`batch_loss` every `BATCH_EVERY` global steps, and, with `training.histogram_freq: N`, a
+histogram of every weight every N epochs. On a `file://` store the event files are written in
+place; on other stores they are written to a local folder and uploaded after each epoch and at
+each checkpoint (the main callback calls `TensorBoardLog.flush` after every save), so a
+preempted attempt loses at most the scalars since its last save. Every attempt adds its own
+event files; TensorBoard merges them, and the steps continue across attempts because resume is
+exact.
 
-Controller side (no TensorFlow): `serve(job_url, job_id, port)` runs `tensorboard` on
-127.0.0.1 over the job's logs, downloading them first (and again every `REFRESH_S`) when the
-store is not a local folder.
+`TensorBoardLog` holds one attempt's writers; each `fit` call gets a `TensorBoardLogger` over
+it, placed before the main callback so that a step's scalar is written before that step's
+checkpoint (the main callback may end training at that step). Serving the logs is controller
+side: spotfit/tensorboard_server.py.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
+import math
 import tempfile
-import time
 from pathlib import Path
 
-from spotfit.errors import SpotfitError, StoreError
+import keras
+import tensorflow as tf
 
-PREFIX = "tensorboard"
+from spotfit.errors import StoreError
+from spotfit.tensorboard_server import PREFIX, local_folder
+
 BATCH_EVERY = 10
-REFRESH_S = 15.0
-
-
-def local_folder(job_url: str) -> Path | None:
-    """The job's TensorBoard folder when the store is a local folder (`file://`), else None."""
-    if job_url.startswith("file://"):
-        return Path(job_url[len("file://"):]) / PREFIX
-    return None
 
 
 class TensorBoardLog:
-    """Writes one attempt's TensorBoard logs."""
+    """One attempt's TensorBoard event files: the writers, flushing and uploading them."""
 
     def __init__(self, store, histogram_freq: int = 0):
-        import tensorflow as tf
-
-        self._tf = tf
         self.store = store
         self.histogram_freq = histogram_freq
         folder = local_folder(store.url)
         self._remote = folder is None
         self.folder = folder or Path(tempfile.mkdtemp(prefix="spotfit-tb-"))
-        self._writers = {run: tf.summary.create_file_writer(str(self.folder / run)) for run in ("train", "validation")}
+        self.writers = {run: tf.summary.create_file_writer(str(self.folder / run)) for run in ("train", "validation")}
         self._uploaded: dict[str, int] = {}
 
-    def on_batch_end(self, step: int, loss: float | None) -> None:
-        if loss is not None and step % BATCH_EVERY == 0:
-            with self._writers["train"].as_default():
-                self._tf.summary.scalar("batch_loss", loss, step=step)
-
-    def on_epoch_end(self, epoch: int, logs: dict, model) -> None:
-        """`epoch` is 1-based (epochs completed)."""
-        tf = self._tf
-        for name, value in logs.items():
-            if value is None:
-                continue
-            run, tag = ("validation", name[4:]) if name.startswith("val_") else ("train", name)
-            with self._writers[run].as_default():
-                tf.summary.scalar(f"epoch_{tag}", value, step=epoch)
-        if self.histogram_freq and epoch % self.histogram_freq == 0:
-            with self._writers["train"].as_default():
-                for weight in model.weights:
-                    tf.summary.histogram(weight.path.replace(":", "_"), weight.value, step=epoch)
-        self.flush()
-
     def flush(self) -> None:
-        for writer in self._writers.values():
+        for writer in self.writers.values():
             writer.flush()
         if self._remote:
             self._upload()
@@ -94,73 +63,52 @@ class TensorBoardLog:
                 self._uploaded[key] = size
 
 
-# -- serving (controller side) ----------------------------------------------------------------
+class TensorBoardLogger(keras.callbacks.Callback):
+    """Writes one `fit` call's scalars (and histograms) into the attempt's `TensorBoardLog`.
+
+    `resume_step`: the global step this call resumes at, or None to start at the optimizer's
+    step counter (the main callback counts steps the same way).
+    """
+
+    def __init__(self, log: TensorBoardLog, resume_step: int | None = None):
+        super().__init__()
+        self.log = log
+        self.resume_step = resume_step
+        self.step = 0
+
+    def on_train_begin(self, logs=None):
+        if self.resume_step is not None:
+            self.step = self.resume_step
+        else:
+            self.step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += self.model.steps_per_execution
+        loss = _finite((logs or {}).get("loss"))
+        if loss is not None and self.step % BATCH_EVERY == 0:
+            with self.log.writers["train"].as_default():
+                tf.summary.scalar("batch_loss", loss, step=self.step)
+
+    def on_epoch_end(self, epoch, logs=None):
+        done = epoch + 1  # scalars are stepped by epochs completed
+        for name, value in (logs or {}).items():
+            value = _finite(value)
+            if value is None:
+                continue
+            run, tag = ("validation", name[4:]) if name.startswith("val_") else ("train", name)
+            with self.log.writers[run].as_default():
+                tf.summary.scalar(f"epoch_{tag}", value, step=done)
+        if self.log.histogram_freq and done % self.log.histogram_freq == 0:
+            with self.log.writers["train"].as_default():
+                for weight in self.model.weights:
+                    tf.summary.histogram(weight.path.replace(":", "_"), weight.value, step=done)
+        self.log.flush()
 
 
-def fetch(job_url: str, dest: Path) -> int:
-    """Download the job's TensorBoard files into `dest`; returns how many changed."""
-    from spotfit.stores import open_store
-
-    store = open_store(job_url)
-    changed = 0
-    for info in store.list_info(PREFIX):
-        target = dest / info.key[len(PREFIX) + 1:]
-        if target.exists() and target.stat().st_size == info.size:
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        store.get_file(info.key, str(target))
-        changed += 1
-    return changed
-
-
-def command(logdir: Path, port: int, host: str = "127.0.0.1") -> list[str]:
-    """The TensorBoard command line (the rust data server is off: one process, local only)."""
-    return [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", host,
-            "--port", str(port), "--load_fast", "false", "--reload_interval", "5"]
-
-
-def serve(job_url: str, job_id: str, port: int, cache: Path, on_start=None) -> int:
-    """Serve the job's logs on 127.0.0.1:`port` until interrupted; returns TensorBoard's exit code."""
+def _finite(value) -> float | None:
+    """`value` as a float, or None when it is not a finite number (TensorBoard skips those)."""
     try:
-        import tensorboard  # noqa: F401  (only to fail early with a hint)
-    except ImportError:
-        raise SpotfitError("TensorBoard is not installed in this environment.",
-                           hint="Install the runtime extra: pip install 'spotfit[tf-cpu]' (or tf-gpu).") from None
-    logdir = local_folder(job_url)
-    remote = logdir is None
-    if remote:
-        logdir = cache / job_id
-        logdir.mkdir(parents=True, exist_ok=True)
-        fetch(job_url, logdir)
-    elif not logdir.exists():
-        raise SpotfitError(f"Job {job_id} has no TensorBoard logs yet (looked in {logdir}).",
-                           hint="Logs appear after the first epoch of training; try again then.")
-    proc = subprocess.Popen(command(logdir, port), stdin=subprocess.DEVNULL,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    stop = {"now": False}
-
-    def _stop(signum, frame):
-        stop["now"] = True
-
-    previous = signal.signal(signal.SIGTERM, _stop)
-    if on_start:
-        on_start(f"http://127.0.0.1:{port}/", logdir)
-    try:
-        last = time.monotonic()
-        while proc.poll() is None and not stop["now"]:
-            time.sleep(0.2)
-            if remote and time.monotonic() - last >= REFRESH_S:
-                fetch(job_url, logdir)
-                last = time.monotonic()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    return 0 if stop["now"] or proc.returncode in (0, -signal.SIGTERM) else proc.returncode
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None

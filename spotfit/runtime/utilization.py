@@ -56,6 +56,7 @@ def start_sampling(state: dict, interval_s: float = 1.0) -> threading.Event:
     sampler = make_sampler()
     stop = threading.Event()
     state["utilization_source"] = sampler.source
+    state["utilization_pct"] = None  # the key exists before the thread sets it: no dict resize mid-write
 
     def loop():
         while not stop.wait(interval_s):

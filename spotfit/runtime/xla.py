@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
+
+import keras
 
 from spotfit.errors import NotFoundError
 
@@ -56,18 +58,24 @@ def without_measuring(has_gpu: bool, deterministic: bool, distributed: bool) -> 
     return None, ""
 
 
-class XlaTuner:
-    """Applies `training.xla` to each `fit` call and, for `auto`, measures and decides once."""
+class XlaTuner(keras.callbacks.Callback):
+    """Applies `training.xla` to each `fit` call and, for `auto`, measures and decides once.
+
+    One tuner serves the whole attempt. `before_fit(model)` sets `jit_compile` before each `fit`
+    builds its train function; the tuner is a callback only of a `fit` call that starts
+    measuring (`measuring`), so a decided setting costs nothing per step.
+    """
 
     def __init__(self, mode: str, store, reporter, fixed: bool | None = None, why: str = ""):
         """`fixed`: for `auto`, the choice to make without measuring (None: measure)."""
+        super().__init__()
         self.mode = mode
         self.store = store
         self.reporter = reporter
         self.choice: bool | None = None
         self.timings: dict[str, list[float]] = {"off": [], "on": []}
         self._phase: str | None = None
-        self._phase_start: int | None = None
+        self._compiled = False  # the phase's first step (tracing, compilation) has run
         self._functions: dict[bool, Callable] = {}
         self._t_begin = 0.0
         if mode in ("on", "off"):
@@ -81,26 +89,31 @@ class XlaTuner:
                 reporter.event("xla", f"XLA {saved['choice']}: measured by an earlier attempt", reused=True,
                                **{k: saved.get(k) for k in ("choice", "off_step_s", "on_step_s")})
 
-    # -- around fit ------------------------------------------------------------------------
+    @property
+    def measuring(self) -> bool:
+        return self._phase is not None
 
     def before_fit(self, model) -> None:
         """Set the model's `jit_compile` before `fit` builds its train function."""
         if self.choice is not None:
             _set_jit(model, self.choice)
         else:
-            self._phase, self._phase_start = "off", None
+            self._phase, self._compiled = "off", False
             _set_jit(model, False)
 
-    def on_batch_begin(self) -> None:
+    # -- Keras hooks (a measuring fit call only) --------------------------------------------
+
+    def on_train_batch_begin(self, batch, logs=None):
         if self._phase is not None:
             self._t_begin = time.perf_counter()
 
-    def on_batch_end(self, model, step: int) -> None:
+    def on_train_batch_end(self, batch, logs=None):
         if self._phase is None:
             return
+        model = self.model
         seconds = (time.perf_counter() - self._t_begin) / max(model.steps_per_execution, 1)
-        if self._phase_start is None:
-            self._phase_start = step  # the phase's first step: tracing and compilation
+        if not self._compiled:
+            self._compiled = True  # the phase's first step: tracing and compilation, not timed
         else:
             self.timings[self._phase].append(seconds)
         if len(self.timings[self._phase]) < PHASE_STEPS - 1:
@@ -112,13 +125,13 @@ class XlaTuner:
                 self._finish(model)
                 return
             model.train_function = _guarded(_rebuilt(model), self, model)
-            self._phase, self._phase_start = "on", None
+            self._phase, self._compiled = "on", False
         else:
             self._finish(model)
 
-    def on_train_end(self, model) -> None:
+    def on_train_end(self, logs=None):
         if self._phase is not None:  # training ended inside the measurement
-            self._finish(model)
+            self._finish(self.model)
 
     def failed(self, model, exc: Exception) -> Callable:
         """The XLA step failed to compile: fall back to the measured non-XLA function."""
@@ -166,7 +179,7 @@ class _GuardedFunction:
     def __call__(self, iterator):
         try:
             return self.function(iterator)
-        except Exception as exc:  # XLA could not compile an op of this model
+        except Exception as exc:  # noqa: BLE001 (XLA compile errors have no common type; falls back)
             fallback = self.tuner.failed(self.model, exc)
             self.model.train_function = fallback
             return fallback(iterator)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from spotfit import rulespec as r
-from spotfit.controller.rules import Observation, RuleEngine
-from spotfit.controller.rules import checks
+from spotfit.controller import watchdog
+from spotfit.controller.rules import Observation, RuleEngine, checks
 from spotfit.errors import SpecError
 from spotfit.spec import parse_spec
 
@@ -50,9 +52,25 @@ def test_budget_price_nan_stalled():
     assert checks.price_cap(cap, _obs(spot_usd_per_h=1.01))
     assert checks.price_cap(cap, _obs(spot_usd_per_h=1.0)) is None
     assert checks.nan_loss(r.NanLoss(rule="nan_loss"), _obs(nan_loss=True))
+    assert "at step 25" in checks.nan_loss(r.NanLoss(rule="nan_loss"), _obs(nan_loss=True, nan_step=25))
+    assert checks.nan_loss(r.NanLoss(rule="nan_loss"), _obs(nan_step=None)) is None
     stall = r.Stalled(rule="stalled", for_s=60)
     assert checks.stalled(stall, _obs(training=True, last_step_at=900.0))
     assert checks.stalled(stall, _obs(training=True, last_step_at=950.0)) is None
+
+
+def test_the_stall_clock_starts_when_training_starts_not_at_launch(monkeypatch):
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr(watchdog, "time", SimpleNamespace(time=lambda: clock.now))
+    dog = watchdog.Watchdog([r.Stalled(rule="stalled", for_s=60)])
+    assert dog.check({"phase": "running script", "step": 0}, 0.0, None) == []  # importing TF, building
+    clock.now = 100.0
+    assert dog.check({"phase": "training", "step": 0}, 0.0, None) == []  # start-up is not a stall
+    clock.now = 159.0
+    assert dog.check({"phase": "training", "step": 0}, 0.0, None) == []
+    clock.now = 161.0
+    [verdict] = dog.check({"phase": "training", "step": 0}, 0.0, None)
+    assert verdict.rule == "stalled" and "no step for 61s (at step 0)" in verdict.message
 
 
 def test_engine_fires_once_rearms_and_estimates_savings():

@@ -7,13 +7,14 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 
 import pytest
-
 from conftest import run_inline_job, spotfit_cmd
-from spotfit.runtime import tensorboard as tb
+
+from spotfit import tensorboard_server as tb
 from spotfit.stores import open_store
 
 SCRIPT = '''
@@ -40,6 +41,15 @@ def test_fetch_copies_a_remote_jobs_logs(tmp_path):
     assert (tmp_path / "train" / "events.out.tfevents.1").read_bytes() == b"abc"
     assert tb.fetch("memory://tb-fetch/jobs/j1", tmp_path) == 0  # unchanged files are not fetched again
     assert tb.local_folder("memory://x") is None and tb.local_folder("file:///s/j").as_posix() == "/s/j/tensorboard"
+
+
+def test_serving_the_logs_imports_no_tensorflow():
+    code = ("import sys, spotfit.tensorboard_server; "
+            "print(sorted({'tensorflow', 'keras'} & {m.split('.')[0] for m in sys.modules}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", f"`spotfit tensorboard` would import {out.stdout.strip()}"
 
 
 def _free_port() -> int:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import keras
 import pytest
-
 from conftest import run_inline_job
-from spotfit.runtime import xla
+
+from spotfit.runtime import instrument, xla
+from spotfit.runtime.reporter import Reporter
+from spotfit.stores import open_store
 
 SCRIPT = '''
 import keras
@@ -36,6 +40,20 @@ def test_auto_does_not_measure_where_timing_must_not_decide():
     assert xla.without_measuring(has_gpu=False, deterministic=True, distributed=False)[0] is False
     assert xla.without_measuring(has_gpu=True, deterministic=True, distributed=False)[0] is True
     assert xla.without_measuring(has_gpu=True, deterministic=False, distributed=True)[0] is False
+
+
+def test_the_tuner_is_a_callback_of_fit_only_while_it_measures():
+    store = open_store("memory://xla-callbacks/jobs/j1")
+    reporter = Reporter(store, attempt=1)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    for mode, installed in (("off", False), ("on", False), ("auto", True)):
+        tuner = xla.XlaTuner(mode, store, reporter)
+        tuner.before_fit(model)
+        session = SimpleNamespace(xla=tuner, tensorboard=None)
+        kinds = [type(c) for c in instrument._callbacks(session, 1, None, None)]
+        assert kinds == ([xla.XlaTuner] if installed else []) + [instrument.SpotfitCallback], mode
+        assert tuner.measuring is installed and model.jit_compile is (mode == "on")
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ class Observation:
     losses: list[tuple[int, float | None]] = field(default_factory=list)  # recent (step, loss)
     metrics: dict = field(default_factory=dict)  # the latest epoch's metrics
     nan_loss: bool = False
+    nan_step: int | None = None  # the first step whose loss was NaN or infinite
     utilization: list[tuple[float, float]] = field(default_factory=list)  # (wall s, percent)
     last_step_at: float | None = None
     cost_usd: float = 0.0
@@ -77,7 +78,9 @@ def price_cap(rule: r.PriceCap, obs: Observation) -> str | None:
 
 
 def nan_loss(rule: r.NanLoss, obs: Observation) -> str | None:
-    return "the loss is NaN or infinite" if obs.nan_loss else None
+    if not obs.nan_loss:
+        return None
+    return "the loss is NaN or infinite" + ("" if obs.nan_step is None else f" at step {obs.nan_step}")
 
 
 def stalled(rule: r.Stalled, obs: Observation) -> str | None:

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,97 +63,160 @@ class Optimum(BasePolicy):
 
 def solve_block(trace, job, start_tick: int, zones) -> np.ndarray | None:
     """Value block (cost, launches, finish_s, spot ticks, od ticks) of the optimal run, or None."""
-    gap = int(trace.gap_s)
+    grid = _grid(trace.gap_s, job, n_zones=len(zones))
+    rows = [trace.zone_index(z) for z in zones]
+    nxt_lo, _ = grid.band(grid.horizon)
+    nxt = _empty_values(grid)
+    for t in range(grid.horizon - 1, -1, -1):
+        lo, hi = grid.band(t)
+        if hi < lo:  # no progress state can still finish in time
+            nxt, nxt_lo = _empty_values(grid), lo
+            continue
+        tick = _tick(trace, rows, start_tick, t, lo, hi)
+        nxt, nxt_lo = _step(grid, tick, nxt, nxt_lo), lo
+    if nxt_lo != 0 or nxt["none"].shape[1] == 0 or not np.isfinite(nxt["none"][_V, 0]):
+        return None
+    return nxt["none"][:, 0]
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The DP's fixed quantities; progress is counted in units of `unit_s` seconds."""
+
+    gap_s: int
+    unit_s: int
+    work_s: float
+    deadline_s: float
+    n_progress: int  # progress states j·unit_s < work_s
+    horizon: int  # ticks until the deadline
+    k_max: int  # ticks into a launch after which no start-up is owed
+    gains_s: tuple[int, ...]  # progress made in the k-th tick of a launch (k = 0..k_max)
+    n_modes: int  # 0: on-demand, 1..: spot in zones[i - 1]
+
+    def band(self, t: int) -> tuple[int, int]:
+        """Progress states at tick `t` that can still finish (lo) and that time allows (hi)."""
+        lo = max(0, math.ceil((self.work_s - self.deadline_s + t * self.gap_s) / self.unit_s - 1e-9))
+        hi = min(self.n_progress - 1, (t * self.gap_s) // self.unit_s)
+        return lo, hi
+
+
+@dataclass(frozen=True)
+class _Tick:
+    """One tick of the pass: its band of progress states and each mode's market."""
+
+    t: int
+    lo: int
+    js: np.ndarray  # progress states lo..hi
+    available: list[bool]  # per mode
+    cost_usd: list[float]  # per mode, for one tick
+
+
+def _grid(gap_s: int, job, n_zones: int) -> _Grid:
+    gap = int(gap_s)
     overhead = int(round(job.overhead_s))
     if abs(overhead - job.overhead_s) > _EPS:
         raise ValueError(f"optimum needs whole seconds of overhead, got {job.overhead_s}")
     work, deadline = float(job.work_s), float(job.deadline_s)
     u = math.gcd(gap, overhead) if overhead else gap
-    n_ticks = trace.n_ticks
-    rows = [trace.zone_index(z) for z in zones]
     k_max = max(1, math.ceil(overhead / gap))
-    gains = [gap - min(gap, max(0, overhead - k * gap)) for k in range(k_max + 1)]
-    j_all = math.ceil(work / u - 1e-9)  # progress states j*u < work
-    horizon = math.ceil(deadline / gap - 1e-9)
-    n_modes = 1 + len(rows)  # 0: on-demand, 1..: spot in zones[i]
+    return _Grid(
+        gap_s=gap, unit_s=u, work_s=work, deadline_s=deadline,
+        n_progress=math.ceil(work / u - 1e-9),
+        horizon=math.ceil(deadline / gap - 1e-9),
+        k_max=k_max,
+        gains_s=tuple(gap - min(gap, max(0, overhead - k * gap)) for k in range(k_max + 1)),
+        n_modes=1 + n_zones,
+    )
 
-    def band(t: int) -> tuple[int, int]:
-        lo = max(0, math.ceil((work - deadline + t * gap) / u - 1e-9))
-        hi = min(j_all - 1, (t * gap) // u)
-        return lo, hi
 
+def _empty_values(grid: _Grid) -> dict:
+    """Value blocks keyed "none" (not running) or (mode, ticks into the launch), all empty."""
     empty = np.zeros((5, 0))
-    nxt_lo, _ = band(horizon)
-    nxt = {"none": empty, **{(c, k): empty for c in range(n_modes) for k in range(1, k_max + 1)}}
+    return {"none": empty, **{(c, k): empty for c in range(grid.n_modes) for k in range(1, grid.k_max + 1)}}
 
-    for t in range(horizon - 1, -1, -1):
-        lo, hi = band(t)
-        m = hi - lo + 1
-        if m <= 0:
-            nxt = {key: empty for key in nxt}
-            nxt_lo = lo
+
+def _tick(trace, rows: list[int], start_tick: int, t: int, lo: int, hi: int) -> _Tick:
+    """Tick `t` of the run; past the trace's end spot is down and prices stay at the last tick's."""
+    gap = int(trace.gap_s)
+    a = min(start_tick + t, trace.n_ticks - 1)
+    inside = start_tick + t < trace.n_ticks
+    available = [True] + [inside and bool(trace.available[r, a]) for r in rows]
+    cost = [float(np.min(trace.on_demand_usd_per_h[rows, a])) * gap / 3600.0]
+    cost += [float(trace.spot_usd_per_h[r, a]) * gap / 3600.0 for r in rows]
+    return _Tick(t=t, lo=lo, js=np.arange(lo, hi + 1), available=available, cost_usd=cost)
+
+
+def _step(grid: _Grid, tick: _Tick, nxt: dict, nxt_lo: int) -> dict:
+    """The value blocks at `tick` from those of the next tick (which start at progress `nxt_lo`)."""
+    none = _shift(grid, tick, nxt["none"], nxt_lo, 0)
+    launches = _launches(grid, tick, nxt, nxt_lo)
+    first_choice, best, second = _best_two(launches)
+    cur = {"none": _pick(none, best)}
+    for c in range(grid.n_modes):
+        if not tick.available[c]:
+            for k in range(1, grid.k_max + 1):
+                cur[(c, k)] = cur["none"]
             continue
-        a = min(start_tick + t, n_ticks - 1)
-        inside = start_tick + t < n_ticks
-        avail = [True] + [inside and bool(trace.available[r, a]) for r in rows]
-        cost = [float(np.min(trace.on_demand_usd_per_h[rows, a])) * gap / 3600.0]
-        cost += [float(trace.spot_usd_per_h[r, a]) * gap / 3600.0 for r in rows]
-        js = np.arange(lo, hi + 1)
+        others = np.where(first_choice == c, second, best)
+        idle_or_switch = _pick(none, others)
+        for k in range(1, grid.k_max + 1):
+            stay = _billed(_shift(grid, tick, nxt[(c, min(k + 1, grid.k_max))], nxt_lo, grid.gains_s[k]),
+                           tick.cost_usd[c], c, launch=False)
+            cur[(c, k)] = _pick(idle_or_switch, stay)
+    return cur
 
-        def shift(block: np.ndarray, g: int) -> np.ndarray:
-            out = np.zeros((5, m))
-            out[_V] = np.inf
-            gu = g // u
-            done = js * u + g >= work - 1e-9
-            if done.any():
-                finish = t * gap + (gap - g) + (work - js[done] * u)
-                ok = finish <= deadline + _EPS
-                sub = out[:, done]
-                sub[_V] = np.where(ok, 0.0, np.inf)
-                sub[_F] = finish
-                out[:, done] = sub
-            nb = block.shape[1]
-            first = max(lo, nxt_lo - gu)
-            last = min(hi, nxt_lo + nb - 1 - gu, j_all - 1 - gu)
-            if last >= first:
-                out[:, first - lo:last - lo + 1] = block[:, first + gu - nxt_lo:last + gu - nxt_lo + 1]
-            return out
 
-        def billed(block: np.ndarray, c: int, launch: bool) -> np.ndarray:
-            block[_V] += cost[c]
-            block[_SPOT if c else _OD] += 1
-            if launch:
-                block[_N] += 1
-            return block
+def _launches(grid: _Grid, tick: _Tick, nxt: dict, nxt_lo: int) -> np.ndarray:
+    """Per mode, the value of launching in it at `tick` (inf where the mode is unavailable)."""
+    launches = np.full((grid.n_modes, 5, tick.js.size), np.inf)
+    for c in range(grid.n_modes):
+        if tick.available[c]:
+            launches[c] = _billed(_shift(grid, tick, nxt[(c, 1)], nxt_lo, grid.gains_s[0]),
+                                  tick.cost_usd[c], c, launch=True)
+    return launches
 
-        none = shift(nxt["none"], 0)
-        launches = np.full((n_modes, 5, m), np.inf)
-        for c in range(n_modes):
-            if avail[c]:
-                launches[c] = billed(shift(nxt[(c, 1)], gains[0]), c, True)
-        first_choice = np.argmin(launches[:, _V], axis=0)
-        best = np.take_along_axis(launches, first_choice[None, None, :].repeat(5, 1), 0)[0]
-        masked = launches[:, _V].copy()
-        np.put_along_axis(masked, first_choice[None, :], np.inf, 0)
-        second_choice = np.argmin(masked, axis=0)
-        second = np.take_along_axis(launches, second_choice[None, None, :].repeat(5, 1), 0)[0]
 
-        cur = {"none": _pick(none, best)}
-        for c in range(n_modes):
-            if not avail[c]:
-                for k in range(1, k_max + 1):
-                    cur[(c, k)] = cur["none"]
-                continue
-            others = np.where(first_choice == c, second, best)
-            idle_or_switch = _pick(none, others)
-            for k in range(1, k_max + 1):
-                stay = billed(shift(nxt[(c, min(k + 1, k_max))], gains[k]), c, False)
-                cur[(c, k)] = _pick(idle_or_switch, stay)
-        nxt, nxt_lo = cur, lo
+def _best_two(launches: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per progress state: the cheapest launch's mode, its block, and the runner-up's block."""
+    first_choice = np.argmin(launches[:, _V], axis=0)
+    best = np.take_along_axis(launches, first_choice[None, None, :].repeat(5, 1), 0)[0]
+    masked = launches[:, _V].copy()
+    np.put_along_axis(masked, first_choice[None, :], np.inf, 0)
+    second_choice = np.argmin(masked, axis=0)
+    second = np.take_along_axis(launches, second_choice[None, None, :].repeat(5, 1), 0)[0]
+    return first_choice, best, second
 
-    if nxt_lo != 0 or nxt["none"].shape[1] == 0 or not np.isfinite(nxt["none"][_V, 0]):
-        return None
-    return nxt["none"][:, 0]
+
+def _shift(grid: _Grid, tick: _Tick, block: np.ndarray, block_lo: int, gain_s: int) -> np.ndarray:
+    """Values at `tick` of making `gain_s` of progress, given the next tick's `block` (from `block_lo`)."""
+    u, work, lo, js = grid.unit_s, grid.work_s, tick.lo, tick.js
+    hi = lo + js.size - 1
+    out = np.zeros((5, js.size))
+    out[_V] = np.inf
+    gu = gain_s // u
+    done = js * u + gain_s >= work - 1e-9
+    if done.any():  # finishing within this tick: the finish time is exact, in seconds
+        finish = tick.t * grid.gap_s + (grid.gap_s - gain_s) + (work - js[done] * u)
+        ok = finish <= grid.deadline_s + _EPS
+        sub = out[:, done]
+        sub[_V] = np.where(ok, 0.0, np.inf)
+        sub[_F] = finish
+        out[:, done] = sub
+    nb = block.shape[1]
+    first = max(lo, block_lo - gu)
+    last = min(hi, block_lo + nb - 1 - gu, grid.n_progress - 1 - gu)
+    if last >= first:
+        out[:, first - lo:last - lo + 1] = block[:, first + gu - block_lo:last + gu - block_lo + 1]
+    return out
+
+
+def _billed(block: np.ndarray, cost_usd: float, mode: int, launch: bool) -> np.ndarray:
+    """`block` (changed in place) plus one billed tick in `mode`, and one launch if `launch`."""
+    block[_V] += cost_usd
+    block[_SPOT if mode else _OD] += 1
+    if launch:
+        block[_N] += 1
+    return block
 
 
 def _pick(a: np.ndarray, b: np.ndarray) -> np.ndarray:
