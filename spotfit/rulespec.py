@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -92,7 +92,7 @@ class Stalled(_Rule):
 
 
 RuleSpec = Annotated[
-    Union[LossPlateau, TargetMetric, IdleAccelerator, Budget, PriceCap, NanLoss, Stalled],
+    LossPlateau | TargetMetric | IdleAccelerator | Budget | PriceCap | NanLoss | Stalled,
     Field(discriminator="rule"),
 ]
 
@@ -113,6 +113,6 @@ class RulesDoc(BaseModel):
     notify: Notify | None = None
 
 RULE_MODELS: dict[str, type[BaseModel]] = {
-    m.model_fields["rule"].annotation.__args__[0]: m
+    get_args(m.model_fields["rule"].annotation)[0]: m
     for m in (LossPlateau, TargetMetric, IdleAccelerator, Budget, PriceCap, NanLoss, Stalled)
 }

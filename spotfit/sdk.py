@@ -24,11 +24,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import cast
 
 from spotfit import arguments
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import default_store_url, home
-from spotfit.spec import MAX_HOURS, JobSpec, Preemption, load_spec
+from spotfit.spec import MAX_HOURS, BackendName, JobSpec, Preemption, load_spec
 from spotfit.state import StateDB, _alive
 from spotfit.states import AttemptState, JobState
 from spotfit.stores import child, open_store
@@ -89,7 +90,7 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
             f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
             hint="Use --backend local (the embedded default) or --backend aws.",
         )
-    spec.backend = chosen
+    spec.backend = cast(BackendName, chosen)  # checked against the registry above
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -144,7 +145,7 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
 
 def controller_alive(job: dict) -> bool:
     pid = job.get("controller_pid")
-    return bool(pid) and _alive(pid) and time.time() - (job.get("controller_seen_at") or 0) < 15.0
+    return pid is not None and _alive(pid) and time.time() - (job.get("controller_seen_at") or 0) < 15.0
 
 
 def status(ref: str) -> dict:

@@ -25,7 +25,7 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -104,7 +104,7 @@ class Checkpoint(_Section):
     """Where and how often to checkpoint."""
 
     store: str | None = Field(None, description="object store URL; default file://$SPOTFIT_HOME/store")
-    interval: Union[Literal["auto"], StepsInterval, SecondsInterval] = "auto"
+    interval: Literal["auto"] | StepsInterval | SecondsInterval = "auto"
     keep: int = Field(2, ge=1, description="good checkpoints kept")
 
     @field_validator("interval", mode="before")
@@ -181,11 +181,19 @@ class Data(_Section):
         return value
 
 
+ExportFormat = Literal["savedmodel", "tflite", "keras"]
+BackendName = Literal["local", "aws", "kubernetes"]
+
+
+def _default_formats() -> list[ExportFormat]:
+    return ["savedmodel"]
+
+
 class Export(_Section):
     """Where the trained model goes."""
 
     registry: str | None = Field(None, description="registry URL; default file://$SPOTFIT_HOME/registry")
-    formats: list[Literal["savedmodel", "tflite", "keras"]] = Field(default_factory=lambda: ["savedmodel"])
+    formats: list[ExportFormat] = Field(default_factory=_default_formats)
 
 
 class Aws(_Section):
@@ -224,7 +232,7 @@ class JobSpec(_Section):
     script: str = Field(description="path to the Keras script, relative to the spec file")
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict, description="environment for the script")
-    backend: Literal["local", "aws", "kubernetes"] = "local"
+    backend: BackendName = "local"
     resources: Resources = Field(default_factory=Resources)
     market: Market = Field(default_factory=Market)
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
@@ -429,7 +437,7 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
-        field = model.model_fields.get(part) if isinstance(model, type) else None
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
         if field is None:
             return None
         annotation = field.annotation
@@ -474,7 +482,7 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
     # A field with several union members reports one error per member: keep the first per loc.
     first = errors[0]
     raw_loc = first["loc"]
-    rule_model = RULE_MODELS.get(raw_loc[2]) if len(raw_loc) > 3 and raw_loc[0] == "rules" else None
+    rule_model = RULE_MODELS.get(str(raw_loc[2])) if len(raw_loc) > 3 and raw_loc[0] == "rules" else None
     loc = _clean_loc(raw_loc)
     dotted = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
     more_locs = {_clean_loc(e["loc"])[:len(loc)] for e in errors} - {loc}
@@ -484,7 +492,8 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
         known = sorted(n for n, f in (model.model_fields.items() if model else []) if not f.exclude)
         key = str(loc[-1])
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        parent = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc[:-1]).replace(".[", "[") or "the top level"
+        path = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc[:-1])
+        parent = path.replace(".[", "[") or "the top level"
         suggestion = f": did you mean `{close[0]}`?" if close else "."
         return SpecError(
             f"Unknown field `{dotted}` in {source}{suggestion}{more}",

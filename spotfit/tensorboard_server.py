@@ -61,10 +61,10 @@ def serve(job_url: str, job_id: str, port: int, cache: Path, on_start=None) -> i
     except ImportError:
         raise SpotfitError("TensorBoard is not installed in this environment.",
                            hint="Install the runtime extra: pip install 'spotfit[tf-cpu]' (or tf-gpu).") from None
-    logdir = local_folder(job_url)
-    remote = logdir is None
+    local = local_folder(job_url)
+    remote = local is None
+    logdir = cache / job_id if local is None else local
     if remote:
-        logdir = cache / job_id
         logdir.mkdir(parents=True, exist_ok=True)
         fetch(job_url, logdir)
     elif not logdir.exists():

@@ -309,12 +309,15 @@ class Controller:
     def _resume_below_cap(self) -> None:
         """A price-cap pause ends by itself when the spot price falls back under the cap."""
         cap = self.watchdog.engine.price_cap()
-        price = min((self.plan.spot_price(z) for z in self.plan.zones()), default=None)
+        prices = [p for p in (self.plan.spot_price(z) for z in self.plan.zones()) if p is not None]
+        price = min(prices, default=None)
         if cap is None or (price is not None and price <= cap):
             self._price_paused = False
             self.watchdog.engine.rearm("price_cap")
             self.db.update_job(self.job_id, state=JobState.WAITING, message="price back under the cap")
-            self.db.add_event(self.job_id, "resumed", f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h")
+            why = "the price cap was removed" if cap is None or price is None else \
+                f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h"
+            self.db.add_event(self.job_id, "resumed", why)
 
     def _cancel(self, current: dict | None) -> None:
         if current is None:

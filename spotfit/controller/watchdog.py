@@ -20,7 +20,7 @@ class Watchdog:
         self.engine = RuleEngine(rules, fired)
         self._samples: list[tuple[float, float]] = []
         self._last_heartbeat = None
-        self._step = None
+        self._step: int | None = None
         self._training = False
         self._step_at: float | None = None
 

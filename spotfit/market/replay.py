@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class MarketReplay:
             if not first <= self.origin_s <= last:
                 raise UsageError(
                     f"Invalid `market.start`: received {start.isoformat()}, expected a time inside "
-                    f"the trace ({self.trace.start.isoformat()} .. {datetime.fromtimestamp(last, timezone.utc).isoformat()}).",
+                    f"the trace ({self.trace.start.isoformat()} .. {datetime.fromtimestamp(last, UTC).isoformat()}).",
                     hint="Pick a start inside the trace, or leave `market.start` out to start at its beginning.",
                 )
         self._first_s = first
@@ -74,6 +74,8 @@ class MarketReplay:
         end_s = start_s + billed
         if market != "spot":
             return billed, billed / 3600.0 * self.on_demand_usd_per_h()
+        if zone is None:
+            raise ValueError("a spot launch has a zone")
         z = self.trace.zone_index(zone)
         return billed, self._spot_integral(z, start_s, end_s)
 
@@ -94,5 +96,5 @@ class MarketReplay:
 
 def _epoch_s(moment: datetime) -> float:
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()

@@ -114,7 +114,7 @@ def resolve_trace(name_or_path: str | Path) -> Path:
     )
 
 
-def load_trace(path: str | Path, gap_s: int | None = None) -> Trace:
+def load_trace(path: str | Path, gap_s: float | None = None) -> Trace:
     """Read a trace CSV (gzipped or not) into a `Trace`, validating every row."""
     path = resolve_trace(path)
     rows = _parse_rows(path, _columns(path, _read_text(path)))

@@ -172,7 +172,7 @@ class DataCache:
                     os.utime(self._blob_path(blob))  # least recently used = oldest mtime
                 self._write_index(source, {i.key: {"size": i.size, "etag": i.etag, "mtime": i.mtime,
                                                    "blob": done_plan[i.key]} for i in infos if i.key in done_plan})
-            self._write_view(source, plan)
+            self._write_view(source, done_plan)
         stats.seconds = time.perf_counter() - t0
         return stats
 

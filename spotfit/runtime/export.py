@@ -103,7 +103,7 @@ def _max_diff(expected, got) -> float:
     if [e.shape for e in expected] != [g.shape for g in got]:
         raise ExportError(f"output shapes differ: {[e.shape for e in expected]} vs {[g.shape for g in got]}")
     scale = max(max(float(np.max(np.abs(e))) for e in expected), 1.0)
-    return max(float(np.max(np.abs(e - g))) for e, g in zip(expected, got)) / scale
+    return max(float(np.max(np.abs(e - g))) for e, g in zip(expected, got, strict=True)) / scale
 
 
 def _flat(value) -> list:
@@ -148,7 +148,8 @@ def write_formats(model, formats: list[str], folder: Path, sample) -> dict:
     if "tflite" in formats:
         data = tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert()
         (folder / "model.tflite").write_bytes(data)
-        done["tflite"] = {"path": "model.tflite", "max_rel_diff": _check("tflite", expected, _run_tflite(data, sample), dtype)}
+        diff = _check("tflite", expected, _run_tflite(data, sample), dtype)
+        done["tflite"] = {"path": "model.tflite", "max_rel_diff": diff}
         if "savedmodel" not in formats:
             shutil.rmtree(saved)
     if "keras" in formats:
@@ -176,7 +177,7 @@ def float32_copy(model):
     try:
         copy = keras.models.clone_model(model, clone_function=clone)
         copy.set_weights(model.get_weights())
-    except Exception:  # a subclassed model: export it in its own dtype policy
+    except Exception:  # noqa: BLE001 — a subclassed model: export it in its own dtype policy
         return model
     return copy
 
@@ -187,10 +188,10 @@ def _run_tflite(data: bytes, sample):
     interpreter = tf.lite.Interpreter(model_content=data)
     inputs = sample if isinstance(sample, list) else [sample]
     details = interpreter.get_input_details()
-    for detail, array in zip(details, inputs):
+    for detail, array in zip(details, inputs, strict=True):
         interpreter.resize_tensor_input(detail["index"], array.shape)
     interpreter.allocate_tensors()
-    for detail, array in zip(details, inputs):
+    for detail, array in zip(details, inputs, strict=True):
         interpreter.set_tensor(detail["index"], array.astype(detail["dtype"]))
     interpreter.invoke()
     outputs = [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]

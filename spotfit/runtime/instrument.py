@@ -67,7 +67,7 @@ def _state_variables(model: keras.Model) -> list:
 
 def capture(model: keras.Model) -> dict[str, np.ndarray]:
     arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
-    keys, pos = np.random.get_state()[1:3]
+    keys, pos = np.random.get_state()[1:3]  # type: ignore[index]  # the legacy tuple form
     arrays["numpy_rng_keys"] = np.asarray(keys)
     arrays["numpy_rng_pos"] = np.asarray([pos])
     return arrays

@@ -83,7 +83,7 @@ def run(job_url: str, attempt: int) -> int:
                 and session.is_chief and session.model is not None):
             _export(session, {"step": None, "weights_sha256": None, "metrics": session.last_metrics})
         session.stop.barrier("stopped")  # the chief's checkpoint is written before anyone exits
-        return int(exc.code)
+        return int(exc.code or EXIT_PREEMPTED)
     finally:
         stop_sampling.set()
         stop_heartbeat.set()
@@ -94,7 +94,8 @@ def _speedups(session: Session):
     """Strategy, precision policy, XLA tuner and TensorBoard log of this attempt; returns the strategy."""
     import tensorflow as tf
 
-    from spotfit.runtime import precision, strategy as dist, xla
+    from spotfit.runtime import precision, xla
+    from spotfit.runtime import strategy as dist
     from spotfit.runtime.tensorboard import TensorBoardLog
 
     config, rep, cluster = session.config, session.reporter, session.cluster
@@ -136,6 +137,7 @@ def _export(session: Session, result: dict) -> dict:
     from spotfit.runtime import export
 
     config, opts = session.config, session.config.export
+    assert opts is not None, "exports happen only for jobs with an export section"
     trace_h = (time.time() - session.t_started) * (opts.get("time_scale") or 1.0) / 3600.0
     this_attempt = (opts.get("price_usd_per_h") or 0.0) * trace_h
     card = {
@@ -155,7 +157,7 @@ def _export(session: Session, result: dict) -> dict:
     }
     try:
         card = export.export(session.model, opts, card, session.sample_x)
-    except Exception as exc:  # the model was trained and checkpointed: report, do not fail the job
+    except Exception as exc:  # noqa: BLE001 — the model was trained and checkpointed: report, do not fail the job
         session.reporter.event("export_failed", f"export not published: {type(exc).__name__}: {exc}",
                                error=str(exc)[:500])
         return {"error": f"{type(exc).__name__}: {exc}"}
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         code = run(argv[0], int(argv[1]))
     except Preempted as exc:  # SIGTERM before training started: nothing new to save
         code = int(exc.code or EXIT_PREEMPTED)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 — any end of the script becomes an exit code and a record
         traceback.print_exc()
         sys.stderr.flush()
         code = 1
@@ -214,5 +216,5 @@ def _record_exit(job_url: str, attempt: int, code: int) -> None:
         open_store(job_url).write_bytes(
             f"attempts/{attempt:04d}/exit.json", json.dumps({"code": code, "at": time.time()}).encode()
         )
-    except Exception as exc:  # the code still reaches a parent through the exit status
+    except Exception as exc:  # noqa: BLE001 — the code still reaches a parent through the exit status
         sys.stderr.write(f"spotfit: could not record the exit code: {exc}\n")

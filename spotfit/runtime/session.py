@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import NotFoundError, StoreError
 from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
@@ -13,6 +14,11 @@ from spotfit.runtime.preemption import NoticeWatcher
 from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.strategy import LocalStop, cluster_from_env
 from spotfit.stores import child, open_store
+
+if TYPE_CHECKING:  # the runtime modules below import Keras
+    from spotfit.runtime.strategy import StopAgreement
+    from spotfit.runtime.tensorboard import TensorBoardLog
+    from spotfit.runtime.xla import XlaTuner
 
 # Checkpoint interval floor, in multiples of the save cost: keeps saving under 2% of time.
 MIN_INTERVAL_SAVES = 50
@@ -32,12 +38,12 @@ class Session:
         self.report_store = self.store if self.cluster.is_chief else open_store(
             child(config.job_url, "workers", str(self.cluster.index)))
         self.reporter = Reporter(self.report_store, config.attempt, config.heartbeat_s)
-        self.stop = LocalStop()  # a StopAgreement once a multi-worker strategy exists
+        self.stop: LocalStop | StopAgreement = LocalStop()  # a StopAgreement once a multi-worker strategy exists
         self.strategy_name = "none"
-        self.tensorboard = None  # runtime/tensorboard.py:TensorBoardLog on the chief
-        self.xla = None  # runtime/xla.py:XlaTuner
+        self.tensorboard: TensorBoardLog | None = None  # on the chief only
+        self.xla: XlaTuner | None = None
         self.fit_inputs: list[str] = []  # what each fit call trained on, for the model card
-        self.sample_x = None  # a few rows of the training inputs, to verify exports
+        self.sample_x: Any = None  # a few rows of the training inputs, to verify exports
         self.checkpoints = CheckpointStore(self.store, keep=config.keep, on_event=self.reporter.event)
         self.watcher = NoticeWatcher(config.metadata_url, config.metadata_poll_s)
         self.fit_index = 0

@@ -14,6 +14,7 @@ permission denied) raises `StoreError`, after the store's own retries.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -66,10 +67,10 @@ class ObjectStore(Protocol):
     def info(self, key: str) -> ObjectInfo:
         """Size and content tag of one object; raise `NotFoundError` if it does not exist."""
 
-    def list(self, prefix: str = "") -> list[str]:
+    def list(self, prefix: str = "") -> builtins.list[str]:
         """Keys of all objects under `prefix` (recursive), sorted."""
 
-    def list_info(self, prefix: str = "") -> list[ObjectInfo]:
+    def list_info(self, prefix: str = "") -> builtins.list[ObjectInfo]:
         """`ObjectInfo` of all objects under `prefix` (recursive), sorted by key."""
 
     def delete(self, key: str) -> None:

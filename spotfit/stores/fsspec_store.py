@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 import uuid
@@ -156,10 +157,10 @@ class FsspecStore:
             raise NotFoundError(f"No object {key!r} in store {self.url}: it is a folder.")
         return _object_info(key.strip("/"), raw)
 
-    def list(self, prefix: str = "") -> list[str]:
+    def list(self, prefix: str = "") -> builtins.list[str]:
         return [i.key for i in self.list_info(prefix)]
 
-    def list_info(self, prefix: str = "") -> list[ObjectInfo]:
+    def list_info(self, prefix: str = "") -> builtins.list[ObjectInfo]:
         base = self._path(prefix)
 
         def find():
@@ -250,7 +251,7 @@ def _create_remote(fs, path: str, data: bytes) -> bool:
 def _object_info(key: str, raw: dict) -> ObjectInfo:
     etag = raw.get("ETag") or raw.get("md5Hash") or raw.get("etag")
     mtime = raw.get("mtime") or raw.get("created") or raw.get("LastModified")
-    if hasattr(mtime, "timestamp"):
+    if mtime is not None and hasattr(mtime, "timestamp"):
         mtime = mtime.timestamp()
     return ObjectInfo(key=key, size=int(raw.get("size") or 0),
                       etag=etag.strip('"') if isinstance(etag, str) else None,

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 DOWN_PAUSE_S = 0.1  # between the quick attempts while a store is down: a restarting server's moment

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 
-
 _CLIENTS: dict[tuple, object] = {}
 _CLIENTS_LOCK = threading.Lock()
 

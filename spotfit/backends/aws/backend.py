@@ -325,7 +325,7 @@ def instance_type_for(accelerator: str, count: int, region: str) -> str:
     if not offers:
         raise UsageError(f"No AWS instance type in the catalog has {count} × {accelerator!r}.",
                          hint="Set `aws.instance_type` in the job spec, or see `spotfit catalog --cloud aws`.")
-    return offers[0].instance_type
+    return str(offers[0].instance_type)
 
 
 def runtime_pip(options: dict) -> str:

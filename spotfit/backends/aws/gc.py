@@ -44,7 +44,7 @@ def _job(resource: dict) -> str:
     return next((t["Value"] for t in resource.get("Tags", []) if t["Key"] == TAG_JOB), "?")
 
 
-def find_leftovers(ec2, keep: set[str] = frozenset(), job: str | None = None) -> Leftovers:
+def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str | None = None) -> Leftovers:
     """Tagged resources in `ec2`'s region, minus the jobs in `keep` (only `job`'s when given)."""
     found = Leftovers(region=ec2.meta.region_name)
     filters = [_MANAGED] + ([{"Name": f"tag:{TAG_JOB}", "Values": [job]}] if job else [])
@@ -122,12 +122,13 @@ def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run:
             session=None) -> dict:
     """Find (and unless `dry_run`, remove) leftovers in `regions`; one JSON-able report."""
     session = session or load_boto3().Session()
-    report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": []}
+    regions_done: list[dict] = []
+    report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": regions_done}
     for region in regions:
         ec2 = session.client("ec2", region_name=region)
         found = find_leftovers(ec2, keep=keep, job=job)
         entry = {"region": region, "found": found.to_json(), "count": len(found)}
         if not dry_run and len(found):
             entry["still_in_use"] = remove(ec2, found)["still_in_use"]
-        report["regions"].append(entry)
+        regions_done.append(entry)
     return report

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from spotfit.errors import UsageError
@@ -46,7 +46,7 @@ def spot_price_history(ec2, instance_type: str, start: datetime, end: datetime,
         for rec in page["SpotPriceHistory"]:
             stamp = rec["Timestamp"]
             if stamp.tzinfo is not None:
-                stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
+                stamp = stamp.astimezone(UTC).replace(tzinfo=None)
             points.append(PricePoint(rec["AvailabilityZone"], stamp, float(rec["SpotPrice"])))
     return sorted(points, key=lambda p: (p.zone, p.timestamp))
 
@@ -84,7 +84,7 @@ def on_demand_price(instance_type: str, region: str) -> float:
 def refresh_market(ec2, instance_type: str, path: str | Path, hours: float = 24.0, gap_s: int = 300,
                    now: datetime | None = None, on_demand_usd_per_h: float | None = None) -> Path:
     """Write the last `hours` of `instance_type`'s spot prices as a trace CSV at `path`."""
-    end = now or datetime.now(timezone.utc).replace(tzinfo=None)
+    end = now or datetime.now(UTC).replace(tzinfo=None)
     start = end - timedelta(hours=hours)
     points = spot_price_history(ec2, instance_type, start, end)
     if not points:

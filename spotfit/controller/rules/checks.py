@@ -6,7 +6,9 @@ the bookkeeping (fire once, money saved, actions).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from spotfit import rulespec as r
 
@@ -89,7 +91,8 @@ def stalled(rule: r.Stalled, obs: Observation) -> str | None:
     return None
 
 
-CHECKS = {
+# rule name -> check(rule spec, observation) -> the reason it fired, or None
+CHECKS: dict[str, Callable[[Any, Observation], str | None]] = {
     "loss_plateau": loss_plateau,
     "target_metric": target_metric,
     "idle_accelerator": idle_accelerator,

@@ -151,7 +151,7 @@ def _step(grid: _Grid, tick: _Tick, nxt: dict, nxt_lo: int) -> dict:
     none = _shift(grid, tick, nxt["none"], nxt_lo, 0)
     launches = _launches(grid, tick, nxt, nxt_lo)
     first_choice, best, second = _best_two(launches)
-    cur = {"none": _pick(none, best)}
+    cur: dict[str | tuple[int, int], np.ndarray] = {"none": _pick(none, best)}
     for c in range(grid.n_modes):
         if not tick.available[c]:
             for k in range(1, grid.k_max + 1):
