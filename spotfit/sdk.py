@@ -6,12 +6,13 @@ tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard.
 Each function takes plain arguments and returns plain data (dicts that are also the `--json`
 documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
 
-Example:
+A job runs with `sdk.run_job(sdk.submit("examples/digits/spotfit.yaml"))` (it trains, so it is
+not a docstring example). Example:
 
->>> import spotfit.sdk as sdk  # doctest: +SKIP
->>> job_id = sdk.submit("examples/digits/spotfit.yaml")  # doctest: +SKIP
->>> sdk.run_job(job_id)["state"]  # doctest: +SKIP
-'completed'
+>>> import spotfit.sdk as sdk
+>>> offer = sdk.catalog(accelerator="V100", count=1, cloud="aws", spot=True)["offers"][0]
+>>> offer["instance_type"], offer["spot_usd_per_h"] < offer["on_demand_usd_per_h"]
+('p3.2xlarge', True)
 """
 
 from __future__ import annotations

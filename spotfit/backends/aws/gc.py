@@ -6,7 +6,8 @@ terminated, the open spot requests, the security groups and the placement groups
 except those of the jobs in `keep` (jobs whose controller still runs them). `remove`
 terminates and cancels first, then deletes the groups once nothing uses them.
 
-Example (against moto or a real account):
+Example (against a real account: moto has no placement groups, so tests/backends run these on
+moto with a placement-group stand-in):
 
 >>> found = find_leftovers(ec2, keep={"digits-20260101-000000-ab12"})  # doctest: +SKIP
 >>> remove(ec2, found)  # doctest: +SKIP
