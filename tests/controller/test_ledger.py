@@ -10,7 +10,7 @@ from spotfit.controller.ledger import ledger
 from spotfit.controller.outcome import classify
 from spotfit.market.replay import MIN_BILLED_S, MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
-from test_managed_recovery import _recompute
+from tests.support.ledger import launch_cost_usd
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +25,7 @@ def test_spot_cost_is_the_integral_of_tick_prices(replay):
         end = start + rng.choice([5.0, 59.0, 600.0, rng.uniform(0, 20000)])
         billed, cost = replay.cost_usd("spot", "us-east-2b", start, end)
         assert billed == max(end - start, MIN_BILLED_S)
-        assert cost == pytest.approx(_recompute({"market": "spot", "start_s": start, "end_s": end}, "us-east-2b"),
-                                     rel=1e-9)
+        assert cost == pytest.approx(launch_cost_usd("spot", "us-east-2b", start, end), rel=1e-9)
 
 
 def test_on_demand_cost_and_minimum(replay):

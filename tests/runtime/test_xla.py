@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_inline_job
 from spotfit.runtime import xla
+from tests.support.jobs import run_inline_job
 
 SCRIPT = '''
 import keras

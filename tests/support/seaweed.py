@@ -8,6 +8,9 @@ ports and data folder, which is how tests take the server away in the middle of 
 `seaweed_env(server)` is the environment a spotfit process needs to reach it: the endpoint
 (`SPOTFIT_S3_ENDPOINT_URL`), the test credentials, and no AWS config files or metadata
 server (nothing may fall through to a real cloud).
+
+The fixtures `seaweed` (one server per session), `s3_env` and `own_seaweed` (a server of one
+test alone, to stop and start) are in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from botocore.exceptions import BotoCoreError, ClientError
+
+from tests.support.wait import wait_for
 
 ACCESS_KEY = "spotfit-test-access"
 SECRET_KEY = "spotfit-test-secret-0123456789"
@@ -80,23 +85,27 @@ class SeaweedServer:
             f"-filer.port.grpc={p['filer_grpc']}", f"-admin.port={p['admin']}", f"-admin.port.grpc={p['admin_grpc']}",
         ]
 
-    def start(self, timeout_s: float = 60.0) -> None:
+    def start(self, timeout_s: float = 120.0) -> None:
         """Start the server and wait until a bucket can be created in it."""
         log = open(self.folder / "weed.log", "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.folder)
         log.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"weed mini exited with {self.proc.returncode}; see {self.folder / 'weed.log'}")
-            try:
-                self.make_bucket(BUCKET)
-                return
-            except Exception:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"weed mini did not become ready in {timeout_s:g}s; see {self.folder / 'weed.log'}")
+        try:
+            wait_for(self._ready, timeout_s, f"weed mini to serve S3 on {self.endpoint} "
+                     f"(log: {self.folder / 'weed.log'})", poll_s=0.1)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _ready(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"weed mini exited with {self.proc.returncode}; see {self.folder / 'weed.log'}")
+        try:
+            self.make_bucket(BUCKET)
+        except (BotoCoreError, ClientError):  # not listening, or not serving yet
+            return False
+        return True
 
     def stop(self) -> None:
         """SIGTERM by PID, SIGKILL after 10 s."""
@@ -129,7 +138,7 @@ class SeaweedServer:
         client = self.client()
         try:
             client.head_bucket(Bucket=name)
-        except Exception:
+        except ClientError:  # 404: not there yet
             client.create_bucket(Bucket=name)
 
 
@@ -144,22 +153,3 @@ def seaweed_env(server: SeaweedServer) -> dict[str, str]:
         "AWS_CONFIG_FILE": os.devnull,
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
     }
-
-
-# Fixtures: import them into a test module (`from seaweed import seaweed, s3_env`).
-
-@pytest.fixture(scope="session")
-def seaweed(tmp_path_factory) -> SeaweedServer:
-    """One SeaweedFS server for the test session (per importing module)."""
-    server = SeaweedServer(tmp_path_factory.mktemp("seaweed"))
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def s3_env(seaweed, monkeypatch) -> SeaweedServer:
-    """`seaweed`, with this process's environment pointing s3:// at it."""
-    for name, value in seaweed_env(seaweed).items():
-        monkeypatch.setenv(name, value)
-    return seaweed
