@@ -18,7 +18,7 @@ from tests.support.seaweed import BUCKET
 
 
 def test_retries_transient_errors_then_gives_up_and_fails_fast_while_down():
-    policy = RetryPolicy(attempts=3, base_s=0.0, down_s=60)
+    policy = RetryPolicy(attempts=3, base_s=0.0, down_s=3600)  # down for the whole test
     calls = []
 
     def broken():
