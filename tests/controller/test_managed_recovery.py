@@ -1,9 +1,11 @@
 """Managed recovery on the replayed market: preemptions, deadline, ledger, controller crash.
 
-Every assertion here holds whatever the machine's speed: the replayed market runs on wall
-time, so each test either makes the job meet the market at known steps (a script that waits
-for the market's preemption), or compares what happened with the trace at the trace times
-the controller recorded, and every wait has a deadline.
+The replayed market runs on wall time, so these tests do not count on the machine's speed:
+the flaky job meets the market at known steps (its script waits there for the market's
+preemption), decisions are checked against the trace at the trace times the controller
+recorded, and every wait has a deadline. The one thing wall time decides, whether a real job
+finishes before a trace-time deadline, is run at a time_scale that leaves it many times what
+a loaded machine needs.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from tests.support.wait import wait_for
 ACCESS_KEY = "spotfit-test-access"
 SECRET_KEY = "spotfit-test-secret-0123456789"
 BUCKET = "spotfit-test"
+_PROBE = "seaweed-ready-probe"  # an object of the server's own, to tell when it serves data
 _PORTS = ("s3", "s3_grpc", "master", "master_grpc", "volume", "volume_grpc", "filer", "filer_grpc",
           "admin", "admin_grpc")
 
@@ -69,6 +70,7 @@ class SeaweedServer:
         self.ports = {name: _free_port() for name in _PORTS}
         self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
         self.proc: subprocess.Popen | None = None
+        self._probe_written = False
         config = {"identities": [{"name": "spotfit-test",
                                   "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
                                   "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}
@@ -86,13 +88,18 @@ class SeaweedServer:
         ]
 
     def start(self, timeout_s: float = 120.0) -> None:
-        """Start the server and wait until a bucket can be created in it."""
+        """Start the server and wait until it serves reads of what it held before, and writes.
+
+        A restarted `weed mini` answers bucket requests before its volume server has told the
+        master about the volumes it holds (reads then fail "volume 1 not found"): readiness is
+        reading back the probe object written at the first start, then writing it again.
+        """
         log = open(self.folder / "weed.log", "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.folder)
         log.close()
         try:
-            wait_for(self._ready, timeout_s, f"weed mini to serve S3 on {self.endpoint} "
+            wait_for(self._ready, timeout_s, f"weed mini to serve S3 reads and writes on {self.endpoint} "
                      f"(log: {self.folder / 'weed.log'})", poll_s=0.1)
         except BaseException:
             self.stop()
@@ -101,11 +108,17 @@ class SeaweedServer:
     def _ready(self) -> bool:
         if self.proc.poll() is not None:
             raise RuntimeError(f"weed mini exited with {self.proc.returncode}; see {self.folder / 'weed.log'}")
+        client = self.client()
         try:
             self.make_bucket(BUCKET)
+            if self._probe_written:  # data from before a restart must be readable again
+                client.get_object(Bucket=BUCKET, Key=_PROBE)["Body"].read()
+            client.put_object(Bucket=BUCKET, Key=_PROBE, Body=b"ready")
+            ready = client.get_object(Bucket=BUCKET, Key=_PROBE)["Body"].read() == b"ready"
         except (BotoCoreError, ClientError):  # not listening, or not serving yet
             return False
-        return True
+        self._probe_written = True
+        return ready
 
     def stop(self) -> None:
         """SIGTERM by PID, SIGKILL after 10 s."""
