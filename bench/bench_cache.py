@@ -1,6 +1,6 @@
 """Data cache fill throughput against a plain boto3 download, and the cache-hit start-up time.
 
-Starts SeaweedFS on 127.0.0.1 (tests/seaweed.py), uploads a seeded data set of `FILES` objects
+Starts SeaweedFS on 127.0.0.1 (tests/support/seaweed.py), uploads a seeded data set of `FILES` objects
 of `FILE_MIB` MiB, then alternates, `REPEATS` times each, into fresh local folders:
 
 - plain boto3: `download_file` for each object, one after the other (what a script does);
@@ -25,10 +25,9 @@ from pathlib import Path
 import numpy as np
 from _doc import machine, write_section
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from seaweed import BUCKET, SeaweedServer, require_weed, seaweed_env  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `tests.support`
 from spotfit.runtime.datacache import DataCache  # noqa: E402
+from tests.support.seaweed import BUCKET, SeaweedServer, require_weed, seaweed_env  # noqa: E402
 
 HEADING = "## Data cache (issue 8)"
 FILES = 64

@@ -1,18 +1,21 @@
-"""Shared test setup: every test gets its own SPOTFIT_HOME; nothing reaches a network."""
+"""Shared test setup: every test gets its own SPOTFIT_HOME; nothing reaches a network.
+
+Fixtures here: `spotfit_home` (autouse), `job_spec` (a spec folder beside a script), and the
+SeaweedFS servers `seaweed` (one per session), `s3_env` (this process pointed at it) and
+`own_seaweed` (a server of one test alone, which the test may stop and start). Helpers are
+imported by module path from `tests.support`.
+"""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-DIGITS = REPO / "examples" / "digits"
+from tests.support.jobs import DIGITS, write_spec
+from tests.support.seaweed import SeaweedServer, require_weed, seaweed_env
 
 # Never let TF probe a metadata server (DESIGN.md): a closed loopback port.
 os.environ.setdefault("GCE_METADATA_IP", "127.0.0.1:9")
@@ -27,26 +30,38 @@ def spotfit_home(tmp_path, monkeypatch) -> Path:
     return home
 
 
-def write_spec(folder: Path, text: str, script: Path = DIGITS / "train.py") -> Path:
-    """A job spec in `folder` with a copy of the script beside it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(script, folder / script.name)
-    path = folder / "spotfit.yaml"
-    path.write_text(text)
-    return path
+@pytest.fixture
+def job_spec(tmp_path) -> Callable[..., Path]:
+    """`job_spec(text, name="job", script=digits/train.py)`: a spec in tmp_path/name, script beside it."""
+    def write(text: str, name: str = "job", script: Path = DIGITS / "train.py") -> Path:
+        return write_spec(tmp_path / name, text, script=script)
+
+    return write
 
 
-def spotfit_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "spotfit", *args]
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory) -> Iterator[SeaweedServer]:
+    """One SeaweedFS server for the whole session (tests use their own prefixes in its bucket)."""
+    server = SeaweedServer(tmp_path_factory.mktemp("seaweed"), require_weed())
+    server.start()
+    yield server
+    server.stop()
 
 
-def run_inline_job(tmp_path: Path, spec_text: str, script_text: str, *args: str, timeout: float = 300) -> dict:
-    """Write `script_text` as train.py beside a spec, `spotfit run --json` it; the status document."""
-    src = tmp_path / "src" / "train.py"
-    src.parent.mkdir(parents=True, exist_ok=True)
-    src.write_text(script_text)
-    spec = write_spec(tmp_path / "job", spec_text, script=src)
-    out = subprocess.run(spotfit_cmd("run", str(spec), "--json", *args), capture_output=True, text=True,
-                         timeout=timeout, stdin=subprocess.DEVNULL, env=os.environ.copy())
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout)
+@pytest.fixture
+def s3_env(seaweed, monkeypatch) -> SeaweedServer:
+    """`seaweed`, with this process's environment pointing s3:// at it."""
+    for name, value in seaweed_env(seaweed).items():
+        monkeypatch.setenv(name, value)
+    return seaweed
+
+
+@pytest.fixture
+def own_seaweed(tmp_path, monkeypatch) -> Iterator[SeaweedServer]:
+    """A SeaweedFS server of this test alone (it may stop and start it), the environment pointing at it."""
+    server = SeaweedServer(tmp_path / "seaweed", require_weed())
+    server.start()
+    for name, value in seaweed_env(server).items():
+        monkeypatch.setenv(name, value)
+    yield server
+    server.stop()

@@ -86,19 +86,24 @@ def test_interrupted_sync_resumes_where_it_stopped(source, tmp_path, monkeypatch
 
 
 def test_downloads_run_in_parallel(source, tmp_path, monkeypatch):
+    # Each read waits until three are in flight at once (or 60 s pass): serial downloads can
+    # never get there, parallel ones always do, however slow the machine.
     original = FsspecStore.read_range
     active, peak, lock = [0], [0], threading.Lock()
+    three_at_once = threading.Event()
 
-    def slow(self, key, start, end):
+    def gathering(self, key, start, end):
         with lock:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
-        time.sleep(0.05)
+            if active[0] >= 3:
+                three_at_once.set()
+        three_at_once.wait(timeout=60)
         with lock:
             active[0] -= 1
         return original(self, key, start, end)
 
-    monkeypatch.setattr(FsspecStore, "read_range", slow)
+    monkeypatch.setattr(FsspecStore, "read_range", gathering)
     DataCache(tmp_path / "cache", workers=4).sync(source)
     assert peak[0] >= 3
 

@@ -14,10 +14,10 @@ import uuid
 
 import pytest
 
-from conftest import REPO, spotfit_cmd
-from seaweed import BUCKET, s3_env, seaweed, seaweed_env  # noqa: F401  (fixtures)
 from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.stores import open_store
+from tests.support.jobs import REPO, spotfit_cmd
+from tests.support.seaweed import BUCKET
 
 pytestmark = pytest.mark.slow
 EXAMPLE = REPO / "examples" / "digits_tfrecord"
@@ -39,14 +39,15 @@ def _events(job_url: str) -> list[dict]:
 
 
 def test_tfrecord_example_twice_on_seaweedfs_second_run_downloads_nothing(s3_env, tmp_path):
-    env = {**os.environ, **seaweed_env(s3_env)}
+    env = os.environ.copy()  # s3_env points it at the server
     data = f"s3://{BUCKET}/datasets/digits-{uuid.uuid4().hex[:6]}"
     store_url = f"s3://{BUCKET}/spotfit-{uuid.uuid4().hex[:6]}"
     up = subprocess.run([sys.executable, str(EXAMPLE / "upload_data.py"), data], env=env,
                         capture_output=True, text=True, timeout=120)
     assert up.returncode == 0, up.stderr
     uploaded = open_store(data).list_info()
-    assert [i.key for i in uploaded] == ["test-0000-of-0001.tfrecord"] + [f"train-{n:04d}-of-0004.tfrecord" for n in range(4)]
+    assert [i.key for i in uploaded] == (["test-0000-of-0001.tfrecord"]
+                                         + [f"train-{n:04d}-of-0004.tfrecord" for n in range(4)])
     total = sum(i.size for i in uploaded)
 
     runs = []

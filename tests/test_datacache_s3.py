@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from seaweed import BUCKET, s3_env, seaweed  # noqa: F401  (fixtures)
 from spotfit.errors import StoreError
 from spotfit.runtime.datacache import DataCache
 from spotfit.stores import open_store
 from spotfit.stores.fsspec_store import FsspecStore
+from tests.support.seaweed import BUCKET
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
-from conftest import spotfit_cmd, write_spec
+from tests.support.jobs import spotfit_cmd
+from tests.support.wait import wait_for
 
 # us-west-2a has spot for 400 ticks (21 trace hours) from this start: no market preemptions.
 CALM = """
@@ -34,8 +34,8 @@ def _status(job_id: str) -> dict:
 
 
 @pytest.mark.slow
-def test_run_trains_to_completion_and_reports(tmp_path):
-    spec = write_spec(tmp_path / "job", CALM.format(name="digits", epochs=2))
+def test_run_trains_to_completion_and_reports(job_spec):
+    spec = job_spec(CALM.format(name="digits", epochs=2))
     out = _run("run", str(spec), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -52,18 +52,14 @@ def test_run_trains_to_completion_and_reports(tmp_path):
 
 
 @pytest.mark.slow
-def test_detach_status_logs_cancel_from_separate_shells(tmp_path):
-    spec = write_spec(tmp_path / "job", CALM.format(name="longrun", epochs=400))
+def test_detach_status_logs_cancel_from_separate_shells(job_spec):
+    spec = job_spec(CALM.format(name="longrun", epochs=400))
     out = _run("run", str(spec), "--detach", "--json")
     assert out.returncode == 0, out.stderr
     job_id = json.loads(out.stdout)["id"]
 
-    deadline = time.monotonic() + 120
-    doc = _status(job_id)
-    while doc["step"] < 50 and time.monotonic() < deadline:
-        time.sleep(0.5)
-        doc = _status(job_id)
-    assert doc["state"] == "running" and doc["step"] >= 50, doc
+    doc = wait_for(lambda: (d := _status(job_id))["step"] >= 50 and d, 300, "the detached job to reach step 50")
+    assert doc["state"] == "running", doc
     assert doc["controller"] == "alive"
 
     logs = json.loads(_run("logs", job_id, "--json").stdout)
@@ -73,10 +69,7 @@ def test_detach_status_logs_cancel_from_separate_shells(tmp_path):
 
     out = _run("cancel", job_id, "--json")
     assert out.returncode == 0, out.stderr
-    deadline = time.monotonic() + 60
-    while _status(job_id)["state"] != "cancelled" and time.monotonic() < deadline:
-        time.sleep(0.3)
-    doc = _status(job_id)
+    doc = wait_for(lambda: (d := _status(job_id))["state"] == "cancelled" and d, 300, "the job to be cancelled")
     assert doc["state"] == "cancelled"
     assert doc["attempts"][-1]["state"] == "stopped"
     assert doc["step"] < doc["total_steps"]
@@ -86,8 +79,8 @@ def test_detach_status_logs_cancel_from_separate_shells(tmp_path):
     assert saves and saves[-1]["data"]["step"] == doc["attempts"][-1]["end_step"]
 
 
-def test_run_rejects_a_bad_spec_with_one_line(tmp_path):
-    spec = write_spec(tmp_path / "job", "name: x\nscript: train.py\nresourcs: {count: 1}\n")
+def test_run_rejects_a_bad_spec_with_one_line(job_spec):
+    spec = job_spec("name: x\nscript: train.py\nresourcs: {count: 1}\n")
     out = _run("run", str(spec))
     assert out.returncode == 2
     assert "did you mean `resources`" in out.stderr

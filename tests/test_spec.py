@@ -275,7 +275,8 @@ def test_several_problems_are_counted():
     assert "(1 more problem after this one)" in err.message
 
 
-@pytest.mark.parametrize("raw, kind", [(["a", "b"], "list"), ("name: x", "str"), (None, "an empty document"), (3, "int")])
+@pytest.mark.parametrize("raw, kind",
+                         [(["a", "b"], "list"), ("name: x", "str"), (None, "an empty document"), (3, "int")])
 def test_non_mapping_document(raw, kind):
     err = _error(raw)
     assert "must be a mapping of fields" in err.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -25,7 +26,7 @@ def db(tmp_path):
 
 
 def _job(db: StateDB, job_id: str, name: str, created_at: float | None = None) -> None:
-    db.create_job(job_id, name, spec_json='{"name": "%s"}' % name, store_url="memory://s")
+    db.create_job(job_id, name, spec_json=json.dumps({"name": name}), store_url="memory://s")
     if created_at is not None:
         # Pin the creation time: two create_job calls can land on the same clock reading.
         db.update_job(job_id, created_at=created_at)

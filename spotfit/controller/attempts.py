@@ -97,11 +97,17 @@ class AttemptPlanner:
     def zones(self) -> list[str]:
         return list(self.replay.zones) if self.replay else []
 
-    def bill(self, attempt: dict) -> tuple[float, float]:
-        """(billed trace seconds, USD) of an attempt from its start until now."""
+    def bill(self, attempt: dict, end_s: float | None = None) -> tuple[float, float]:
+        """(billed trace seconds, USD) of an attempt from its start until `end_s` (default: now).
+
+        An attempt that ends records the same `end_s` it is billed to: two readings of the clock
+        differ by the time between them × `time_scale`, and the ledger would then bill a span
+        other than the one it shows.
+        """
+        end_s = self.now_s() if end_s is None else end_s
         if self.replay is None:
-            return max(self.now_s() - (attempt["trace_start_s"] or 0.0), 0.0), 0.0
-        return self.replay.cost_usd(attempt["market"], attempt["zone"], attempt["trace_start_s"], self.now_s())
+            return max(end_s - (attempt["trace_start_s"] or 0.0), 0.0), 0.0
+        return self.replay.cost_usd(attempt["market"], attempt["zone"], attempt["trace_start_s"], end_s)
 
     def mtbf_wall_s(self, zone: str | None) -> float | None:
         """Mean time between preemptions of the zone, in wall seconds (for `interval: auto`)."""

@@ -178,11 +178,12 @@ class Controller:
         number = attempt["number"]
         progress = self._progress(number)
         end_step = progress.get("step", attempt.get("start_step") or 0)
-        billed_s, cost = self.plan.bill(attempt)
+        end_s = self.plan.now_s()  # one reading: the span billed is the span recorded
+        billed_s, cost = self.plan.bill(attempt, end_s)
         info = {"timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
                 "on_demand_usd_per_h": self.plan.on_demand_usd_per_h()}
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
-                               end_step=end_step, trace_end_s=self.plan.now_s(), billed_s=billed_s,
+                               end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
         self._ingest()
         message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
-from aws_moto import aws, instances  # noqa: F401  (aws: fixture)
 
 from spotfit import sdk
 from spotfit.backends.aws import launch as rq
@@ -31,6 +29,8 @@ from spotfit.controller import crashpoints
 from spotfit.controller.loop import Controller
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
+from tests.support.aws_moto import instances
+from tests.support.wait import wait_for
 
 SPEC = """
 name: awsadopt
@@ -95,14 +95,8 @@ def _die_in_launch_window(aws, job_id: str, point: str, monkeypatch) -> None:
     assert row["state"] == "launching" and row["handle"] is None
 
 
-def _wait_for(what: str, predicate):
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {DEADLINE_S:.0f}s waiting for {what}")
+def _wait_for(what: str, predicate, timeout_s: float = DEADLINE_S):
+    return wait_for(predicate, timeout_s, what)
 
 
 def _instance_ends(aws, job_id: str, attempt: int) -> None:

@@ -13,11 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from aws_moto import aws  # noqa: F401  (fixture)
-from test_aws_backend import _backend, _request, job  # noqa: F401  (job: fixture)
 from spotfit.backends.aws import agent
 from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.stores import open_store
+from tests.support.aws_moto import aws_backend, launch_request
+from tests.support.wait import wait_for
 
 TOKEN = "imds-token"
 
@@ -66,21 +66,23 @@ def servers():
 
 
 # Stands in for `python -m spotfit.runtime`: reports TF_CONFIG and the code it sees, then waits
-# for SIGTERM and exits "preempted with checkpoint", as the runtime does.
+# for SIGTERM and exits "preempted with checkpoint", as the runtime does (and 3 if none comes).
 FAKE_RUNTIME = """
 import json, os, signal, sys, time
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(75))
 json.dump({"tf_config": os.environ.get("TF_CONFIG"), "flag": os.environ.get("MY_FLAG"),
-           "code": sorted(os.listdir("."))}, open(sys.argv[1], "w"))
+           "code": sorted(os.listdir("."))}, open(sys.argv[1] + ".tmp", "w"))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
 if sys.argv[2] == "wait":
-    time.sleep(30)
+    time.sleep(300)
+    sys.exit(3)
 """
 
 
 def test_each_worker_gets_tf_config_from_the_private_addresses(aws, job, tmp_path, servers):
     import shutil
 
-    handle = _backend(aws).launch(_request(job, workers=2))
+    handle = aws_backend(aws).launch(launch_request(job, workers=2))
     cluster = json.loads(open_store(job).read_bytes("attempts/0001/cluster.json"))
     launch = json.loads(open_store(job).read_bytes("attempts/0001/launch.json"))
     seen = []
@@ -102,21 +104,22 @@ def test_each_worker_gets_tf_config_from_the_private_addresses(aws, job, tmp_pat
 
 @pytest.mark.parametrize("source", ["spot notice (IMDSv2)", "controller preempt"])
 def test_a_notice_reaches_the_runtime_as_sigterm(aws, job, tmp_path, servers, source):
-    backend = _backend(aws)
-    handle = backend.launch(_request(job))
+    backend = aws_backend(aws)
+    handle = backend.launch(launch_request(job))
     interrupted = threading.Event()
     url = servers("10.0.0.5", interrupted)
     out = tmp_path / "seen.json"
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("code", agent.run(
-        job, 1, url, poll_s=0.05, runtime_cmd=[sys.executable, "-c", FAKE_RUNTIME, str(out), "wait"])))
+        job, 1, url, poll_s=0.05, runtime_cmd=[sys.executable, "-c", FAKE_RUNTIME, str(out), "wait"])),
+        daemon=True)
     worker.start()
-    while not out.exists():
-        worker.join(0.05)
+    wait_for(lambda: out.exists() or not worker.is_alive(), 120, "the runtime to start under the agent")
+    assert out.exists(), f"the agent ended before its runtime started: {result}"
     if source.startswith("spot"):
         interrupted.set()
     else:
         backend.preempt(handle, notice_s=10.0)
-    worker.join(timeout=20)
+    wait_for(lambda: not worker.is_alive(), 120, f"the agent to end after the {source}")
     assert result["code"] == EXIT_PREEMPTED
     backend.stop(handle, grace_s=0)  # also cancels the end-of-notice termination

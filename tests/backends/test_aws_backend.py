@@ -7,41 +7,14 @@ import json
 
 import pytest
 
-from aws_moto import AMI, REGION, aws, fail_run_instances, instances  # noqa: F401  (aws: fixture)
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.gc import find_leftovers, remove
-from spotfit.backends.base import LaunchRequest, make_backend
+from spotfit.backends.base import make_backend
 from spotfit.errors import NoCapacityError, UsageError
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
-
-
-@pytest.fixture
-def job(tmp_path):
-    """A job prefix in a file:// store, with attempt 1's runtime.json as the controller writes it."""
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "train.py").write_text("print('hi')\n")
-    (code / "__pycache__").mkdir()
-    (code / "__pycache__" / "x.pyc").write_bytes(b"junk")
-    url = f"file://{tmp_path}/store/jobs/job-1"
-    store = open_store(url)
-    for attempt in (1, 2):
-        config = RuntimeConfig(job_id="job-1", job_url=url, script=str(code / "train.py"), workdir=str(code),
-                               attempt=attempt)
-        store.write_bytes(f"attempts/{attempt:04d}/runtime.json", config.to_json().encode())
-    return url
-
-
-def _request(url: str, attempt: int = 1, zone: str | None = "us-west-2b", workers: int = 1, **options):
-    return LaunchRequest(job_id="job-1", attempt=attempt, job_url=url, zone=zone, market="spot",
-                         workers=workers, env={"MY_FLAG": "1"}, accelerator="V100",
-                         options={"ami": AMI, **options})
-
-
-def _backend(aws) -> AwsBackend:
-    return AwsBackend(session=aws.session, allow_local_store=True, cleanup_wait_s=5.0, poll_s=0.01)
+from tests.support.aws_moto import REGION, aws_backend, fail_run_instances, instances, launch_request
+from tests.support.wait import wait_for
 
 
 def test_registered_and_loaded_lazily():
@@ -49,8 +22,8 @@ def test_registered_and_loaded_lazily():
 
 
 def test_launch_parameters_as_ec2_records_them(aws, job):
-    backend = _backend(aws)
-    handle = backend.launch(_request(job, ssh_cidr="203.0.113.7/32", key_name="me"))
+    backend = aws_backend(aws)
+    handle = backend.launch(launch_request(job, ssh_cidr="203.0.113.7/32", key_name="me"))
     [inst] = instances(aws.ec2, "job-1")
     assert inst["InstanceId"] == handle.instances[0]
     assert inst["Placement"]["AvailabilityZone"] == "us-west-2b"
@@ -59,7 +32,8 @@ def test_launch_parameters_as_ec2_records_them(aws, job):
     assert inst["MetadataOptions"]["HttpTokens"] == "required"
     tags = {t["Key"]: t["Value"] for t in inst["Tags"]}
     assert tags["spotfit:job"] == "job-1" and tags["spotfit:attempt"] == "1"
-    attr = aws.ec2.describe_instance_attribute(InstanceId=inst["InstanceId"], Attribute="instanceInitiatedShutdownBehavior")
+    attr = aws.ec2.describe_instance_attribute(InstanceId=inst["InstanceId"],
+                                               Attribute="instanceInitiatedShutdownBehavior")
     assert attr["InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
     ud = aws.ec2.describe_instance_attribute(InstanceId=inst["InstanceId"], Attribute="userData")
     text = base64.b64decode(ud["UserData"]["Value"]).decode()
@@ -82,14 +56,14 @@ def test_launch_parameters_as_ec2_records_them(aws, job):
 
 
 def test_no_ssh_rule_without_a_key_pair(aws, job):
-    handle = _backend(aws).launch(_request(job))
+    handle = aws_backend(aws).launch(launch_request(job))
     [sg] = aws.ec2.describe_security_groups(GroupIds=[handle.security_group])["SecurityGroups"]
     assert sg["IpPermissions"] == []
 
 
 def test_stop_terminates_and_deletes_the_group(aws, job):
-    backend = _backend(aws)
-    handle = backend.launch(_request(job))
+    backend = aws_backend(aws)
+    handle = backend.launch(launch_request(job))
     assert backend.status(handle).running
     backend.stop(handle, grace_s=0)
     assert not backend.status(handle).running
@@ -99,25 +73,20 @@ def test_stop_terminates_and_deletes_the_group(aws, job):
 
 
 def test_preempt_asks_the_instance_then_terminates_after_the_notice(aws, job):
-    backend = _backend(aws)
-    handle = backend.launch(_request(job))
+    backend = aws_backend(aws)
+    handle = backend.launch(launch_request(job))
     backend.preempt(handle, notice_s=0.2)
     assert json.loads(open_store(job).read_bytes("attempts/0001/preempt.json"))["notice_s"] == 0.2
     assert backend.status(handle).running  # the notice runs: the agent forwards SIGTERM meanwhile
-    import time
-
-    deadline = time.monotonic() + 5
-    while backend.status(handle).running and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not backend.status(handle).running
+    wait_for(lambda: not backend.status(handle).running, 60, "the instance to be terminated after its 0.2 s notice")
 
 
 def test_a_retried_launch_with_the_same_client_token_yields_one_instance(aws, job):
     # moto 5.2 does not honour ClientToken (two RunInstances with one token make two instances),
     # so the backend also looks for instances tagged with the token before launching.
-    backend = _backend(aws)
-    first = backend.launch(_request(job))
-    again = _backend(aws).launch(_request(job))  # e.g. a controller restarted mid-launch
+    backend = aws_backend(aws)
+    first = backend.launch(launch_request(job))
+    again = aws_backend(aws).launch(launch_request(job))  # e.g. a controller restarted mid-launch
     assert again.instances == first.instances
     assert again.security_group == first.security_group
     assert len(instances(aws.ec2, "job-1")) == 1
@@ -127,15 +96,15 @@ def test_a_retried_launch_with_the_same_client_token_yields_one_instance(aws, jo
 def test_insufficient_capacity_is_no_capacity_and_leaves_nothing(aws, job):
     fail_run_instances(aws.session, "us-west-2b")
     with pytest.raises(NoCapacityError, match="InsufficientInstanceCapacity"):
-        _backend(aws).launch(_request(job))
+        aws_backend(aws).launch(launch_request(job))
     assert len(find_leftovers(aws.ec2, job="job-1")) == 0
-    handle = _backend(aws).launch(_request(job, attempt=2, zone="us-west-2a"))  # the next offer works
+    handle = aws_backend(aws).launch(launch_request(job, attempt=2, zone="us-west-2a"))  # the next offer works
     assert handle.instances
 
 
 def test_two_workers_share_a_zone_a_cluster_group_a_private_port_and_a_cluster_spec(aws, job):
-    backend = _backend(aws)
-    handle = backend.launch(_request(job, workers=2))
+    backend = aws_backend(aws)
+    handle = backend.launch(launch_request(job, workers=2))
     workers = sorted(instances(aws.ec2, "job-1"), key=lambda i: i["AmiLaunchIndex"])
     assert tuple(i["InstanceId"] for i in workers) == handle.instances
     assert {i["Placement"]["AvailabilityZone"] for i in workers} == {"us-west-2b"}
@@ -160,8 +129,8 @@ def test_two_workers_share_a_zone_a_cluster_group_a_private_port_and_a_cluster_s
 
 
 def test_gc_removes_leftovers_by_tag_but_keeps_active_jobs(aws, job, tmp_path):
-    backend = _backend(aws)
-    backend.launch(_request(job, workers=2))  # a controller died: nothing stopped it
+    backend = aws_backend(aws)
+    backend.launch(launch_request(job, workers=2))  # a controller died: nothing stopped it
     found = find_leftovers(aws.ec2)
     assert len(found.instances) == 2 and len(found.security_groups) == 1 and len(found.placement_groups) == 1
     assert len(find_leftovers(aws.ec2, keep={"job-1"})) == 0
@@ -181,7 +150,7 @@ def test_gc_verb(aws, job, monkeypatch):
 
     # The verb's own session, with the placement-group stand-in moto lacks.
     monkeypatch.setattr("spotfit.backends.aws.gc.load_boto3", lambda: SimpleNamespace(Session=lambda: aws.session))
-    _backend(aws).launch(_request(job))
+    aws_backend(aws).launch(launch_request(job))
     runner = CliRunner()
     out = runner.invoke(app, ["gc", "--region", REGION, "--dry-run", "--json"])
     assert out.exit_code == 0, (out.output, out.exception)
@@ -195,12 +164,12 @@ def test_gc_verb(aws, job, monkeypatch):
 
 def test_local_stores_are_refused_outside_tests(aws, job):
     with pytest.raises(UsageError, match="expected an s3://"):
-        AwsBackend(session=aws.session).launch(_request(job))
+        AwsBackend(session=aws.session).launch(launch_request(job))
     assert instances(aws.ec2, "job-1") == []
 
 
 def test_credentials_in_the_job_env_are_refused(aws, job):
-    request = _request(job)
+    request = launch_request(job)
     request.env["AWS_SECRET_ACCESS_KEY"] = "x"
     with pytest.raises(UsageError, match="AWS_SECRET_ACCESS_KEY"):
-        _backend(aws).launch(request)
+        aws_backend(aws).launch(request)

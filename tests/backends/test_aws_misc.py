@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
-from aws_moto import aws  # noqa: F401  (fixture)
-from conftest import spotfit_cmd, write_spec
 from spotfit.backends.aws.ami import DEFAULT_NAME, resolve_ami
 from spotfit.backends.aws.prices import refresh_market
 from spotfit.errors import BackendError
+from spotfit.market.offers import plan
 from spotfit.market.trace import load_trace
+from tests.support.aws_moto import publish_spot_prices
+from tests.support.jobs import spotfit_cmd
 
 
 def test_ami_by_id_ssm_parameter_and_name(aws):
@@ -32,14 +33,31 @@ def test_ami_by_id_ssm_parameter_and_name(aws):
 
 
 def test_spot_price_history_becomes_a_trace_the_planner_reads(aws, tmp_path):
-    # moto's price history is placeholder data (one price per zone); the format is what matters.
+    # moto's own history is a placeholder ($0.00001/h, CPU types only): publish V100 prices instead.
+    now = datetime(2026, 11, 30, 12)
+    price = {"us-east-1a": 0.92, "us-east-1b": 1.10}
+    publish_spot_prices(aws.session, "p3.2xlarge",
+                        {zone: [(now - timedelta(hours=5), p)] for zone, p in price.items()})
     ec2 = aws.session.client("ec2", region_name="us-east-1")
-    path = refresh_market(ec2, "m5.large", tmp_path / "live.csv", hours=1, gap_s=300,
-                          now=datetime(2026, 11, 30, 12), on_demand_usd_per_h=0.096)
+    path = refresh_market(ec2, "p3.2xlarge", tmp_path / "live.csv", hours=4, gap_s=300, now=now)
     trace = load_trace(path)
-    assert trace.gap_s == 300 and trace.n_ticks == 12
-    assert all(z.startswith("us-east-1") for z in trace.zones)
-    assert trace.available.all() and (trace.on_demand_usd_per_h == 0.096).all()
+    assert trace.gap_s == 300 and trace.n_ticks == 48 and trace.zones == ("us-east-1a", "us-east-1b")
+    assert trace.available.all() and (trace.on_demand_usd_per_h == 3.06).all()  # catalog on-demand
+
+    p = plan("V100", count=1, work_h=0.5, deadline_h=1.5, trace=str(path), starts=3)
+    history = {tuple(o.zones): o for o in p.offers if o.basis == "history"}
+    assert set(history) == {("us-east-1a",), ("us-east-1b",), ("us-east-1a", "us-east-1b")}
+    # Spot never goes away in a price history: spot from the first tick, 0.2 h start-up then
+    # 0.5 h of work = 9 ticks of 300 s, each billed at the zone's price.
+    for zone, usd_per_h in price.items():
+        offer = history[(zone,)]
+        assert offer.spot_usd_per_h == usd_per_h and offer.on_demand_usd_per_h == 3.06
+        assert offer.expected_cost_usd == pytest.approx(9 * 300 / 3600 * usd_per_h)
+        assert offer.expected_preemptions == 0 and offer.deadline_met_share == 1.0
+    both = history[("us-east-1a", "us-east-1b")]
+    assert both.expected_cost_usd == pytest.approx(history[("us-east-1a",)].expected_cost_usd)  # the cheaper zone
+    assert "us-east-1a" in p.recommended.zones and p.recommended.basis == "history"
+    assert p.recommended.expected_cost_usd < min(o.expected_cost_usd for o in p.offers if o.basis == "catalog")
 
 
 SPEC = """
@@ -52,8 +70,8 @@ aws: {ami: ami-0123456789abcdef0, key_name: me, ssh_cidr: 203.0.113.7/32}
 """
 
 
-def test_run_dry_run_prints_the_exact_requests_and_sends_nothing(tmp_path):
-    spec = write_spec(tmp_path / "job", SPEC)
+def test_run_dry_run_prints_the_exact_requests_and_sends_nothing(tmp_path, job_spec):
+    spec = job_spec(SPEC)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["AWS_CONFIG_FILE"] = env["AWS_SHARED_CREDENTIALS_FILE"] = str(tmp_path / "none")  # no credentials
     out = subprocess.run(spotfit_cmd("run", str(spec), "--backend", "aws", "--dry-run", "--json"),

@@ -16,14 +16,12 @@ import json
 import threading
 import time
 
-
-from aws_moto import aws, fail_run_instances, instances  # noqa: F401  (aws: fixture)
-from conftest import write_spec
 from spotfit import sdk
-from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.gc import find_leftovers
 from spotfit.controller.loop import Controller
 from spotfit.stores import open_store
+from tests.support.aws_moto import aws_backend, fail_run_instances, instances
+from tests.support.wait import wait_for
 
 SPEC = """
 name: awsjob
@@ -87,18 +85,19 @@ class SimulatedInstances(threading.Thread):
         self.ec2.terminate_instances(InstanceIds=[inst["InstanceId"]])  # shutdown -> terminate
 
 
-def _drive(aws, tmp_path, interrupt_at: dict[int, int], total_steps: int = 40) -> dict:
-    job_id = sdk.submit(str(write_spec(tmp_path / "job", SPEC)))
+def _drive(aws, job_spec, interrupt_at: dict[int, int], total_steps: int = 40) -> dict:
+    job_id = sdk.submit(str(job_spec(SPEC)))
     job_url = sdk.status(job_id)["store"]
-    backend = AwsBackend(session=aws.session, allow_local_store=True, cleanup_wait_s=5.0, poll_s=0.01)
+    backend = aws_backend(aws)
     side = SimulatedInstances(aws.ec2, job_id, job_url, total_steps, interrupt_at)
     side.start()
     loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=backend, poll_s=0.02).run(),
                             daemon=True)  # SQLite connections stay in the thread that made them
     loop.start()
-    loop.join(timeout=40)
-    side.done.set()
-    assert not loop.is_alive(), f"controller still running: {sdk.status(job_id)}"
+    try:
+        wait_for(lambda: not loop.is_alive(), 300, f"the controller to drive job {job_id} to its end")
+    finally:
+        side.done.set()
     return {**sdk.status(job_id), "events": sdk.events(job_id)}
 
 
@@ -109,8 +108,8 @@ def _all_released(aws, job_id: str) -> None:
     assert aws.placement_groups.groups == {}
 
 
-def test_recovery_loop_survives_an_interruption_and_releases_everything(aws, tmp_path):
-    doc = _drive(aws, tmp_path, interrupt_at={1: 20})
+def test_recovery_loop_survives_an_interruption_and_releases_everything(aws, job_spec):
+    doc = _drive(aws, job_spec, interrupt_at={1: 20})
     assert doc["state"] == "completed", doc
     assert [(a["state"], a["zone"], a["start_step"], a["end_step"]) for a in doc["attempts"]] == [
         ("preempted", "us-west-2a", 0, 20), ("completed", "us-west-2a", 20, 40)]
@@ -121,9 +120,9 @@ def test_recovery_loop_survives_an_interruption_and_releases_everything(aws, tmp
                    if t["Key"] == "spotfit:attempt"}) == ["1", "2"]
 
 
-def test_insufficient_capacity_relaunches_in_the_next_zone(aws, tmp_path):
+def test_insufficient_capacity_relaunches_in_the_next_zone(aws, job_spec):
     fail_run_instances(aws.session, "us-west-2a")
-    doc = _drive(aws, tmp_path, interrupt_at={2: 10})
+    doc = _drive(aws, job_spec, interrupt_at={2: 10})
     assert doc["state"] == "completed", doc
     assert [(a["state"], a["zone"]) for a in doc["attempts"]] == [
         ("no_capacity", "us-west-2a"), ("preempted", "us-west-2b"), ("completed", "us-west-2b")]

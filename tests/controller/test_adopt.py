@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -26,6 +25,7 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.local_process import LocalHandle
 from spotfit.controller.crashpoints import HOLD_ENV
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -78,13 +78,7 @@ def processes():
 
 
 def _wait_for(what: str, predicate, timeout_s: float = DEADLINE_S):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+    return wait_for(predicate, timeout_s, what)
 
 
 def _controller(job_id: str, log: Path, hold: str | None, processes: list[psutil.Process]) -> subprocess.Popen:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import spotfit_cmd
+from tests.support.jobs import spotfit_cmd
 
 pytestmark = pytest.mark.slow
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 
+from spotfit import sdk
 from spotfit.controller.ledger import ledger
+from spotfit.controller.loop import Controller
 from spotfit.controller.outcome import classify
 from spotfit.market.replay import MIN_BILLED_S, MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
-from test_managed_recovery import _recompute
+from spotfit.spec import JobSpec
+from tests.support.ledger import launch_cost_usd
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +29,34 @@ def test_spot_cost_is_the_integral_of_tick_prices(replay):
         end = start + rng.choice([5.0, 59.0, 600.0, rng.uniform(0, 20000)])
         billed, cost = replay.cost_usd("spot", "us-east-2b", start, end)
         assert billed == max(end - start, MIN_BILLED_S)
-        assert cost == pytest.approx(_recompute({"market": "spot", "start_s": start, "end_s": end}, "us-east-2b"),
-                                     rel=1e-9)
+        assert cost == pytest.approx(launch_cost_usd("spot", "us-east-2b", start, end), rel=1e-9)
 
 
 def test_on_demand_cost_and_minimum(replay):
     billed, cost = replay.cost_usd("on_demand", None, replay.origin_s, replay.origin_s + 10)
     assert billed == 60.0 and cost == pytest.approx(60 / 3600 * 3.06)
+
+
+def test_an_ended_attempt_is_billed_for_exactly_the_span_it_records(tmp_path):
+    # The replay's clock runs `time_scale` times faster than the wall: any two readings differ.
+    # Here every reading is 300 trace seconds after the previous one, so an attempt billed at
+    # one reading and recorded as ending at another would show a span it was not billed for.
+    spec = JobSpec.model_validate({"name": "bill", "script": "train.py", "market": {
+        "trace": "aws-v100", "zones": ["us-east-2b"], "start": "2023-03-08T17:59:16", "time_scale": 2600}})
+    db = sdk.db()
+    db.create_job("bill-1", "bill", spec.model_dump_json(), f"file://{tmp_path}/store")
+    controller = Controller(db, "bill-1")
+    start_s = controller.plan.replay.origin_s
+    readings = itertools.count(start_s + 1000.0, 300.0)
+    controller.plan.now_s = lambda: next(readings)
+    number = db.add_attempt("bill-1", backend="local", zone="us-east-2b", market="spot", state="running",
+                            trace_start_s=start_s, start_step=0)
+    controller._finish(db.attempts("bill-1")[0], "preempted", 75)
+    [attempt] = db.attempts("bill-1")
+    assert attempt["number"] == number and attempt["state"] == "preempted"
+    assert attempt["billed_s"] == attempt["trace_end_s"] - attempt["trace_start_s"]
+    assert attempt["cost_usd"] == pytest.approx(
+        launch_cost_usd("spot", "us-east-2b", attempt["trace_start_s"], attempt["trace_end_s"]), rel=1e-9)
 
 
 def _attempt(n, state, start_step, end_step, t0, t1, cost, first_step_s=5.0):

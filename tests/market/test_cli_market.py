@@ -6,11 +6,11 @@ import json
 import subprocess
 import sys
 
-from market_helpers import make_trace, write_csv
 from typer.testing import CliRunner
 
 import spotfit.cli.market  # noqa: F401  (registers the verbs)
 from spotfit.cli.app import app
+from tests.support.traces import make_trace, write_csv
 
 runner = CliRunner()
 

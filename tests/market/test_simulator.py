@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from market_helpers import make_trace
 
 from spotfit.market.policies.base import NONE, ON_DEMAND, BasePolicy, InvalidDecision, spot
 from spotfit.market.simulator import Job, simulate, start_ticks, summarize
+from tests.support.traces import make_trace
 
 
 class Script(BasePolicy):
@@ -73,9 +73,16 @@ def test_start_ticks_span_the_trace_leaving_a_deadline_window():
 
 
 def test_summary_ratio_to_optimum():
-    trace = make_trace([[1, 0, 1, 1, 0, 1, 1, 1]], gap_s=60)
+    trace = make_trace([[1, 0, 1, 1, 0, 1, 1, 1]], spot=[[2, 2, 1, 1, 1, 1, 1, 1]], gap_s=60)
     job = Job(120, 360, 0)
     runs = [simulate(p, trace, job, 0) for p in ("optimum", "on_demand", "greedy")]
+    # By hand: the cheapest way is ticks 2 and 3 of spot at $1/h; on-demand is two ticks at
+    # $3/h; greedy takes spot whenever it is up: tick 0 at $2/h, then tick 2 at $1/h.
+    tick_h = 60 / 3600
+    cheapest = 2 * tick_h * 1.0
+    assert runs[0].cost_usd == pytest.approx(cheapest) and runs[0].met_deadline
     rows = {r["policy"]: r for r in summarize(runs)}
-    assert rows["optimum"]["mean_ratio_to_optimum"] == 1.0
-    assert rows["on_demand"]["mean_ratio_to_optimum"] == pytest.approx(3.0)
+    assert rows["on_demand"]["mean_ratio_to_optimum"] == pytest.approx(2 * tick_h * 3.0 / cheapest)
+    assert rows["greedy"]["mean_ratio_to_optimum"] == pytest.approx((tick_h * 2.0 + tick_h * 1.0) / cheapest)
+    assert rows["greedy"]["worst_ratio_to_optimum"] == rows["greedy"]["mean_ratio_to_optimum"]
+    assert (rows["greedy"]["runs"], rows["greedy"]["misses"], rows["greedy"]["mean_launches"]) == (1, 0, 2.0)

@@ -6,10 +6,10 @@ import gzip
 
 import numpy as np
 import pytest
-from market_helpers import make_trace, write_csv
 
 from spotfit.errors import TraceError
 from spotfit.market.trace import load_trace, resolve_trace, run_lengths, zone_stats
+from tests.support.traces import make_trace, write_csv
 
 HEADER = "tick,timestamp,zone,available,spot_price_usd_per_h,on_demand_usd_per_h\n"
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import spotfit_cmd, write_spec
+from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -38,16 +38,8 @@ def _run(tmp_path, name: str, dataset: str = "arrays", preempt_at: str | None = 
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory) -> dict:
-    home = tmp_path_factory.mktemp("baseline-home")
-    old = os.environ.get("SPOTFIT_HOME")
-    os.environ["SPOTFIT_HOME"] = str(home)
-    try:
+    with spotfit_home_at(tmp_path_factory.mktemp("baseline-home")):
         return {ds: _run(tmp_path_factory.mktemp(ds), "job", ds) for ds in ("arrays", "tfdata")}
-    finally:
-        if old is None:
-            os.environ.pop("SPOTFIT_HOME")
-        else:
-            os.environ["SPOTFIT_HOME"] = old
 
 
 def test_three_sigterm_preemptions_end_with_the_same_weights(tmp_path, baseline):

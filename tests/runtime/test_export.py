@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import spotfit_cmd, write_spec
 from spotfit.runtime import export
 from spotfit.stores import open_store
+from tests.support.jobs import spotfit_cmd
 
 pytestmark = pytest.mark.slow
 
@@ -77,11 +77,11 @@ def test_a_half_written_version_is_not_a_version_but_its_number_is_taken(tmp_pat
     assert export.next_version(registry, "m") == 3
 
 
-def test_job_exports_at_the_end_with_a_model_card(tmp_path, spotfit_home):
+def test_job_exports_at_the_end_with_a_model_card(tmp_path, spotfit_home, job_spec):
     src = tmp_path / "src" / "train.py"
     src.parent.mkdir()
     src.write_text(SCRIPT)
-    spec = write_spec(tmp_path / "job", "name: exported\nscript: train.py\nmarket: {trace: null}\n"
+    spec = job_spec("name: exported\nscript: train.py\nmarket: {trace: null}\n"
                       "export: {formats: [savedmodel, tflite]}\n", script=src)
     for expected_version in (1, 2):
         out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=300,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from seaweed import BUCKET, s3_env, seaweed  # noqa: F401  (fixtures)
 
 from spotfit.runtime import export
 from spotfit.stores import open_store
+from tests.support.seaweed import BUCKET
 
 RACERS = 2
 

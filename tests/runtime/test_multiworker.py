@@ -2,7 +2,9 @@
 
 The local backend starts one process per worker with `TF_CONFIG`; a SIGTERM to one worker (not
 the chief) makes both stop after the same step, the chief save, and the job resume with both
-workers to the same weights as an uninterrupted two-worker run.
+workers to the same weights as an uninterrupted two-worker run. To know the step the signal
+lands at, worker 1 stands still after step 30 (its callback runs before spotfit's) until the
+test has signalled it.
 """
 
 from __future__ import annotations
@@ -11,18 +13,42 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import spotfit_cmd, write_spec
+from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
 SCRIPT = '''
+import json, os, time
+from pathlib import Path
 import keras
 import numpy as np
+
+MARKS = os.environ.get("MW_MARKS")
+
+
+class HoldWorker1(keras.callbacks.Callback):
+    """With MW_MARKS set: worker 1 writes its pid after step 30 and holds until `released`."""
+    step = 0
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if not MARKS or self.step != 30 or json.loads(os.environ["TF_CONFIG"])["task"]["index"] != 1:
+            return
+        marks = Path(MARKS)
+        if (marks / "released").exists():  # a resumed attempt: held once already
+            return
+        (marks / "pid.tmp").write_text(str(os.getpid()))
+        (marks / "pid.tmp").replace(marks / "holding")
+        deadline = time.monotonic() + 300
+        while not (marks / "released").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("timed out after 300s waiting for the test to release worker 1")
+            time.sleep(0.02)
+
 
 rng = np.random.default_rng(0)
 x = rng.standard_normal((512, 8)).astype("float32")
@@ -31,7 +57,8 @@ keras.utils.set_random_seed(3)
 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
                           keras.layers.Dropout(0.1), keras.layers.Dense(2, activation="softmax")])
 model.compile(keras.optimizers.Adam(1e-2), "sparse_categorical_crossentropy", metrics=["accuracy"])
-model.fit(x, y, batch_size=32, epochs=6, shuffle=True, validation_data=(x[:64], y[:64]), verbose=2)
+model.fit(x, y, batch_size=32, epochs=6, shuffle=True, validation_data=(x[:64], y[:64]), verbose=2,
+          callbacks=[HoldWorker1()])
 print("final", model.evaluate(x, y, verbose=0))
 '''
 SPEC = """
@@ -74,14 +101,9 @@ def _events(job: Path, kind: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory) -> tuple[dict, Path]:
-    home = tmp_path_factory.mktemp("mw-home")
-    old = os.environ.get("SPOTFIT_HOME")
-    os.environ["SPOTFIT_HOME"] = str(home)
-    try:
+    with spotfit_home_at(tmp_path_factory.mktemp("mw-home")) as home:
         doc = _finish(_start(tmp_path_factory.mktemp("mw-base")))
         return doc, _job_folder(home)
-    finally:
-        os.environ.pop("SPOTFIT_HOME") if old is None else os.environ.__setitem__("SPOTFIT_HOME", old)
 
 
 def test_two_workers_train_in_sync_to_the_same_weights(baseline):
@@ -95,29 +117,25 @@ def test_two_workers_train_in_sync_to_the_same_weights(baseline):
     assert _events(job, "checkpoint") and not list((job / "workers" / "1").glob("checkpoints/*"))
 
 
-def test_sigterm_to_one_worker_stops_both_and_resumes_exactly(tmp_path, spotfit_home, baseline):
+def test_sigterm_to_one_worker_stops_both_and_resumes_exactly(tmp_path, spotfit_home, baseline, monkeypatch):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("MW_MARKS", str(marks))
     proc = _start(tmp_path / "job")
-    deadline = time.monotonic() + 180
-    killed_at = None
-    while time.monotonic() < deadline and killed_at is None and proc.poll() is None:
-        job = _job_folder(spotfit_home)
-        progress = job / "workers" / "1" / "progress.json" if job else None
-        if progress is not None and progress.exists():
-            try:
-                state = json.loads(progress.read_text())
-            except ValueError:
-                state = {}
-            if (state.get("step") or 0) >= 30:
-                os.kill(state["pid"], signal.SIGTERM)  # worker 1 only, not the chief
-                killed_at = state["step"]
-        time.sleep(0.02)
-    assert killed_at is not None, "worker 1 never reached step 30"
+    try:
+        wait_for(lambda: (marks / "holding").exists() or proc.poll() is not None, 300,
+                 "worker 1 to reach step 30 and hold")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        os.kill(int((marks / "holding").read_text()), signal.SIGTERM)  # worker 1 only, not the chief
+    finally:
+        (marks / "released").touch()  # the notice is pending: let worker 1 go on to its next step
+    notice_step = 30
     doc = _finish(proc)
     job = _job_folder(spotfit_home)
     first, second = doc["attempts"]
     assert first["state"] == "preempted" and second["state"] == "completed"
-    # Both workers stopped after the same step, one past the notice at the latest.
-    assert killed_at <= first["end_step"] <= killed_at + 3 and second["start_step"] == first["end_step"]
+    # Both workers stopped after the same step: the one after the step the notice came at.
+    assert first["end_step"] == notice_step + 1 and second["start_step"] == first["end_step"]
     saved = [e for e in _events(job, "checkpoint") if e["attempt"] == 1]
     assert saved[-1]["data"]["step"] == first["end_step"] and "worker 1" in saved[-1]["data"]["reason"]
     assert doc["weights_sha256"] == baseline[0]["weights_sha256"]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from conftest import run_inline_job
 from spotfit.runtime import strategy
+from tests.support.jobs import run_inline_job
 
 SCRIPT = '''
 import keras

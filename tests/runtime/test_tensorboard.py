@@ -8,14 +8,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
-from conftest import run_inline_job, spotfit_cmd
 
 from spotfit import tensorboard_server as tb
 from spotfit.stores import open_store
+from tests.support.jobs import run_inline_job, spotfit_cmd
+from tests.support.wait import wait_for
 
 SCRIPT = '''
 import keras
@@ -64,19 +64,24 @@ def test_spotfit_tensorboard_serves_the_scalars(tmp_path):
     port = _free_port()
     server = subprocess.Popen(spotfit_cmd("tensorboard", job_id, "--port", str(port)), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
+
+    def tags() -> dict:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/scalars/tags", timeout=5) as resp:
+                return json.loads(resp.read())
+        except OSError:  # not listening yet
+            return {}
+
+    def validation_served() -> dict | bool:
+        if server.poll() is not None:
+            return True  # it died: stop waiting
+        found = tags()
+        return found if {"epoch_loss", "epoch_accuracy"} <= set(found.get("validation", {})) else {}
+
     try:
-        tags, deadline = {}, time.monotonic() + 90
-        while time.monotonic() < deadline and server.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/plugin/scalars/tags", timeout=5) as resp:
-                    tags = json.loads(resp.read())
-            except OSError:
-                tags = {}
-            if {"epoch_loss", "epoch_accuracy"} <= set(tags.get("validation", {})):
-                break
-            time.sleep(0.5)
-        assert {"epoch_loss", "epoch_accuracy", "batch_loss"} <= set(tags.get("train", {})), tags
-        assert {"epoch_loss", "epoch_accuracy"} <= set(tags.get("validation", {})), tags
+        found = wait_for(validation_served, 300, "TensorBoard to serve the validation scalars", poll_s=0.5)
+        assert server.poll() is None, f"spotfit tensorboard exited with {server.returncode}"
+        assert {"epoch_loss", "epoch_accuracy", "batch_loss"} <= set(found.get("train", {})), found
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)

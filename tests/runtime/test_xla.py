@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import keras
 import pytest
-from conftest import run_inline_job
 
 from spotfit.runtime import instrument, xla
 from spotfit.runtime.reporter import Reporter
 from spotfit.stores import open_store
+from tests.support.jobs import run_inline_job
 
 SCRIPT = '''
 import keras

@@ -9,10 +9,10 @@ import uuid
 import numpy as np
 import pytest
 
-from seaweed import BUCKET, s3_env, seaweed  # noqa: F401  (fixtures)
 from spotfit.errors import NotFoundError
 from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.stores import ObjectInfo, ObjectStore, child, open_store
+from tests.support.seaweed import BUCKET
 
 
 @pytest.fixture(params=["file", "memory", "s3"])

@@ -8,6 +8,9 @@ ports and data folder, which is how tests take the server away in the middle of 
 `seaweed_env(server)` is the environment a spotfit process needs to reach it: the endpoint
 (`SPOTFIT_S3_ENDPOINT_URL`), the test credentials, and no AWS config files or metadata
 server (nothing may fall through to a real cloud).
+
+The fixtures `seaweed` (one server per session), `s3_env` and `own_seaweed` (a server of one
+test alone, to stop and start) are in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -19,16 +22,19 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from botocore.exceptions import BotoCoreError, ClientError
+
+from tests.support.wait import wait_for
 
 ACCESS_KEY = "spotfit-test-access"
 SECRET_KEY = "spotfit-test-secret-0123456789"
 BUCKET = "spotfit-test"
+_PROBE = "seaweed-ready-probe"  # an object of the server's own, to tell when it serves data
 _PORTS = ("s3", "s3_grpc", "master", "master_grpc", "volume", "volume_grpc", "filer", "filer_grpc",
           "admin", "admin_grpc")
 
@@ -64,6 +70,7 @@ class SeaweedServer:
         self.ports = {name: _free_port() for name in _PORTS}
         self.endpoint = f"http://127.0.0.1:{self.ports['s3']}"
         self.proc: subprocess.Popen | None = None
+        self._probe_written = False
         config = {"identities": [{"name": "spotfit-test",
                                   "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
                                   "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}
@@ -80,23 +87,38 @@ class SeaweedServer:
             f"-filer.port.grpc={p['filer_grpc']}", f"-admin.port={p['admin']}", f"-admin.port.grpc={p['admin_grpc']}",
         ]
 
-    def start(self, timeout_s: float = 60.0) -> None:
-        """Start the server and wait until a bucket can be created in it."""
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Start the server and wait until it serves reads of what it held before, and writes.
+
+        A restarted `weed mini` answers bucket requests before its volume server has told the
+        master about the volumes it holds (reads then fail "volume 1 not found"): readiness is
+        reading back the probe object written at the first start, then writing it again.
+        """
         log = open(self.folder / "weed.log", "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.folder)
         log.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"weed mini exited with {self.proc.returncode}; see {self.folder / 'weed.log'}")
-            try:
-                self.make_bucket(BUCKET)
-                return
-            except Exception:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"weed mini did not become ready in {timeout_s:g}s; see {self.folder / 'weed.log'}")
+        try:
+            wait_for(self._ready, timeout_s, f"weed mini to serve S3 reads and writes on {self.endpoint} "
+                     f"(log: {self.folder / 'weed.log'})", poll_s=0.1)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _ready(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"weed mini exited with {self.proc.returncode}; see {self.folder / 'weed.log'}")
+        client = self.client()
+        try:
+            self.make_bucket(BUCKET)
+            if self._probe_written:  # data from before a restart must be readable again
+                client.get_object(Bucket=BUCKET, Key=_PROBE)["Body"].read()
+            client.put_object(Bucket=BUCKET, Key=_PROBE, Body=b"ready")
+            ready = client.get_object(Bucket=BUCKET, Key=_PROBE)["Body"].read() == b"ready"
+        except (BotoCoreError, ClientError):  # not listening, or not serving yet
+            return False
+        self._probe_written = True
+        return ready
 
     def stop(self) -> None:
         """SIGTERM by PID, SIGKILL after 10 s."""
@@ -129,7 +151,7 @@ class SeaweedServer:
         client = self.client()
         try:
             client.head_bucket(Bucket=name)
-        except Exception:
+        except ClientError:  # 404: not there yet
             client.create_bucket(Bucket=name)
 
 
@@ -144,22 +166,3 @@ def seaweed_env(server: SeaweedServer) -> dict[str, str]:
         "AWS_CONFIG_FILE": os.devnull,
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
     }
-
-
-# Fixtures: import them into a test module (`from seaweed import seaweed, s3_env`).
-
-@pytest.fixture(scope="session")
-def seaweed(tmp_path_factory) -> SeaweedServer:
-    """One SeaweedFS server for the test session (per importing module)."""
-    server = SeaweedServer(tmp_path_factory.mktemp("seaweed"))
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def s3_env(seaweed, monkeypatch) -> SeaweedServer:
-    """`seaweed`, with this process's environment pointing s3:// at it."""
-    for name, value in seaweed_env(seaweed).items():
-        monkeypatch.setenv(name, value)
-    return seaweed

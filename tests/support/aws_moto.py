@@ -9,17 +9,25 @@
   accepts but drops.
 - `fail_run_instances(session, zone, code)`: makes `RunInstances` in `zone` fail with an EC2
   error code, e.g. `InsufficientInstanceCapacity`, which moto never raises by itself.
+- `publish_spot_prices(session, instance_type, prices)`: `DescribeSpotPriceHistory` answers
+  with the given prices (moto's history is placeholder data: $0.00001/h for a few CPU types).
+- `aws_backend(aws)`, `launch_request(url, ...)`: the backend under test and a request to it.
+
+The fixtures `aws` (moto, in tests/backends/conftest.py) and `job` (a job prefix with its
+runtime.json) build on these.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 
 import boto3
-import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
+
+from spotfit.backends.aws.backend import AwsBackend
+from spotfit.backends.base import LaunchRequest
 
 REGION = "us-west-2"
 AMI = "ami-12c6146b"  # one of moto's bundled images
@@ -103,6 +111,18 @@ def fail_run_instances(session: boto3.Session, zone: str, code: str = "Insuffici
     session.events.register("provide-client-params.ec2.RunInstances", check)
 
 
+def publish_spot_prices(session: boto3.Session, instance_type: str,
+                        prices: dict[str, list[tuple[datetime, float]]]) -> None:
+    """`DescribeSpotPriceHistory` of `instance_type` answers with `prices` (zone -> [(time, $/h)])."""
+    def describe(**_):
+        records = [{"AvailabilityZone": zone, "InstanceType": instance_type, "ProductDescription": "Linux/UNIX",
+                    "SpotPrice": f"{price:.4f}", "Timestamp": stamp}
+                   for zone, points in prices.items() for stamp, price in points]
+        return _Http(), {"SpotPriceHistory": records, "NextToken": ""}
+
+    session.events.register("before-call.ec2.DescribeSpotPriceHistory", describe)
+
+
 def moto_session() -> boto3.Session:
     return boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
                          aws_session_token="testing", region_name=REGION)
@@ -122,14 +142,14 @@ class MotoAws:
     ec2: object
 
 
-@pytest.fixture
-def aws(monkeypatch):
-    """moto in-process, with fake credentials in the environment (for clients spotfit makes)."""
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.setenv(key, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    with mock_aws():
-        session = moto_session()
-        calls, groups = Calls(session), PlacementGroups(session)
-        yield MotoAws(session, calls, groups, session.client("ec2"))
+def aws_backend(aws: MotoAws) -> AwsBackend:
+    """The aws backend on moto's session, quick to poll, allowed a file:// job store."""
+    return AwsBackend(session=aws.session, allow_local_store=True, cleanup_wait_s=5.0, poll_s=0.01)
+
+
+def launch_request(url: str, attempt: int = 1, zone: str | None = "us-west-2b", workers: int = 1,
+                   **options) -> LaunchRequest:
+    """Attempt `attempt` of job-1 on spot V100 in `zone`, with MY_FLAG=1 in its environment."""
+    return LaunchRequest(job_id="job-1", attempt=attempt, job_url=url, zone=zone, market="spot",
+                         workers=workers, env={"MY_FLAG": "1"}, accelerator="V100",
+                         options={"ami": AMI, **options})

@@ -1,0 +1,52 @@
+"""Running spotfit the way a user does: the CLI in a subprocess, a spec folder beside a script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DIGITS = REPO / "examples" / "digits"
+
+
+def spotfit_cmd(*args: str) -> list[str]:
+    """The command line of `spotfit ARGS` with this interpreter."""
+    return [sys.executable, "-m", "spotfit", *args]
+
+
+def write_spec(folder: Path, text: str, script: Path = DIGITS / "train.py") -> Path:
+    """A job spec in `folder` with a copy of the script beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(script, folder / script.name)
+    path = folder / "spotfit.yaml"
+    path.write_text(text)
+    return path
+
+
+def run_inline_job(tmp_path: Path, spec_text: str, script_text: str, *args: str, timeout: float = 300) -> dict:
+    """Write `script_text` as train.py beside a spec, `spotfit run --json` it; the status document."""
+    src = tmp_path / "src" / "train.py"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(script_text)
+    spec = write_spec(tmp_path / "job", spec_text, script=src)
+    out = subprocess.run(spotfit_cmd("run", str(spec), "--json", *args), capture_output=True, text=True,
+                         timeout=timeout, stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+@contextmanager
+def spotfit_home_at(home: Path) -> Iterator[Path]:
+    """`SPOTFIT_HOME` set to `home` for the block (for module-scoped fixtures, which have no
+    `monkeypatch`), restored afterwards."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPOTFIT_HOME", str(home))
+        yield home
