@@ -256,11 +256,12 @@ class Controller:
     def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False) -> None:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 
-        Before training starts there is nothing new to save: SIGTERM stops it at once.
+        Before training starts there is nothing new to save: SIGTERM stops it at once. An
+        attempt caught saving a checkpoint is training: it reads the request after that step.
         """
         number = attempt["number"]
         self._switching.add(number)
-        if progress.get("phase") != "training":
+        if progress.get("phase") not in ("training", "saving"):
             self.backend.preempt(attempt["handle"], self.plan.notice_s())
             return
         self._stop_sent[number] = time.time()
