@@ -287,11 +287,12 @@ class Controller:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 
         Before training starts there is nothing new to save, and a stalled attempt (`at_once`)
-        makes no step after which it would read the request: SIGTERM stops either at once.
+        makes no step after which it would read the request: SIGTERM stops either at once. An
+        attempt caught saving a checkpoint is training: it reads the request after that step.
         """
         number = attempt["number"]
         self._switching.add(number)
-        if at_once or progress.get("phase") != "training":
+        if at_once or progress.get("phase") not in ("training", "saving"):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
         self._stop_sent[number] = time.time()

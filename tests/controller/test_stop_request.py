@@ -1,0 +1,47 @@
+"""How the controller asks an attempt to stop for a rule: a request it reads, or SIGTERM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spotfit import sdk
+from spotfit.controller.loop import Controller
+from spotfit.errors import NotFoundError
+from spotfit.spec import JobSpec
+
+
+class _Backend:
+    """Records the preemptions the controller sends."""
+
+    name = "local"
+
+    def __init__(self):
+        self.preempted: list[tuple[str, float]] = []
+
+    def preempt(self, handle: str, notice_s: float) -> None:
+        self.preempted.append((handle, notice_s))
+
+
+@pytest.fixture
+def controller(tmp_path) -> Controller:
+    spec = JobSpec.model_validate({"name": "stop", "script": "train.py", "market": {"trace": None}})
+    sdk.db().create_job("stop-1", "stop", spec.model_dump_json(), f"file://{tmp_path}/store")
+    return Controller(sdk.db(), "stop-1", backend=_Backend())
+
+
+@pytest.mark.parametrize("phase", ["training", "saving"])
+def test_an_attempt_in_training_or_saving_gets_a_stop_request_it_honours_after_the_step(controller, phase):
+    controller._request_stop({"number": 1, "handle": "h1"}, {"phase": phase, "step": 240}, "target", export=True)
+    assert controller.backend.preempted == []
+    assert json.loads(controller.store.read_bytes("control/stop")) == {"attempt": 1, "reason": "target",
+                                                                     "export": True}
+
+
+@pytest.mark.parametrize("phase", ["starting", "syncing data", "running script"])
+def test_an_attempt_before_training_is_stopped_by_sigterm(controller, phase):
+    controller._request_stop({"number": 1, "handle": "h1"}, {"phase": phase}, "target", export=True)
+    assert [h for h, _ in controller.backend.preempted] == ["h1"]
+    with pytest.raises(NotFoundError):
+        controller.store.read_bytes("control/stop")
