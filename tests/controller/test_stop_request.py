@@ -20,6 +20,9 @@ class _Backend:
     def __init__(self):
         self.preempted: list[tuple[str, float]] = []
 
+    def load_handle(self, text: str) -> str:
+        return text
+
     def preempt(self, handle: str, notice_s: float) -> None:
         self.preempted.append((handle, notice_s))
 
