@@ -32,11 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from spotfit.errors import SpecError
 from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
+from spotfit.specfile import read_spec_file
 
 DOCS = "docs/job-spec.md"
-MAX_SPEC_BYTES = 1 << 20  # a job spec is a few kilobytes; anything near this is the wrong file
-MAX_SPEC_VALUES = 10_000  # values in the document after YAML aliases are expanded
-MAX_SPEC_DEPTH = 32  # nesting of mappings and lists
 MAX_INT = 2**53  # larger integers lose precision in JSON and as floats: no spec field needs one
 MAX_HOURS = 87_600.0  # ten years: bounds the hour fields so that dates and seconds never overflow
 
@@ -276,7 +274,7 @@ def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
             f"Job spec not found: received {_short(str(path))}, expected a YAML file.",
             hint="Pass the path of your job YAML, e.g. `spotfit validate examples/digits/spotfit.yaml`.",
         )
-    raw = _parse_yaml(_read_text(path), path)
+    raw = read_spec_file(path)
     spec = parse_spec(raw, source=str(path), base_dir=str(path.parent.resolve()))
     script = Path(spec.base_dir) / spec.script
     if check_script and not _is_file(script):
@@ -294,117 +292,6 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except (OSError, ValueError):
         return False
-
-
-_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
-         (b"\xfe\xff", "UTF-16"))
-
-
-def _read_text(path: Path) -> str:
-    """The file as text: at most `MAX_SPEC_BYTES` read, UTF-8 only (a UTF-8 BOM is dropped)."""
-    try:
-        size = path.stat().st_size
-        data = b""
-        if size <= MAX_SPEC_BYTES:
-            with path.open("rb") as f:  # never more than the cap, whatever stat() said
-                data = f.read(MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise SpecError(f"Job spec {path} cannot be read: {exc.strerror or exc}.",
-                        hint="Check that the file exists and that you may read it.") from None
-    if max(size, len(data)) > MAX_SPEC_BYTES:
-        raise SpecError(
-            f"Job spec {path} is too large: received {max(size, len(data)):,} bytes, expected at most "
-            f"{MAX_SPEC_BYTES:,} (1 MiB).",
-            hint="Pass the job's YAML file (a few kilobytes), not a data, model or log file.",
-        )
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            raise SpecError(f"Job spec {path} is {encoding} text: expected UTF-8.",
-                            hint=f"Convert it: `iconv -f {encoding} -t UTF-8 {path.name} > spotfit.yaml`.")
-    if b"\x00" in data:
-        raise SpecError(
-            f"Job spec {path} has a NUL byte at offset {data.index(0)}: expected UTF-8 text "
-            "(is it UTF-16 without a byte-order mark, or not a text file?).",
-            hint="Save the spec as UTF-8 text.",
-        )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SpecError(
-            f"Job spec {path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be "
-            "decoded; expected a UTF-8 YAML file.",
-            hint="Save the spec as UTF-8 (or check that you passed the YAML and not a binary file).",
-        ) from None
-
-
-class _SpecLimit(Exception):
-    """The document breaks a bound of `_SpecLoader` (at `mark`)."""
-
-    def __init__(self, problem: str, mark: Any):
-        super().__init__(problem)
-        self.problem = problem
-        self.mark = mark
-
-
-class _SpecLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, bounded: nesting depth, and values counted after alias expansion.
-
-    An alias counts as many values as the node it names, so a document whose aliases expand
-    exponentially is refused while it is being composed, before anything is built from it.
-    """
-
-    def __init__(self, stream: str):
-        super().__init__(stream)
-        self._depth = 0
-        self._values = 0
-        self._sizes: dict[int, int] = {}  # id(node) -> values in it once expanded (finished nodes)
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        mark = self.peek_event().start_mark
-        if self.check_event(yaml.AliasEvent):
-            node = super().compose_node(parent, index)
-            if id(node) not in self._sizes:  # an alias inside its own anchor
-                raise _SpecLimit("an alias refers to the mapping or list that contains it", mark)
-            self._count(self._sizes[id(node)], mark)
-            return node
-        if self._depth >= MAX_SPEC_DEPTH:
-            raise _SpecLimit(f"mappings and lists nest deeper than {MAX_SPEC_DEPTH} levels", mark)
-        before = self._values
-        self._depth += 1
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-        self._count(1, mark)
-        self._sizes[id(node)] = self._values - before
-        return node
-
-    def _count(self, values: int, mark: Any) -> None:
-        self._values += values
-        if self._values > MAX_SPEC_VALUES:
-            raise _SpecLimit(f"the document holds more than {MAX_SPEC_VALUES:,} values once its aliases "
-                             "are expanded", mark)
-
-
-def _parse_yaml(text: str, path: Path) -> Any:
-    """One YAML document, parsed with `_SpecLoader`; every failure is one `SpecError` line."""
-    try:
-        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506  (a SafeLoader subclass)
-    except _SpecLimit as exc:
-        mark = exc.mark
-        raise SpecError(
-            f"Job spec {path} is refused at line {mark.line + 1}, column {mark.column + 1}: {exc.problem}; "
-            f"expected a job spec (at most {MAX_SPEC_VALUES:,} values, {MAX_SPEC_DEPTH} levels deep).",
-            hint="Write the values out plainly; a job spec needs no deep nesting or chains of aliases.",
-        ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        raise SpecError(
-            f"Job spec {path} is not valid YAML{where}: {problem}.",
-            hint="Check indentation and quoting around that line.",
-        ) from None
 
 
 def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec:
