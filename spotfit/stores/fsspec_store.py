@@ -196,6 +196,16 @@ class FsspecStore:
 
 def _write_local(path: str, data: bytes) -> None:
     """Write under a temporary name and rename: readers never see half a file."""
+    tmp = _write_temp(path, data)
+    try:
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write_temp(path: str, data: bytes) -> str:
+    """`data`, synced to disk, under a temporary name beside `path`; returns that name."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
     try:
@@ -203,10 +213,11 @@ def _write_local(path: str, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
+    except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        raise
+    return tmp
 
 
 def _create_local(path: str, data: bytes) -> bool:
@@ -215,13 +226,8 @@ def _create_local(path: str, data: bytes) -> bool:
     `link` fails if `path` exists, atomically, as `open(O_CREAT | O_EXCL)` does; unlike that
     open, the file appears with its whole content, never empty or half written.
     """
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp = _write_temp(path, data)
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         try:
             os.link(tmp, path)
         except FileExistsError:
