@@ -276,14 +276,23 @@ def cost(ref: str | None = None) -> dict:
 MAX_STARTS = 1_000  # start ticks of `simulate`: beyond this the replays take hours and say nothing new
 
 
-def plan(path: str) -> dict:
-    """Rank where to run the job spec at `path`: expected cost, preemptions, finish (`spotfit plan`)."""
+def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict:
+    """Rank where to run the job spec at `path`: expected cost, preemptions, finish (`spotfit plan`).
+
+    `trace` replaces the spec's `market.trace` (a bundled name or a file in any format
+    `load_trace` reads); it must record the job's accelerator. `all_clouds` lets the
+    recommendation go to a cloud spotfit cannot launch on.
+    """
     from spotfit.market import offers
     from spotfit.market.trace import load_trace
 
     spec = load_spec(path, check_script=False)
     res, market = spec.resources, spec.market
-    history = load_trace(market.trace, gap_s=market.gap_s) if market.trace else None
+    if trace is not None:
+        arguments.text("--trace", trace, expected="a trace file or a bundled trace name, e.g. aws-v100",
+                       hint="Pass --trace aws-v100 or a path to a trace CSV(.gz).")
+    name = trace if trace is not None else market.trace
+    history = load_trace(name, gap_s=market.gap_s) if name else None
     return offers.plan(
         accelerator=res.accelerator,
         count=res.count,
@@ -294,6 +303,9 @@ def plan(path: str) -> dict:
         zones=list(market.zones or []) or None,
         start=market.start,
         overhead_h=market.overhead_h,
+        policy=market.policy,
+        all_clouds=all_clouds,
+        trace_required=trace is not None,
     ).to_json()
 
 

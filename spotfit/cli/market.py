@@ -53,10 +53,15 @@ def catalog(
 @app.command()
 def plan(
     job_file: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
+    trace: Annotated[str | None, typer.Option(
+        "--trace", help="Market history to simulate instead of the spec's market.trace (file or bundled name); "
+                        "it must record the job's accelerator.")] = None,
+    all_clouds: Annotated[bool, typer.Option(
+        "--all-clouds", help="Also recommend offers on clouds spotfit cannot launch on (gcp, azure).")] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Rank where to run a job: expected cost, preemptions and finish time from history."""
-    doc = sdk.plan(str(job_file))
+    doc = sdk.plan(str(job_file), trace=trace, all_clouds=all_clouds)
     if json_:
         print_json(doc)
     else:

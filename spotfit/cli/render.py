@@ -142,32 +142,56 @@ def catalog_table(doc: dict) -> Table:
     """`spotfit catalog`: one row per offer."""
     offers = doc["offers"]
     table = Table(title=f"{len(offers)} offers")
-    for col in ("cloud", "region", "zone", "instance", "accelerator", "on-demand $/h", "spot $/h"):
+    for col in ("cloud", "region", "zone", "instance", "accelerator", "on-demand $/h", "spot $/h", "price of"):
         table.add_column(col)
     for o in offers:
         table.add_row(o["cloud"], o["region"], o["zone"] or "", o["instance_type"] or "",
                       f"{o['accelerator']}×{o['count']:g}", _money(o["on_demand_usd_per_h"]),
-                      _money(o["spot_usd_per_h"]))
+                      _money(o["spot_usd_per_h"]), "machine" if o["vm_included"] else "GPU only (+ host VM)")
     return table
 
 
 def print_plan(console: Console, doc: dict) -> None:
-    """`spotfit plan`: the ranked offers, then the recommendation."""
-    table = Table(title=f"{doc['accelerator']}×{doc['count']}: {doc['work_h']:g} h work, "
-                        f"{doc['deadline_h']:g} h deadline")
-    for col in ("#", "cloud", "region", "zones", "spot $/h", "expected $", "preemptions",
-                "finish h", "policy", "basis"):
-        table.add_column(col)
-    for o in doc["offers"]:
-        zones = "all" if len(o["zones"]) > 3 else ",".join(o["zones"])
-        pre = "?" if o["expected_preemptions"] is None else f"{o['expected_preemptions']:.1f}"
-        table.add_row(str(o["rank"]), o["cloud"], o["region"], zones, _money(o["spot_usd_per_h"]),
-                      f"{o['expected_cost_usd']:.2f}", pre, f"{o['finish_h']:.1f}", o["policy"], o["basis"])
-    console.print(table)
+    """`spotfit plan`: simulated offers, then catalog-only ones, then notes and the recommendation."""
+    title = f"{doc['accelerator']}×{doc['count']}: {doc['work_h']:g} h work, {doc['deadline_h']:g} h deadline"
+    history = [o for o in doc["offers"] if o["basis"] == "history"]
+    catalog = [o for o in doc["offers"] if o["basis"] == "catalog"]
+    if history:
+        trace = Path(doc["trace"]).name if doc["trace"] else "-"
+        console.print(_plan_table(f"{title}: simulated on {trace} with policy {doc['policy']}", history))
+    if catalog:
+        prior = f"spot available {doc['availability_prior']:.0%} of the time (prior)" if doc["spot"] else "on-demand"
+        console.print(_plan_table(f"{title}: no history, catalog prices, {prior}", catalog))
+    for note in doc["notes"]:
+        console.print(f"note: {note}", highlight=False)
+    others = sorted({o["cloud"] for o in doc["offers"] if not o["launchable"]})
+    if others and not doc["all_clouds"]:
+        console.print(f"{', '.join(others)}: listed for comparison; spotfit cannot launch there "
+                      "(--all-clouds lets the recommendation go there)", highlight=False)
     rec = doc["recommended"]
     if rec:
-        console.print(f"recommended: {rec['cloud']} {rec['region']} "
-                      f"({', '.join(rec['zones']) or 'any zone'}) with policy {rec['policy']}")
+        console.print(f"recommended: #{rec['rank']} {rec['cloud']} {rec['region']} {rec['instance_type'] or ''} "
+                      f"({', '.join(rec['zones']) or 'any zone'}) with policy {rec['policy']}: "
+                      f"expected ${rec['expected_cost_usd']:.2f}", highlight=False)
+    else:
+        console.print("recommended: none (no offer on a cloud spotfit can launch on; --all-clouds shows the "
+                      "cheapest anyway)", highlight=False)
+
+
+def _plan_table(title: str, offers: list[dict]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("#", "cloud", "region", "zones", "instance", "spot $/h", "on-demand $/h", "expected $",
+                "preemptions", "finish h", "policy", "launch"):
+        table.add_column(col, justify="right" if col in ("#", "spot $/h", "on-demand $/h", "expected $",
+                                                         "preemptions", "finish h") else "left")
+    for o in offers:
+        zones = "all" if len(o["zones"]) > 3 else ",".join(o["zones"])
+        pre = "?" if o["expected_preemptions"] is None else f"{o['expected_preemptions']:.1f}"
+        table.add_row(str(o["rank"]), o["cloud"], o["region"], zones, o["instance_type"] or "",
+                      _money(o["spot_usd_per_h"]), _money(o["on_demand_usd_per_h"]),
+                      f"{o['expected_cost_usd']:.2f}", pre, f"{o['finish_h']:.1f}", o["policy"],
+                      "yes" if o["launchable"] else "no")
+    return table
 
 
 def print_cost(console: Console, doc: dict) -> None:

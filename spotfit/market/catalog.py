@@ -1,7 +1,10 @@
 """Price catalogs: GPU offers (on-demand and spot $/h per region and zone) in SkyPilot's layout.
 
 The bundled catalogs (`aws`, `gcp`, `azure`) are parsed by header name, since the column
-order differs per cloud. GCP rows are GPU attachment prices only (the host VM is extra).
+order differs per cloud. AWS and Azure prices are whole instances. GCP has two kinds of rows:
+whole VMs with their GPUs (A100, H100, L4 machine types, from `gcp_gpu_vm_prices.csv`) and
+GPU attachments (T4, P4, V100 on N1 hosts, `gcp_gpu_subset_v8.csv`), whose host VM is extra and
+not in any bundled catalog: those carry `vm_included=False`.
 
 Example:
 
@@ -21,10 +24,11 @@ from spotfit.errors import TraceError, UsageError
 from spotfit.market.trace import DATA_DIR
 
 CATALOGS = {
-    "aws": "aws_gpu_subset_v8.csv",
-    "gcp": "gcp_gpu_subset_v8.csv",
-    "azure": "azure_gpu_subset_v6.csv",
+    "aws": ("aws_gpu_subset_v8.csv",),
+    "gcp": ("gcp_gpu_vm_prices.csv", "gcp_gpu_subset_v8.csv"),
+    "azure": ("azure_gpu_subset_v6.csv",),
 }
+_GPU_ONLY = {"gcp_gpu_subset_v8.csv"}  # GPU attachment prices: the host VM is extra
 _REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
 
 
@@ -40,6 +44,7 @@ class CatalogOffer:
     count: float
     on_demand_usd_per_h: float | None
     spot_usd_per_h: float | None
+    vm_included: bool = True  # False: the price is the GPU attachment only, the host VM is extra
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -53,7 +58,7 @@ def load_catalog(accelerator: str | None = None, count: float | None = None,
         raise UsageError(f"Unknown cloud {cloud!r}: expected one of {', '.join(CATALOGS)}.",
                          hint="Pass --cloud aws, gcp or azure, or omit it.")
     clouds = [cloud.lower()] if cloud else list(CATALOGS)
-    offers = [o for c in clouds for o in read_catalog(DATA_DIR / CATALOGS[c], c)]
+    offers = [o for c in clouds for name in CATALOGS[c] for o in read_catalog(DATA_DIR / name, c)]
     if accelerator:
         offers = [o for o in offers if o.accelerator.lower() == accelerator.lower()]
     if count is not None:
@@ -88,6 +93,7 @@ def read_catalog(path: Path, cloud: str) -> tuple[CatalogOffer, ...]:
                     count=float(row["AcceleratorCount"]),
                     on_demand_usd_per_h=_price(row.get("Price")),
                     spot_usd_per_h=_price(row.get("SpotPrice")),
+                    vm_included=path.name not in _GPU_ONLY,
                 ))
             except ValueError:
                 raise TraceError(f"Malformed catalog {path.name}: row {n} is {row!r}; expected "

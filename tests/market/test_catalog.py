@@ -25,3 +25,12 @@ def test_spot_filter_sorts_by_spot_price_and_reads_every_cloud():
 def test_unknown_cloud_lists_valid_ones():
     with pytest.raises(UsageError, match="aws, gcp, azure"):
         load_catalog(cloud="oracle")
+
+
+def test_gcp_vm_rows_price_the_whole_machine_and_attachment_rows_say_they_do_not():
+    a100 = load_catalog(accelerator="A100", count=8, cloud="gcp", region="us-central1")
+    assert [o.instance_type for o in a100] == ["a2-highgpu-8g"] and a100[0].vm_included
+    assert a100[0].on_demand_usd_per_h == pytest.approx(29.38708)  # the 2026-06 price of the 8-GPU VM
+    t4 = load_catalog(accelerator="T4", count=1, cloud="gcp")
+    assert t4 and not any(o.vm_included for o in t4)
+    assert all(o.vm_included for o in load_catalog(cloud="aws") + load_catalog(cloud="azure"))

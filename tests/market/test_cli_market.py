@@ -59,3 +59,72 @@ def test_catalog_json_filters():
     assert result.exit_code == 0
     offers = json.loads(result.stdout)["offers"]
     assert offers and all(o["cloud"] == "aws" and o["spot_usd_per_h"] for o in offers)
+
+
+PLAN_SPEC = """
+name: planned
+script: train.py
+resources: {{accelerator: {accelerator}, count: {count}}}
+market: {market}
+work_h: 1
+deadline_h: 1.5
+"""
+
+
+def plan_spec(tmp_path, accelerator="V100", count=1, market="{trace: aws-v100, zones: [us-west-2b]}"):
+    path = tmp_path / "job.yaml"
+    path.write_text(PLAN_SPEC.format(accelerator=accelerator, count=count, market=market))
+    return path
+
+
+def plan_cli(*args):
+    return subprocess.run([sys.executable, "-m", "spotfit", "plan", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_plan_trace_flag_replays_that_file(tmp_path):
+    # A 3-hour price history of two us-east-1 zones of p3.2xlarge (on-demand $3.06/h, as the catalog).
+    live = write_csv(tmp_path / "live.csv", make_trace([[1] * 36, [1] * 36], spot=0.9, on_demand=3.06,
+                                                       gap_s=300, zones=["us-east-1a", "us-east-1b"]))
+    result = runner.invoke(app, ["plan", str(plan_spec(tmp_path, market="{zones: []}")), "--trace", str(live),
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["trace"] == str(live) and doc["availability_prior"] == 0.17
+    history = [o for o in doc["offers"] if o["basis"] == "history"]
+    assert {tuple(o["zones"]) for o in history} == {("us-east-1a",), ("us-east-1b",), ("us-east-1a", "us-east-1b")}
+    assert all(o["instance_type"] == "p3.2xlarge" and o["availability_prior"] is None for o in history)
+    assert doc["recommended"]["basis"] == "history" and doc["recommended"]["launchable"]
+
+
+def test_plan_shows_simulated_and_catalog_offers_apart(tmp_path):
+    result = runner.invoke(app, ["plan", str(plan_spec(tmp_path))])
+    assert result.exit_code == 0, result.output
+    assert "simulated on aws_p3.2xlarge_v100" in result.stdout
+    assert "no history, catalog prices, spot available 17% of the time (prior)" in result.stdout
+    assert "recommended: #1 aws us-west-2 p3.2xlarge" in result.stdout
+
+
+def test_plan_of_a100_x8_uses_no_v100_history(tmp_path):
+    result = runner.invoke(app, ["plan", str(plan_spec(tmp_path, "A100", 8)), "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["trace"] is None and {o["basis"] for o in doc["offers"]} == {"catalog"}
+    assert doc["recommended"]["instance_type"] == "p4d.24xlarge"
+
+
+def test_plan_bad_inputs_are_one_line_and_exit_2(tmp_path):
+    unknown_format = tmp_path / "weird.csv"
+    unknown_format.write_text("when,where,up\n1,a,1\n")
+    cases = {
+        "expected a time inside the trace": plan_cli(plan_spec(
+            tmp_path, market='{trace: aws-v100, start: "2024-06-01T00:00:00"}')),
+        "Invalid `market.policy`: received 'cheapest'": plan_cli(plan_spec(
+            tmp_path, market="{trace: aws-v100, policy: cheapest}")),
+        "records no A100×8 offer": plan_cli(plan_spec(tmp_path, "A100", 8), "--trace", "aws-v100"),
+        "weird.csv": plan_cli(plan_spec(tmp_path), "--trace", unknown_format),
+    }
+    for expected, proc in cases.items():
+        assert proc.returncode == 2 and proc.stdout == "", (expected, proc.stderr)
+        error = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(error) == 1 and expected in error[0], (expected, proc.stderr)
+        assert "Traceback" not in proc.stderr
