@@ -261,13 +261,29 @@ def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict:
 
 
 def cost(ref: str | None = None) -> dict:
-    """The job's cost ledger (the latest job when `ref` is None): rows, totals, savings, waste."""
+    """The job's cost ledger (the latest job when `ref` is None): rows, totals, savings, waste, regret.
+
+    `totals` also holds, for the job's own market window, the hindsight optimum (`optimum_usd`),
+    what every online policy would have paid (`policies`) and `regret` (spent ÷ optimum);
+    `hindsight` gives that window, or a `note` saying why a job has none.
+    """
+    from spotfit.controller.hindsight import hindsight
     from spotfit.controller.ledger import ledger
+    from spotfit.market.policies.base import ALIASES
 
     state_db = db()
     job = _find(state_db, ref)
-    doc = ledger(state_db.attempts(job["id"]), job["total_steps"])
-    return {"id": job["id"], "name": job["name"], "state": job["state"], **doc}
+    attempts = state_db.attempts(job["id"])
+    doc = ledger(attempts, job["total_steps"])
+    totals = doc["totals"]
+    origin_s = job["trace_origin_s"] if job["trace_origin_s"] is not None else next(
+        (a["trace_start_s"] for a in attempts if a["trace_start_s"] is not None), None)
+    spec = JobSpec.model_validate(json.loads(job["spec_json"]))
+    seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"])
+    totals.update(optimum_usd=seen["optimum_usd"], policies=seen["policies"], regret=seen["regret"])
+    policy = ALIASES.get(spec.market.policy, spec.market.policy)
+    return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": policy, **doc,
+            "hindsight": {"window": seen["window"], "note": seen["note"]}}
 
 
 # market and tools ---------------------------------------------------------------------------

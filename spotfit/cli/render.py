@@ -213,6 +213,32 @@ def print_cost(console: Console, doc: dict) -> None:
                       f"saved ${t['savings_usd']:.4f} ({t['savings_pct']:.1f}%)", highlight=False)
     console.print(f"waste: {t['steps_redone']} steps redone, {t['restart_overhead_s'] / 3600:.3f} h of restart "
                   f"overhead (${t['waste_usd']:.4f})", highlight=False)
+    seen = doc["hindsight"]
+    if seen["window"] is None:
+        console.print(f"hindsight: none, {seen['note']}", highlight=False)
+        return
+    w = seen["window"]
+    console.print(f"hindsight in the job's window: {', '.join(w['zones'])} from {w['start'][:16]} UTC, "
+                  f"{w['work_h']:.3f} h of work, {w['deadline_h']:g} h deadline, {w['overhead_h']:g} h overhead",
+                  highlight=False)
+    console.print(_hindsight_table(doc))
+    if t["regret"] is not None:
+        console.print(f"regret {t['regret']:.3f}: spent ${t['spent_usd']:.4f} ÷ optimum ${t['optimum_usd']:.4f}",
+                      highlight=False)
+
+
+def _hindsight_table(doc: dict) -> Table:
+    """What the optimum and each policy would have paid in the job's window, cheapest first."""
+    w, t = doc["hindsight"]["window"], doc["totals"]
+    table = Table()
+    for col in ("policy", "would pay", "× optimum", "deadline"):
+        table.add_column(col, justify="left" if col in ("policy", "deadline") else "right")
+    paid = sorted([("optimum", t["optimum_usd"]), *t["policies"].items()], key=lambda p: p[1])
+    for name, usd in paid:
+        label = f"{name} (this job's policy)" if name == doc["policy"] else name
+        ratio = _ratio(usd / t["optimum_usd"]) if t["optimum_usd"] else "-"
+        table.add_row(label, f"${usd:.4f}", ratio, "missed" if name in w["missed_deadline"] else "met")
+    return table
 
 
 # tools -----------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ A pure function of the attempts recorded in the state DB (trace time, trace pric
 - on-demand equivalent: one uninterrupted on-demand run of the same work: the first launch's
   start-up overhead plus every step once, at the rate the attempts measured;
 - waste: steps trained twice (work lost between the last checkpoint and a preemption) and the
-  restart overhead of every launch after the first, with their cost at the spot price paid.
+  restart overhead of every launch after the first, with their cost at the spot price paid;
+- work done: the trace seconds of the steps reached, at the rate the attempts measured (what
+  `spotfit cost` replays every policy and the optimum on, see `hindsight`).
 
 Example:
 
@@ -67,11 +69,13 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
             "price_usd_per_h": round(price, 6), "cost_usd": round(cost, 6),
             "start_step": a.get("start_step"), "end_step": a.get("end_step"),
         })
-    on_demand = None
-    if od_price and productive_steps:
-        first_overhead = _overhead_s(attempts[0])
-        work_s = productive_s / productive_steps * (total_steps or best_step)
-        on_demand = max(first_overhead + work_s, 60.0) / 3600.0 * od_price
+    on_demand = done_s = None
+    if productive_steps:
+        per_step_s = productive_s / productive_steps
+        done_s = per_step_s * best_step
+        if od_price:
+            work_s = per_step_s * (total_steps or best_step)
+            on_demand = max(_overhead_s(attempts[0]) + work_s, 60.0) / 3600.0 * od_price
     savings = round(100.0 * (1.0 - spent / on_demand), 1) if on_demand else None
     return {
         "rows": rows,
@@ -83,5 +87,6 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
             "steps_redone": redone,
             "restart_overhead_s": round(restart_s, 3),
             "waste_usd": round(waste_usd, 6),
+            "work_done_s": round(done_s, 3) if done_s is not None else None,
         },
     }

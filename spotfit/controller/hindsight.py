@@ -1,0 +1,81 @@
+"""Hindsight for one job: what the optimum and every policy would have paid in the job's own window.
+
+The window is the job's: its replayed trace and zones, the trace tick at which it started, the
+work it did (trace seconds, as the ledger measures them), its deadline and its restart
+overhead (`market.overhead_h`). Each registered online policy is replayed on that window by
+the simulator (`spotfit/market/simulator.py`), and the offline optimum is solved on it; the
+regret is what the job spent ÷ the optimum. A job without a deadline gets the one its policy
+assumed: twice the work plus a day.
+
+Jobs whose market is not a replayed trace (`market.trace: null`, or a cloud backend billed at
+live prices) get no figures, and a note that says why.
+
+Example:
+
+>>> from spotfit.spec import JobSpec
+>>> spec = JobSpec.model_validate({"name": "h", "script": "t.py", "deadline_h": 2, "market": {
+...     "trace": "aws-v100", "zones": ["us-west-2b"], "start": "2023-02-19T19:02:01"}})
+>>> doc = hindsight(spec, origin_s=1676833321.0, work_s=3600.0, spent_usd=2.0)
+>>> doc["optimum_usd"] <= min(doc["policies"].values()), doc["regret"] == round(2.0 / doc["optimum_usd"], 3)
+(True, True)
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from spotfit.errors import SpotfitError
+from spotfit.market.policies.base import POLICIES, make_policy
+from spotfit.market.simulator import Job, simulate
+from spotfit.market.trace import load_trace, resolve_trace
+from spotfit.spec import JobSpec
+
+_NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
+
+
+def hindsight(spec: JobSpec, origin_s: float | None, work_s: float | None, spent_usd: float) -> dict:
+    """`optimum_usd`, `policies` {name: usd}, `regret` and the window; or a `note` saying why not."""
+    why = _why_not(spec, origin_s, work_s)
+    if why is not None:
+        return _absent(why)
+    assert origin_s is not None and work_s is not None
+    try:
+        trace = load_trace(resolve_trace(spec.market.trace or ""), gap_s=spec.market.gap_s)
+        trace = trace.select(spec.market.zones or None)
+    except SpotfitError as err:
+        return _absent(f"its trace cannot be read now ({err.message})")
+    first_s = trace.start.replace(tzinfo=UTC).timestamp() if trace.start.tzinfo is None else trace.start.timestamp()
+    start_tick = max(0, int((origin_s - first_s) // trace.gap_s))
+    deadline_s = spec.deadline_h * 3600.0 if spec.deadline_h else 2 * work_s + _NO_DEADLINE_S
+    job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)))
+    runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in POLICIES}
+    optimum = runs.pop("optimum")
+    return {
+        "optimum_usd": round(optimum.cost_usd, 6),
+        "policies": {name: round(run.cost_usd, 6) for name, run in runs.items()},
+        "regret": round(spent_usd / optimum.cost_usd, 3) if optimum.cost_usd > 0 else None,
+        "window": {
+            "trace": trace.source, "zones": list(trace.zones),
+            "start": datetime.fromtimestamp(first_s + start_tick * trace.gap_s, UTC).isoformat(),
+            "work_h": round(work_s / 3600.0, 4), "deadline_h": round(deadline_s / 3600.0, 4),
+            "overhead_h": job.overhead_s / 3600.0,
+            "missed_deadline": sorted(name for name, run in {**runs, "optimum": optimum}.items()
+                                      if not run.met_deadline),
+        },
+        "note": None,
+    }
+
+
+def _why_not(spec: JobSpec, origin_s: float | None, work_s: float | None) -> str | None:
+    if spec.market.trace is None:
+        return "the job has no replayed market (`market.trace: null`): there is no window to replay"
+    if spec.backend != "local":
+        return (f"backend {spec.backend} is billed at the cloud's live prices, not at a replayed trace's: "
+                "there is no window to replay")
+    if origin_s is None or not work_s:
+        return "no training step has been billed yet: there is no work to compare"
+    return None
+
+
+def _absent(why: str) -> dict:
+    return {"optimum_usd": None, "policies": None, "regret": None, "window": None, "note": why}
