@@ -148,6 +148,8 @@ def plan(accelerator: str, count: int = 1, work_h: float | None = None,
         else:
             notes.append(_no_record(market, catalog, accelerator, count) + ": not replayed; offers carry "
                          f"catalog prices and the {AVAILABILITY_PRIOR:.0%} availability prior")
+    elif market is not None:
+        notes.append("`resources.spot: false`: every offer runs on-demand, the trace is not replayed")
     launchable = launchable_clouds()
     simulated = {(o.cloud, o.region, o.instance_type) for o in recorded.values()}
     rows += _catalog_rows([o for o in catalog if (o.cloud, o.region, o.instance_type) not in simulated],
@@ -163,7 +165,8 @@ def plan(accelerator: str, count: int = 1, work_h: float | None = None,
 def _online_policy(name: str) -> str:
     """The registry name of `name`; unknown names and the offline optimum are usage errors."""
     resolved = ALIASES.get(name, name)
-    valid = sorted(n for n in [*POLICIES, *ALIASES] if n != "optimum")
+    valid = sorted(n for n in [*POLICIES, *ALIASES]
+                   if not getattr(make_policy(n), "offline", False))
     if resolved not in POLICIES:
         raise UsageError(f"Invalid `market.policy`: received {name!r}, expected one of {', '.join(valid)}.",
                          hint=f"Set `market.policy: default` (= {DEFAULT_POLICY}) in the job spec.")
@@ -222,6 +225,7 @@ def _history_rows(market: Trace, job: Job, recorded: dict[str, CatalogOffer], st
     usable = _before(market.select(list(recorded)), start, job)
     ticks = start_ticks(usable, job, starts)
     policy = make_policy(policy_name)
+    launchable = launchable_clouds()
     groups: list[tuple[str, ...]] = [(z,) for z in usable.zones]
     if len(usable.zones) > 1 and policy.multi_zone:
         groups.append(usable.zones)
@@ -244,7 +248,7 @@ def _history_rows(market: Trace, job: Job, recorded: dict[str, CatalogOffer], st
             policy=policy_name,
             basis="history",
             availability_prior=None,
-            launchable=offer.cloud in launchable_clouds(),
+            launchable=offer.cloud in launchable,
         ))
     return rows
 

@@ -6,6 +6,7 @@ import pytest
 
 from spotfit.errors import UsageError
 from spotfit.market.catalog import load_catalog
+from spotfit.market.gcp_vm_prices import latest_vm_prices
 
 
 def test_filters_by_accelerator_count_cloud_region():
@@ -34,3 +35,19 @@ def test_gcp_vm_rows_price_the_whole_machine_and_attachment_rows_say_they_do_not
     t4 = load_catalog(accelerator="T4", count=1, cloud="gcp")
     assert t4 and not any(o.vm_included for o in t4)
     assert all(o.vm_included for o in load_catalog(cloud="aws") + load_catalog(cloud="azure"))
+
+
+def _change(date, machine, region, od, spot, accelerator="", count=""):
+    return {"snapshot_date_utc": f"{date}T00:00:00+00:00", "machine_type": machine, "accelerator": accelerator,
+            "accelerator_count": count, "region": region, "hour_ondemand_usd": od, "hour_spot_usd": spot}
+
+
+def test_gcp_vm_history_keeps_the_latest_whole_gpu_prices_still_tracked():
+    rows = latest_vm_prices([
+        _change("2026-05-01", "g2-standard-24", "us-east1", "2.1", "1.2", "l4", "2"),
+        _change("2026-07-01", "g2-standard-24", "us-east1", "2.0", "1.1"),  # blank: labelled by the row above
+        _change("2024-08-17", "a3-megagpu-8g", "us-east1", "10.1", "5.6"),  # not seen for a year: stale
+        _change("2026-07-01", "g4-standard-12", "us-east1", "1.1", "0.4", "rtx6000", "0.25"),  # a GPU share
+    ])
+    assert [(r["InstanceType"], r["AcceleratorName"], r["AcceleratorCount"], r["Price"]) for r in rows] == [
+        ("g2-standard-24", "L4", "2", "2.0")]
