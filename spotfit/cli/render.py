@@ -153,7 +153,7 @@ def catalog_table(doc: dict) -> Table:
 
 def print_plan(console: Console, doc: dict) -> None:
     """`spotfit plan`: simulated offers, then catalog-only ones, then notes and the recommendation."""
-    title = f"{doc['accelerator']}×{doc['count']}: {doc['work_h']:g} h work, {doc['deadline_h']:g} h deadline"
+    title = f"{doc['accelerator']}×{doc['count']}: {doc['work_h']:.4g} h work, {doc['deadline_h']:.4g} h deadline"
     history = [o for o in doc["offers"] if o["basis"] == "history"]
     catalog = [o for o in doc["offers"] if o["basis"] == "catalog"]
     if history:

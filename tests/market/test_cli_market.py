@@ -78,8 +78,8 @@ def plan_spec(tmp_path, accelerator="V100", count=1, market="{trace: aws-v100, z
 
 
 def plan_cli(*args):
-    return subprocess.run([sys.executable, "-m", "spotfit", "plan", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    """`spotfit plan ARGS` in process (the same root group, and so the same error handling, as the script)."""
+    return runner.invoke(app, ["plan", *map(str, args)])
 
 
 def test_plan_trace_flag_replays_that_file(tmp_path):
@@ -123,8 +123,8 @@ def test_plan_bad_inputs_are_one_line_and_exit_2(tmp_path):
         "records no A100×8 offer": plan_cli(plan_spec(tmp_path, "A100", 8), "--trace", "aws-v100"),
         "weird.csv": plan_cli(plan_spec(tmp_path), "--trace", unknown_format),
     }
-    for expected, proc in cases.items():
-        assert proc.returncode == 2 and proc.stdout == "", (expected, proc.stderr)
-        error = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-        assert len(error) == 1 and expected in error[0], (expected, proc.stderr)
-        assert "Traceback" not in proc.stderr
+    for expected, result in cases.items():
+        assert result.exit_code == 2 and result.stdout == "", (expected, result.stderr)
+        error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(error) == 1 and expected in error[0], (expected, result.stderr)
+        assert "Traceback" not in result.stderr
