@@ -278,10 +278,13 @@ def cost(ref: str | None = None) -> dict:
     totals = doc["totals"]
     origin_s = job["trace_origin_s"] if job["trace_origin_s"] is not None else next(
         (a["trace_start_s"] for a in attempts if a["trace_start_s"] is not None), None)
-    spec = JobSpec.model_validate(json.loads(job["spec_json"]))
+    try:
+        spec: JobSpec | None = JobSpec.model_validate(json.loads(job["spec_json"]))
+    except ValueError:  # recorded by a spotfit whose spec differs: the ledger stands without hindsight
+        spec = None
     seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"])
     totals.update(optimum_usd=seen["optimum_usd"], policies=seen["policies"], regret=seen["regret"])
-    policy = ALIASES.get(spec.market.policy, spec.market.policy)
+    policy = ALIASES.get(spec.market.policy, spec.market.policy) if spec else None
     return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": policy, **doc,
             "hindsight": {"window": seen["window"], "note": seen["note"]}}
 

@@ -33,12 +33,12 @@ from spotfit.spec import JobSpec
 _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
 
 
-def hindsight(spec: JobSpec, origin_s: float | None, work_s: float | None, spent_usd: float) -> dict:
+def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float) -> dict:
     """`optimum_usd`, `policies` {name: usd}, `regret` and the window; or a `note` saying why not."""
     why = _why_not(spec, origin_s, work_s)
     if why is not None:
         return _absent(why)
-    assert origin_s is not None and work_s is not None
+    assert spec is not None and origin_s is not None and work_s is not None
     try:
         trace = load_trace(resolve_trace(spec.market.trace or ""), gap_s=spec.market.gap_s)
         trace = trace.select(spec.market.zones or None)
@@ -66,7 +66,9 @@ def hindsight(spec: JobSpec, origin_s: float | None, work_s: float | None, spent
     }
 
 
-def _why_not(spec: JobSpec, origin_s: float | None, work_s: float | None) -> str | None:
+def _why_not(spec: JobSpec | None, origin_s: float | None, work_s: float | None) -> str | None:
+    if spec is None:
+        return "the job's recorded spec does not validate with this version of spotfit"
     if spec.market.trace is None:
         return "the job has no replayed market (`market.trace: null`): there is no window to replay"
     if spec.backend != "local":

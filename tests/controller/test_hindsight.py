@@ -81,3 +81,11 @@ def test_cost_cli_shows_the_regret_and_json_carries_it():
     assert {"optimum_usd", "policies", "regret"} <= set(totals) and totals["optimum_usd"] > 0
     none = runner.invoke(app, ["cost", _job({"trace": None})])
     assert "hindsight: none, the job has no replayed market" in none.stdout
+
+
+def test_a_recorded_spec_this_version_cannot_read_keeps_the_ledger():
+    job_id = _job(MARKET)
+    sdk.db().update_job(job_id, spec_json=json.dumps({"name": "regret", "script": "train.py", "retired_field": 1}))
+    doc = sdk.cost(job_id)
+    assert doc["totals"]["spent_usd"] > 0 and doc["totals"]["regret"] is None
+    assert "does not validate" in doc["hindsight"]["note"]
