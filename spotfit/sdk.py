@@ -303,7 +303,10 @@ def catalog(accelerator: str | None = None, count: float | None = None, cloud: s
     from spotfit.market.catalog import load_catalog
 
     if count is not None:
-        arguments.number("--count", count, low=0, high=16, low_open=True, hint="Pass --count 1 (or 2, 4, 8).")
+        arguments.number("--count", count, low=1, high=16, hint="Pass --count 1 (or 2, 4, 8).")
+        if not float(count).is_integer():  # a fraction matches no offer: say so rather than list none
+            raise UsageError(f"Invalid `--count`: received {count!r}, expected a whole number of accelerators "
+                             "per instance.", hint="Pass --count 1 (or 2, 4, 8).")
     everything = load_catalog()
     accelerators = sorted({o.accelerator for o in everything})
     if accelerator is not None and accelerator.lower() not in {a.lower() for a in accelerators}:
@@ -324,8 +327,9 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
     from spotfit.market.simulator import Job, run_grid, summarize
     from spotfit.market.trace import load_trace
 
+    policy = DEFAULT_POLICY if policy == "default" else policy  # as `market.policy: default` means
     if policy != "all" and policy not in POLICIES:
-        raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all' or one of "
+        raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all', 'default' or one of "
                          f"{', '.join(sorted(POLICIES))}.", hint=f"Pass --policy {DEFAULT_POLICY}.")
     for flag, hours, default in (("--work-h", work_h, 48), ("--deadline-h", deadline_h, 52)):
         arguments.number(flag, hours, low=0, high=MAX_HOURS, low_open=True, hint=f"Pass {flag} {default} (hours).")
