@@ -398,7 +398,8 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
     elif first["type"] == "union_tag_not_found":
         expected = "expected a mapping with `rule:` naming the rule"
     elif first["type"] == "literal_error":
-        expected = first["msg"].replace("Input should be", "expected one of")
+        choices = first.get("ctx", {}).get("expected", "")
+        expected = first["msg"].replace("Input should be", "expected" if " or " not in choices else "expected one of")
     elif first["type"] == "value_error":
         expected = first["msg"].removeprefix("Value error, ")
     else:

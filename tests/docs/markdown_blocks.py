@@ -10,6 +10,8 @@ HTML comments right above a block (invisible on GitHub) say how the doc test tre
 - `<!-- doc-test: file NAME -->` above any block (YAML, Python, ...): its text is written to
   NAME in the work folder before the shell examples of the same document run.
 - `<!-- doc-test: setup COMMAND -->`: a shell command run, unseen, before the block.
+- `<!-- doc-test: teardown COMMAND -->`: a shell command run when the block ends, even when it
+  fails (stopping a server the block started, by the PID the block recorded).
 
 Parsing uses markdown-it-py (rich's Markdown parser), so a fence inside a list or a quote is
 found as GitHub would render it.
@@ -29,7 +31,7 @@ from markdown_it import MarkdownIt
 
 SHELL_LANGS = ("bash", "sh", "shell", "console")
 _COMMENT = re.compile(r"<!--\s*(.*?)\s*-->", re.S)
-_DIRECTIVES = ("slow", "file", "setup")
+_DIRECTIVES = ("slow", "file", "setup", "teardown")
 
 
 class MarkerError(ValueError):
@@ -48,6 +50,7 @@ class Block:
     slow: bool = False
     file: str | None = None
     setup: list[str] = field(default_factory=list)
+    teardown: list[str] = field(default_factory=list)
 
     @property
     def is_shell(self) -> bool:
@@ -76,8 +79,10 @@ def _apply(block: Block, marker: str) -> None:
         block.slow = True
     elif directive == "file":
         block.file = arg.strip()
-    else:
+    elif directive == "setup":
         block.setup.append(arg.strip())
+    else:
+        block.teardown.append(arg.strip())
 
 
 def parse_blocks(path: str, text: str) -> list[Block]:

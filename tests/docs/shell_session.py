@@ -2,7 +2,9 @@
 
 Each example runs in a fresh folder of its own (a copy of `examples/`, the files its document
 declares with `<!-- doc-test: file NAME -->`) with a fresh `SPOTFIT_HOME`, and with `spotfit`,
-`.venv/bin/spotfit` and `python` running this checkout's code under the test's interpreter.
+`.venv/bin/spotfit` and `python` running this checkout's code under the test's interpreter,
+whose folder (`weed`, `tensorboard`) is on PATH as in an activated virtualenv. No `AWS_*` or
+`SPOTFIT_*` variable of the surrounding run reaches it.
 
 - A `bash`/`sh`/`shell` block runs as one script under `set -euo pipefail`: every command must
   succeed; what it prints is not compared.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -84,13 +87,15 @@ def sandbox(folder: Path, files: dict[str, str]) -> dict[str, str]:
     for name in ("python", "python3", "python3.11"):
         (bin_dir / name).symlink_to(sys.executable)
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
-    env.update(SPOTFIT_HOME=str(folder / "spotfit-home"), PYTHONPATH=str(REPO), PATH=f"{bin_dir}:{env['PATH']}",
+    env.update(SPOTFIT_HOME=str(folder / "spotfit-home"), PYTHONPATH=str(REPO), PATH=f"{bin_dir}:{Path(sys.executable).parent}:{env['PATH']}",
                AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
     return env
 
 
 def _script(block: Block) -> str:
     setup = "".join(f"{line}\n" for line in block.setup)
+    if block.teardown:
+        setup = f"trap {shlex.quote('; '.join(block.teardown))} EXIT\n" + setup
     if block.lang != "console":
         return f"set -euo pipefail\n{setup}{block.text}"
     lines = ["exec 2>&1", setup, "__rc=0"]

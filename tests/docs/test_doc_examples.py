@@ -36,7 +36,7 @@ def test_markers_only_on_blocks_they_can_apply_to():
         if block.is_shell:
             assert block.file is None, f"{block.where}: a shell example cannot be a `doc-test: file`"
         else:
-            assert not (block.not_tested or block.slow or block.setup), (
+            assert not (block.not_tested or block.slow or block.setup or block.teardown), (
                 f"{block.where}: a `{block.lang or 'plain'}` block is never run; drop its marker")
 
 
