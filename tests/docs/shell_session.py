@@ -87,7 +87,8 @@ def sandbox(folder: Path, files: dict[str, str]) -> dict[str, str]:
     for name in ("python", "python3", "python3.11"):
         (bin_dir / name).symlink_to(sys.executable)
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
-    env.update(SPOTFIT_HOME=str(folder / "spotfit-home"), PYTHONPATH=str(REPO), PATH=f"{bin_dir}:{Path(sys.executable).parent}:{env['PATH']}",
+    path = f"{bin_dir}:{Path(sys.executable).parent}:{env['PATH']}"
+    env.update(SPOTFIT_HOME=str(folder / "spotfit-home"), PYTHONPATH=str(REPO), PATH=path,
                AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
     return env
 
