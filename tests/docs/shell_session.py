@@ -82,10 +82,12 @@ def sandbox(folder: Path, files: dict[str, str]) -> dict[str, str]:
         (folder / name).write_text(text)
     bin_dir = folder / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
-    (bin_dir / "spotfit").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m spotfit "$@"\n')
-    (bin_dir / "spotfit").chmod(0o755)
-    for name in ("python", "python3", "python3.11"):
-        (bin_dir / name).symlink_to(sys.executable)
+    # Scripts, not symlinks: a link to a virtualenv's python outside its folder loses the virtualenv.
+    shims = {"spotfit": f'exec "{sys.executable}" -m spotfit "$@"'}
+    shims.update({name: f'exec "{sys.executable}" "$@"' for name in ("python", "python3", "python3.11")})
+    for name, line in shims.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{line}\n")
+        (bin_dir / name).chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
     path = f"{bin_dir}:{Path(sys.executable).parent}:{env['PATH']}"
     env.update(SPOTFIT_HOME=str(folder / "spotfit-home"), PYTHONPATH=str(REPO), PATH=path,
