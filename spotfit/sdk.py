@@ -208,6 +208,8 @@ def events(ref: str, after_id: int = 0) -> list[dict]:
 
 def logs(ref: str, attempt: int | None = None) -> dict:
     """The job's attempt logs (the last attempt's, or `attempt`'s) and its events."""
+    from spotfit.stores import open_store
+
     if attempt is not None:
         arguments.number("--attempt", attempt, low=1, high=1_000_000,
                          hint="Leave --attempt out for the latest attempt.")
@@ -221,8 +223,6 @@ def logs(ref: str, attempt: int | None = None) -> dict:
             f"Job {job['id']} has no attempt {number}: expected one of 1..{len(attempts)}.",
             hint="Leave --attempt out for the latest attempt.",
         )
-    from spotfit.stores import open_store
-
     key = f"logs/attempt-{number:04d}.log"
     store = open_store(job["store_url"])
     try:

@@ -13,6 +13,9 @@ is the attempt's, the others log to `attempt-NNNN-wI.log`). The group has one ha
 preemption signals every worker; the group's exit code is the chief's unless a worker failed.
 Synchronous training cannot go on without a worker, so when one worker fails the others are
 killed, and when one ends normally the others get `GROUP_GRACE_S` to end too.
+
+Logs are written straight into a `file://` job store; with any other store they are written
+under `$SPOTFIT_HOME/logs/<job>/` and copied to the store when `stop` ends the attempt.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import psutil
 
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
+from spotfit.errors import SpotfitError
 from spotfit.home import home
 
 _ENDED_OK = (0, 75, 76)  # done, preempted with checkpoint, stopped (spotfit.runtime)
@@ -149,7 +153,6 @@ class LocalBackend:
 
     def _upload_logs(self, handle: LocalHandle) -> None:
         """Copy an ended attempt's logs to its store (`spotfit logs` reads them there, else here)."""
-        from spotfit.errors import SpotfitError
         from spotfit.stores import open_store
 
         for member in handle.processes:
