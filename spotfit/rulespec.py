@@ -32,10 +32,14 @@ class _Rule(BaseModel):
 
 
 class LossPlateau(_Rule):
-    """Stop when the metric's mean over the last window improved too little on the window before."""
+    """Stop when the per-step loss's mean over the last window improved too little on the window before.
+
+    Only the per-step training loss is watched (`metric: loss`): validation metrics come once per
+    epoch, too rarely for step windows; `target_metric` watches those.
+    """
 
     rule: Literal["loss_plateau"]
-    metric: str = "loss"
+    metric: Literal["loss"] = "loss"
     window_steps: int = Field(10, ge=2, le=1_000_000)
     min_rel_improvement: float = Field(0.01, ge=0)
     action: Action = "stop"

@@ -25,15 +25,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from spotfit import arguments
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import default_store_url, home
-from spotfit.spec import MAX_HOURS, BackendName, JobSpec, Preemption, load_spec
 from spotfit.state import StateDB, _alive
 from spotfit.states import AttemptState, JobState
-from spotfit.stores import child, open_store
+
+if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use: `status` needs neither
+    from spotfit.spec import BackendName, JobSpec, Preemption
 
 
 def db() -> StateDB:
@@ -52,6 +53,8 @@ def _find(state_db: StateDB, ref: str | None) -> dict:
 
 def validate(path: str) -> JobSpec:
     """Load and validate a job spec; raises `SpecError` with one clear line."""
+    from spotfit.spec import load_spec
+
     return load_spec(path)
 
 
@@ -60,6 +63,8 @@ _PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[
 
 def parse_preempt_at(text: str) -> list[Preemption]:
     """`"40:5,80"` -> preemptions at step 40 (5 s notice) and 80 (default notice)."""
+    from spotfit.spec import Preemption
+
     out = []
     for part in [p for p in (p.strip() for p in text.split(",")) if p] or [text]:
         match = _PREEMPTION.fullmatch(part)
@@ -83,6 +88,8 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     `backend` overrides the spec's `backend:` for this job (`spotfit run --backend`).
     """
     from spotfit.backends.base import registered_backends
+    from spotfit.spec import load_spec
+    from spotfit.stores import child, open_store
 
     spec = load_spec(path)
     chosen = spec.backend if backend is None else backend
@@ -91,7 +98,7 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
             f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
             hint="Use --backend local (the embedded default) or --backend aws.",
         )
-    spec.backend = cast(BackendName, chosen)  # checked against the registry above
+    spec.backend = cast("BackendName", chosen)  # checked against the registry above
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -201,6 +208,8 @@ def events(ref: str, after_id: int = 0) -> list[dict]:
 
 def logs(ref: str, attempt: int | None = None) -> dict:
     """The job's attempt logs (the last attempt's, or `attempt`'s) and its events."""
+    from spotfit.stores import open_store
+
     if attempt is not None:
         arguments.number("--attempt", attempt, low=1, high=1_000_000,
                          hint="Leave --attempt out for the latest attempt.")
@@ -304,6 +313,7 @@ def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict:
     """
     from spotfit.market import offers
     from spotfit.market.trace import load_trace
+    from spotfit.spec import load_spec
 
     spec = load_spec(path, check_script=False)
     res, market = spec.resources, spec.market
@@ -334,7 +344,10 @@ def catalog(accelerator: str | None = None, count: float | None = None, cloud: s
     from spotfit.market.catalog import load_catalog
 
     if count is not None:
-        arguments.number("--count", count, low=0, high=16, low_open=True, hint="Pass --count 1 (or 2, 4, 8).")
+        arguments.number("--count", count, low=1, high=16, hint="Pass --count 1 (or 2, 4, 8).")
+        if not float(count).is_integer():  # a fraction matches no offer: say so rather than list none
+            raise UsageError(f"Invalid `--count`: received {count!r}, expected a whole number of accelerators "
+                             "per instance.", hint="Pass --count 1 (or 2, 4, 8).")
     everything = load_catalog()
     accelerators = sorted({o.accelerator for o in everything})
     if accelerator is not None and accelerator.lower() not in {a.lower() for a in accelerators}:
@@ -354,9 +367,11 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
     from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
     from spotfit.market.simulator import Job, run_grid, summarize
     from spotfit.market.trace import load_trace
+    from spotfit.spec import MAX_HOURS
 
+    policy = DEFAULT_POLICY if policy == "default" else policy  # as `market.policy: default` means
     if policy != "all" and policy not in POLICIES:
-        raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all' or one of "
+        raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all', 'default' or one of "
                          f"{', '.join(sorted(POLICIES))}.", hint=f"Pass --policy {DEFAULT_POLICY}.")
     for flag, hours, default in (("--work-h", work_h, 48), ("--deadline-h", deadline_h, 52)):
         arguments.number(flag, hours, low=0, high=MAX_HOURS, low_open=True, hint=f"Pass {flag} {default} (hours).")

@@ -279,8 +279,8 @@ def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
     script = Path(spec.base_dir) / spec.script
     if check_script and not _is_file(script):
         raise SpecError(
-            f"Invalid `script`: received {_short(spec.script)}, expected a file relative to "
-            f"{path.parent}/ (looked for {_short(str(script))}).",
+            f"Invalid `script` in {path}: received {_short(spec.script)}, expected a file relative to the "
+            f"spec's folder (looked for {_short(str(script))}).",
             hint="Fix the path in `script:`; it is relative to the spec file.",
         )
     return spec
@@ -398,7 +398,8 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
     elif first["type"] == "union_tag_not_found":
         expected = "expected a mapping with `rule:` naming the rule"
     elif first["type"] == "literal_error":
-        expected = first["msg"].replace("Input should be", "expected one of")
+        choices = first.get("ctx", {}).get("expected", "")
+        expected = first["msg"].replace("Input should be", "expected" if " or " not in choices else "expected one of")
     elif first["type"] == "value_error":
         expected = first["msg"].removeprefix("Value error, ")
     else:

@@ -13,6 +13,9 @@ is the attempt's, the others log to `attempt-NNNN-wI.log`). The group has one ha
 preemption signals every worker; the group's exit code is the chief's unless a worker failed.
 Synchronous training cannot go on without a worker, so when one worker fails the others are
 killed, and when one ends normally the others get `GROUP_GRACE_S` to end too.
+
+Logs are written straight into a `file://` job store; with any other store they are written
+under `$SPOTFIT_HOME/logs/<job>/` and copied to the store when `stop` ends the attempt.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ import sys
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import psutil
 
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
+from spotfit.errors import SpotfitError
 from spotfit.home import home
 
 _ENDED_OK = (0, 75, 76)  # done, preempted with checkpoint, stopped (spotfit.runtime)
@@ -46,14 +50,21 @@ class LocalBackend:
         self.python = python or sys.executable
         self._children: dict[int, subprocess.Popen] = {}
         self._first_exit: dict[int, float] = {}  # group (chief pid) -> when a worker ended
+        self._log_uploads: dict[int, tuple[str, str]] = {}  # pid -> (job URL, key) of a log kept outside the store
 
     def launch(self, request: LaunchRequest) -> LocalHandle:
         if request.workers <= 1:
-            return LocalHandle((self._launch_one(request, _log_path(request), {}),))
-        ports = _free_ports(request.workers)
-        return LocalHandle(tuple(self._launch_one(request, _worker_log(request, index),
-                                                  {"TF_CONFIG": _tf_config(ports, index)})
-                                 for index in range(request.workers)))
+            handle = LocalHandle((self._launch_one(request, _log_path(request), {}),))
+        else:
+            ports = _free_ports(request.workers)
+            handle = LocalHandle(tuple(self._launch_one(request, _worker_log(request, index),
+                                                        {"TF_CONFIG": _tf_config(ports, index)})
+                                       for index in range(request.workers)))
+        if not request.job_url.startswith("file://"):  # the logs are written here: copied to the store at the end
+            key = request.log_key or f"logs/attempt-{request.attempt:04d}.log"
+            for index, member in enumerate(handle.processes):
+                self._log_uploads[member.pid] = (request.job_url, _worker_key(key, index))
+        return handle
 
     def load_handle(self, text: str) -> LocalHandle:
         return LocalHandle.from_json(text)
@@ -138,14 +149,35 @@ class LocalBackend:
             child = self._children.get(member.pid)
             if child is not None:
                 child.wait()
+        self._upload_logs(handle)
+
+    def _upload_logs(self, handle: LocalHandle) -> None:
+        """Copy an ended attempt's logs to its store (`spotfit logs` reads them there, else here)."""
+        from spotfit.stores import open_store
+
+        for member in handle.processes:
+            target = self._log_uploads.pop(member.pid, None)
+            if target is None or not member.log or not Path(member.log).is_file():
+                continue
+            job_url, key = target
+            try:
+                open_store(job_url).write_bytes(key, Path(member.log).read_bytes())
+            except (SpotfitError, OSError):  # the store is down: the copy under $SPOTFIT_HOME/logs stays readable
+                continue
 
 
 def _log_path(request: LaunchRequest) -> Path:
-    """Logs go straight into a file:// store; elsewhere under $SPOTFIT_HOME/logs."""
+    """Logs go straight into a file:// store; elsewhere under $SPOTFIT_HOME/logs, copied to the store at the end."""
     key = request.log_key or f"logs/attempt-{request.attempt:04d}.log"
     if request.job_url.startswith("file://"):
         return Path(request.job_url[len("file://"):]) / key
     return home() / "logs" / request.job_id / key
+
+
+def _worker_key(key: str, index: int) -> str:
+    """Worker 0 logs under `key`; worker i under `<stem>-wI<suffix>` beside it, as `_worker_log` names it."""
+    path = PurePosixPath(key)
+    return str(path.with_name(f"{path.stem}-w{index}{path.suffix}")) if index else key
 
 
 def _worker_log(request: LaunchRequest, index: int) -> Path:

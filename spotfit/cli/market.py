@@ -18,13 +18,16 @@ def simulate(
     work_h: Annotated[float, typer.Option("--work-h", help="Hours of work the job needs.")] = 48.0,
     deadline_h: Annotated[float, typer.Option("--deadline-h", help="Hours from start to deadline.")] = 52.0,
     overhead_h: Annotated[float, typer.Option("--overhead-h", help="Start-up hours of every launch.")] = 0.2,
-    zones: Annotated[list[str] | None, typer.Option("--zones", help="Zones to use (repeatable).")] = None,
+    zones: Annotated[list[str] | None, typer.Option(
+        "--zones", help="Zones to use: repeat the flag or separate them by commas.")] = None,
     starts: Annotated[int, typer.Option("--starts", help="Start ticks evenly spaced over the trace.")] = 6,
-    policy: Annotated[str, typer.Option("--policy", help="A policy name, or 'all'.")] = "all",
+    policy: Annotated[str, typer.Option("--policy", help="A policy name, 'default', or 'all'.")] = "all",
     gap_s: Annotated[int | None, typer.Option("--gap-s", help="Tick length; inferred if omitted.")] = None,
     json_: JsonFlag = False,
 ) -> None:
     """Replay the trace: what each policy pays, and whether it meets the deadline."""
+    if zones is not None:
+        zones = [zone.strip() for given in zones for zone in given.split(",")]
     doc = sdk.simulate(trace, work_h=work_h, deadline_h=deadline_h, overhead_h=overhead_h, zones=zones,
                        starts=starts, policy=policy, gap_s=gap_s)
     if json_:

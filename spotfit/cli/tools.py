@@ -15,11 +15,19 @@ from spotfit.cli.app import JsonFlag, LatestJobRef, app, console, print_json
 def tensorboard(
     job: LatestJobRef = None,
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1.")] = 6006,
+    json_: JsonFlag = False,
 ) -> None:
-    """Serve a job's TensorBoard logs on 127.0.0.1 until Ctrl-C (fetching them from a remote store)."""
-    code = sdk.tensorboard(job, port, on_start=lambda job_id, url, logdir: console.print(
-        f"TensorBoard for {job_id} at {url} ({logdir})"))
-    raise typer.Exit(code)
+    """Serve a job's TensorBoard logs on 127.0.0.1 until Ctrl-C (fetching them from a remote store).
+
+    With `--json`, the line printed once the server runs is one JSON document: id, url, logdir.
+    """
+    def started(job_id: str, url: str, logdir: object) -> None:
+        if json_:
+            print_json({"id": job_id, "url": url, "logdir": str(logdir)})
+        else:
+            console.print(f"TensorBoard for {job_id} at {url} ({logdir})")
+
+    raise typer.Exit(sdk.tensorboard(job, port, on_start=started))
 
 
 @app.command()

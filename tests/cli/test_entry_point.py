@@ -81,6 +81,16 @@ def test_help_imports_no_tensorflow():
     assert not [m for m in imported if m.split(".")[0] in ("tensorflow", "keras")]
 
 
+def test_status_loads_neither_the_spec_models_nor_the_stores(seeded_home):
+    """`spotfit status` reads the state DB only: the spec (pydantic models) and fsspec load lazily."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "spotfit", "status", "seeded"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "seeded" in out.stdout, out.stderr[-2000:]
+    imported = [line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")]
+    assert "spotfit.sdk" in imported
+    assert not [m for m in imported if m in ("spotfit.spec", "spotfit.rulespec", "spotfit.stores", "fsspec", "yaml")]
+
+
 def test_no_arguments_prints_the_help():
     out = spotfit()
     assert out.returncode == 2 and "Commands" in out.stdout and "Traceback" not in out.stderr

@@ -2,12 +2,15 @@
 
 Everyone else asks this module: `load_boto3()` for the SDK, `is_client_error(exc)` and
 `error_code(exc)` instead of importing `botocore.exceptions.ClientError` and digging through
-`exc.response`.
+`exc.response`, and `sdk_failure(exc)` for a one-line account of any error of the SDK (no
+endpoint, no credentials, an API error).
 
 Example:
 
 >>> error_code(ValueError("not from AWS"))
 ''
+>>> sdk_failure(ValueError("not from AWS")) is None
+True
 """
 
 from __future__ import annotations
@@ -48,3 +51,14 @@ def error_message(exc: BaseException) -> str:
     if not is_client_error(exc):
         return ""
     return str(exc.response.get("Error", {}).get("Message", ""))  # type: ignore[attr-defined]
+
+
+def sdk_failure(exc: BaseException) -> str | None:
+    """`"EndpointConnectionError: Could not connect ..."` for an error of the AWS SDK; None for any other."""
+    try:
+        from botocore.exceptions import BotoCoreError
+    except ImportError:
+        return None
+    if not (isinstance(exc, BotoCoreError) or is_client_error(exc)):
+        return None
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"

@@ -18,8 +18,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
-from spotfit.backends.aws.client import error_code, load_boto3
+from spotfit.backends.aws.client import error_code, load_boto3, sdk_failure
 from spotfit.backends.aws.launch import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
+from spotfit.errors import BackendError
 
 _MANAGED = {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}
 
@@ -126,10 +127,19 @@ def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run:
     regions_done: list[dict] = []
     report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": regions_done}
     for region in regions:
-        ec2 = session.client("ec2", region_name=region)
-        found = find_leftovers(ec2, keep=keep, job=job)
-        entry = {"region": region, "found": found.to_json(), "count": len(found)}
-        if not dry_run and len(found):
-            entry["still_in_use"] = remove(ec2, found)["still_in_use"]
+        try:
+            ec2 = session.client("ec2", region_name=region)
+            found = find_leftovers(ec2, keep=keep, job=job)
+            entry = {"region": region, "found": found.to_json(), "count": len(found)}
+            if not dry_run and len(found):
+                entry["still_in_use"] = remove(ec2, found)["still_in_use"]
+        except Exception as exc:
+            reason = sdk_failure(exc)
+            if reason is None:
+                raise
+            done = ", ".join(r["region"] for r in regions_done) or "none"
+            raise BackendError(f"Could not clean up EC2 in {region}: {reason}",
+                               hint=f"Check the network, AWS_ENDPOINT_URL and the credentials; regions done: "
+                                    f"{done}.") from None
         regions_done.append(entry)
     return report
