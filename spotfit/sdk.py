@@ -166,6 +166,11 @@ def status(ref: str) -> dict:
         })
         running_cost += a["cost_usd"] or 0.0
     active = not JobState(job["state"]).is_terminal()
+    job_events = state_db.events(job["id"])
+    controller = ("alive" if controller_alive(job) else "gone") if active else "finished"
+    paused = _paused(job, job_events)
+    if paused is not None and controller == "gone":  # a rule's pause ends the controller on purpose
+        controller = "none (paused)"
     return {
         "id": job["id"],
         "name": job["name"],
@@ -179,9 +184,31 @@ def status(ref: str) -> dict:
         "weights_sha256": result.get("weights_sha256"),
         "metrics": result.get("metrics") or {},
         "store": job["store_url"],
-        "controller": ("alive" if controller_alive(job) else "gone") if active else "finished",
+        "controller": controller,
+        "paused": paused,
+        "store_problem": _store_problem(job_events) if active else None,
         "created_at": job["created_at"],
     }
+
+
+def _paused(job: dict, job_events: list[dict]) -> dict | None:
+    """For a paused job: the rule that paused it, why, and how to resume it."""
+    if job["state"] != JobState.PAUSED:
+        return None
+    rules = [e for e in job_events if e["kind"] in ("rule", "budget_limit") and e["data"].get("action") == "pause"]
+    last = rules[-1] if rules else None
+    rule = last["data"].get("rule", "budget") if last else None
+    reason = last["message"].split(": ", 1)[-1].rsplit(" -> ", 1)[0] if last else job["message"]
+    resume = None if controller_alive(job) else f"spotfit resume {job['id']}"
+    return {"rule": rule, "reason": reason, "resume": resume}
+
+
+def _store_problem(job_events: list[dict]) -> str | None:
+    """The store outage or full disk the controller last reported, while it lasts."""
+    from spotfit.controller.store_guard import STORE_EVENTS
+
+    last = next((e for e in reversed(job_events) if e["kind"] in STORE_EVENTS), None)
+    return None if last is None or last["kind"] == "store_back" else last["message"]
 
 
 def list_jobs(limit: int = 50) -> list[dict]:

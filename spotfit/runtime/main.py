@@ -13,7 +13,8 @@ import sys
 import time
 import traceback
 
-from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.errors import NotFoundError, UsageError
+from spotfit.runtime import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.preemption import Preempted
@@ -72,7 +73,8 @@ def run(job_url: str, attempt: int) -> int:
         session.stop.barrier("done")
         return EXIT_DONE
     except Exception as exc:
-        rep.event("failed", f"{type(exc).__name__}: {exc}", error=type(exc).__name__)
+        rep.event("failed", f"{type(exc).__name__}: {exc}", error=type(exc).__name__,
+                  hint=getattr(exc, "hint", None))
         raise
     except Preempted as exc:
         # The checkpoint events say whether the last save was written (it is not when it failed
@@ -195,6 +197,9 @@ def main(argv: list[str] | None = None) -> None:
         code = run(argv[0], int(argv[1]))
     except Preempted as exc:  # SIGTERM before training started: nothing new to save
         code = int(exc.code or EXIT_PREEMPTED)
+    except UsageError as exc:  # the job's configuration: retrying cannot mend it (a missing object may)
+        traceback.print_exc()
+        code = 1 if isinstance(exc, NotFoundError) else EXIT_CONFIG
     except BaseException:  # noqa: BLE001 — any end of the script becomes an exit code and a record
         traceback.print_exc()
         sys.stderr.flush()
