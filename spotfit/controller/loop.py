@@ -91,7 +91,8 @@ class Controller:
                     raise self._config_error
                 return state
             if state is JobState.PAUSED and not self._price_paused:
-                return state  # `spotfit resume JOB` continues it
+                self.db.update_job(self.job_id, controller_pid=None)  # no controller until `spotfit resume JOB`
+                return state
             self.db.update_job(self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time(),
                                trace_now_s=self.plan.now_s())
             self._ingest()
