@@ -36,4 +36,4 @@ def test_a_job_paused_by_a_rule_exits_3_and_says_how_to_resume(job_spec, tmp_pat
     assert doc["controller"] == "none (paused)"  # not "gone": nothing died
 
     text = _cli("status", doc["id"]).stdout
-    assert f"paused (budget, cost $" in text and f"resume with `spotfit resume {doc['id']}`" in text, text
+    assert "paused (budget, cost $" in text and f"resume with `spotfit resume {doc['id']}`" in text, text

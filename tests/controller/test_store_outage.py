@@ -100,9 +100,10 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
         (marks / "stopped").touch()
         # The uninterrupted run trains meanwhile, on the default file:// store.
         reference = _start(job_spec, tmp_path, "reference")
-        down = wait_for(lambda: _status("outage").get("store_problem"), 120,
-                        "`status` to report the store outage")
-        assert "does not answer" in down
+        wait_for(lambda: _status("outage").get("store_problem") or job.poll() is not None, 120,
+                 "`status` to report the store outage")
+        assert job.poll() is None, f"spotfit run ended during the outage: {output}"
+        assert "does not answer" in _status("outage")["store_problem"]
         wait_for(lambda: (marks / "start-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 41, where it asks for the server back")
         ref_out, ref_err = reference.communicate(timeout=300)
