@@ -381,17 +381,19 @@ class Controller:
         for verdict in self.watchdog.check(progress, cost, price):
             saved = f" (saves ~${verdict.saved_usd:.4f})" if verdict.saved_usd else ""
             message = f"{verdict.rule}: {verdict.message} -> {verdict.action}{saved}"
+            at_step = progress.get("metrics_step") if verdict.rule == "target_metric" else None
             self.db.add_event(self.job_id, "rule", message, attempt=attempt["number"], rule=verdict.rule,
-                              index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd)
+                              index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd,
+                              **({"at_step": at_step} if at_step is not None else {}))
             self._notify(verdict, message)
             if verdict.action in ("pause", "stop") and self._halt is None:
                 self._halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
                 self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
                 self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
-                                   at_once=verdict.rule == "stalled")
+                                   at_once=verdict.rule == "stalled", at_step=at_step)
 
     def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False,
-                      at_once: bool = False) -> None:
+                      at_once: bool = False, at_step: int | None = None) -> None:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 
         Before training starts there is nothing new to save, and a stalled attempt (`at_once`)
@@ -403,7 +405,10 @@ class Controller:
         if at_once or progress.get("phase") not in ("training", "saving"):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
-        doc = json.dumps({"attempt": number, "reason": reason, "export": export}).encode()
+        request = {"attempt": number, "reason": reason, "export": export}
+        if at_step is not None:  # export the weights of that epoch end, where the target held
+            request["at_step"] = at_step
+        doc = json.dumps(request).encode()
         if not self.guard.call(lambda: self._write("control/stop", doc), fallback=False):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
             return

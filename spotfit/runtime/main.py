@@ -83,13 +83,32 @@ def run(job_url: str, attempt: int) -> int:
                   f"{session.stop.reason or session.watcher.source}", code=exc.code)
         if (exc.code == EXIT_STOPPED and (session.stop_request or {}).get("export") and config.export
                 and session.is_chief and session.model is not None):
-            _export(session, {"step": None, "weights_sha256": None, "metrics": session.last_metrics})
+            _export(session, _held_target(session))
         session.stop.barrier("stopped")  # the chief's checkpoint is written before anyone exits
         return int(exc.code or EXIT_PREEMPTED)
     finally:
         stop_sampling.set()
         stop_heartbeat.set()
         session.watcher.close()
+
+
+def _held_target(session: Session) -> dict:
+    """Step, weights and metrics of the epoch end at which the target held (the stop's `at_step`).
+
+    The rule fired on that epoch's metrics; training went on until the stop request was read.
+    Without a matching epoch end the model is exported as it stopped.
+    """
+    from spotfit.runtime import instrument
+
+    model = session.model
+    assert model is not None, "an export needs the model that trained"
+    at_step = (session.stop_request or {}).get("at_step")
+    step = session.reporter.state["step"]
+    for end_step, metrics, weights in session.epoch_ends:
+        if end_step == at_step:
+            model.set_weights(weights)
+            step, session.last_metrics = end_step, metrics
+    return {"step": step, "weights_sha256": instrument.weights_sha256(model), "metrics": session.last_metrics}
 
 
 def _speedups(session: Session):
