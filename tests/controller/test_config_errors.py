@@ -44,7 +44,7 @@ def test_a_market_that_cannot_run_fails_the_job_at_once(job_spec, market, field,
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("error: ") and field in lines[0], lines
     assert lines[1].startswith("hint: ") and hint in lines[1] and "--" not in lines[1], lines  # no flag `run` lacks
-    doc = json.loads(_cli("status", "cfg", "--json").stdout)
+    doc = sdk.status("cfg")
     assert doc["state"] == "failed" and doc["controller"] == "finished"
     assert doc["message"].startswith("configuration error: ") and field in doc["message"]
     assert doc["attempts"] == [] and doc["cost_usd"] == 0.0
@@ -59,7 +59,7 @@ def test_a_dataset_over_the_cache_limit_fails_before_any_launch(job_spec, tmp_pa
     out = _cli("run", str(spec), "--json")
     assert out.returncode == 2, out.stderr
     assert "data.cache_limit_gib" in out.stderr.splitlines()[0]
-    doc = json.loads(_cli("status", "big", "--json").stdout)
+    doc = sdk.status("big")
     assert doc["state"] == "failed" and doc["attempts"] == [] and doc["cost_usd"] == 0.0
 
 

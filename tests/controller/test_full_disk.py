@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from spotfit import sdk
+from spotfit.errors import NotFoundError
 from tests.support.jobs import spotfit_cmd
 from tests.support.wait import wait_for
 
@@ -94,9 +96,11 @@ def _spec(job_spec, tmp_path: Path, name: str, store: str = "", env: dict | None
 
 
 def _status(name: str) -> dict:
-    out = subprocess.run(spotfit_cmd("status", name, "--json"), capture_output=True, text=True, timeout=60,
-                         env=os.environ.copy())
-    return json.loads(out.stdout) if out.returncode == 0 else {}
+    """`spotfit status NAME --json`, in this process (the same SPOTFIT_HOME); {} before the job exists."""
+    try:
+        return sdk.status(name)
+    except NotFoundError:
+        return {}
 
 
 def _fill(folder: Path) -> None:
@@ -125,12 +129,17 @@ def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_s
     reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
                               daemon=True)
     reader.start()
+    reference: subprocess.Popen | None = None  # the uninterrupted run
     try:
         wait_for(lambda: (marks / "fill-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 30, where it asks for the disk to fill")
         assert job.poll() is None, output
         _fill(inside)
         (marks / "filled").touch()
+        # The uninterrupted run trains meanwhile, on the default file:// store.
+        reference = subprocess.Popen(spotfit_cmd("run", str(_spec(job_spec, tmp_path, "reference")), "--json"),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.DEVNULL, env=os.environ.copy())
         wait_for(lambda: _status("full").get("store_problem") or job.poll() is not None, 300,
                  "`status` to report the full disk after the preemption at step 41")
         assert job.poll() is None, f"spotfit run ended while the disk was full: {output}"
@@ -141,17 +150,16 @@ def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_s
         (inside / "filler").unlink()
         wait_for(lambda: job.poll() is not None, 300, "the job to finish once the disk had space again")
         reader.join(timeout=60)
+        ref_out, ref_err = reference.communicate(timeout=300)
     finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
+        for proc in (job, reference):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert job.returncode == 0, output.get("err", "")[-3000:]
     doc = json.loads(output["out"])
-    reference = subprocess.run(spotfit_cmd("run", str(_spec(job_spec, tmp_path, "reference")), "--json"),
-                               capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-                               env=os.environ.copy())
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    uninterrupted = json.loads(reference.stdout)
+    assert reference.returncode == 0, ref_err[-3000:]
+    uninterrupted = json.loads(ref_out)
     assert doc["state"] == "completed" and doc["store_problem"] is None
     assert [a["state"] for a in doc["attempts"]] == ["preempted", "completed"]
     assert doc["attempts"][1]["start_step"] == 20  # the saves of steps 30, 40 and 41 found no space

@@ -29,7 +29,7 @@ def _spec(job_spec, name: str, args: list[str], rules: str, market: str = CALM_M
 def _cli(*args: str) -> dict:
     out = subprocess.run(spotfit_cmd(*args, "--json"), capture_output=True, text=True, timeout=600,
                          stdin=subprocess.DEVNULL, env=os.environ.copy())
-    assert out.returncode in (0, 1), out.stderr[-3000:]
+    assert out.returncode in (0, 1, 3), out.stderr[-3000:]  # 3: paused
     return json.loads(out.stdout)
 
 

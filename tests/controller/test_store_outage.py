@@ -20,6 +20,8 @@ import uuid
 
 import pytest
 
+from spotfit import sdk
+from spotfit.errors import NotFoundError
 from tests.support.jobs import spotfit_cmd
 from tests.support.seaweed import BUCKET
 from tests.support.wait import wait_for
@@ -76,9 +78,11 @@ def _start(job_spec, tmp_path, name: str, store: str = "", env: dict | None = No
 
 
 def _status(name: str) -> dict:
-    out = subprocess.run(spotfit_cmd("status", name, "--json"), capture_output=True, text=True, timeout=60,
-                         env=os.environ.copy())
-    return json.loads(out.stdout) if out.returncode == 0 else {}
+    """`spotfit status NAME --json`, in this process (the same SPOTFIT_HOME); {} before the job exists."""
+    try:
+        return sdk.status(name)
+    except NotFoundError:
+        return {}
 
 
 def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spec, tmp_path, own_seaweed):
@@ -91,6 +95,7 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
     reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
                               daemon=True)
     reader.start()
+    reference: subprocess.Popen | None = None  # the uninterrupted run
     try:
         wait_for(lambda: (marks / "stop-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 30, where it asks for the outage")
@@ -116,9 +121,10 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
         wait_for(lambda: job.poll() is not None, 300, "the job to finish after the store came back")
         reader.join(timeout=60)
     finally:
-        if job.poll() is None:
-            job.kill()
-            job.wait()
+        for proc in (job, reference):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert job.returncode == 0, output.get("err", "")[-3000:]
     doc = json.loads(output["out"])
     uninterrupted = json.loads(ref_out)
