@@ -166,9 +166,8 @@ def status(ref: str) -> dict:
         })
         running_cost += a["cost_usd"] or 0.0
     active = not JobState(job["state"]).is_terminal()
-    job_events = state_db.events(job["id"])
     controller = ("alive" if controller_alive(job) else "gone") if active else "finished"
-    paused = _paused(job, job_events)
+    paused = _paused(state_db, job)
     if paused is not None and controller == "gone":  # a rule's pause ends the controller on purpose
         controller = "none (paused)"
     return {
@@ -186,28 +185,30 @@ def status(ref: str) -> dict:
         "store": job["store_url"],
         "controller": controller,
         "paused": paused,
-        "store_problem": _store_problem(job_events) if active else None,
+        "store_problem": _store_problem(state_db, job["id"]) if active else None,
         "created_at": job["created_at"],
     }
 
 
-def _paused(job: dict, job_events: list[dict]) -> dict | None:
+def _paused(state_db: StateDB, job: dict) -> dict | None:
     """For a paused job: the rule that paused it, why, and how to resume it."""
     if job["state"] != JobState.PAUSED:
         return None
-    rules = [e for e in job_events if e["kind"] in ("rule", "budget_limit") and e["data"].get("action") == "pause"]
-    last = rules[-1] if rules else None
+    last = state_db.last_event(job["id"], ("rule", "budget_limit"))
+    if last is not None and last["data"].get("action") != "pause":
+        last = None
     rule = last["data"].get("rule", "budget") if last else None
+    # A rule event reads "RULE: WHY -> pause (saves ~$X)": the reason is WHY.
     reason = last["message"].split(": ", 1)[-1].rsplit(" -> ", 1)[0] if last else job["message"]
     resume = None if controller_alive(job) else f"spotfit resume {job['id']}"
     return {"rule": rule, "reason": reason, "resume": resume}
 
 
-def _store_problem(job_events: list[dict]) -> str | None:
+def _store_problem(state_db: StateDB, job_id: str) -> str | None:
     """The store outage or full disk the controller last reported, while it lasts."""
     from spotfit.controller.store_guard import STORE_EVENTS
 
-    last = next((e for e in reversed(job_events) if e["kind"] in STORE_EVENTS), None)
+    last = state_db.last_event(job_id, STORE_EVENTS)
     return None if last is None or last["kind"] == "store_back" else last["message"]
 
 

@@ -368,7 +368,8 @@ class Controller:
         self._switching.add(number)
         message = (f"budget: cost ${cost:.4f} passed the budget ${rule.usd:g} plus half a billing minimum: "
                    f"attempt {number} ended at once -> {rule.action}")
-        self.db.add_event(self.job_id, "budget_limit", message, attempt=number, index=index)
+        self.db.add_event(self.job_id, "budget_limit", message, attempt=number, rule="budget", index=index,
+                          action=rule.action)
         if self._halt is None:
             self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
         return True
