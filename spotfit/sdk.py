@@ -173,6 +173,10 @@ def status(ref: str) -> dict:
         })
         running_cost += a["cost_usd"] or 0.0
     active = not JobState(job["state"]).is_terminal()
+    controller = ("alive" if controller_alive(job) else "gone") if active else "finished"
+    paused = _paused(state_db, job)
+    if paused is not None and controller == "gone":  # a rule's pause ends the controller on purpose
+        controller = "none (paused)"
     return {
         "id": job["id"],
         "name": job["name"],
@@ -186,9 +190,33 @@ def status(ref: str) -> dict:
         "weights_sha256": result.get("weights_sha256"),
         "metrics": result.get("metrics") or {},
         "store": job["store_url"],
-        "controller": ("alive" if controller_alive(job) else "gone") if active else "finished",
+        "controller": controller,
+        "paused": paused,
+        "store_problem": _store_problem(state_db, job["id"]) if active else None,
         "created_at": job["created_at"],
     }
+
+
+def _paused(state_db: StateDB, job: dict) -> dict | None:
+    """For a paused job: the rule that paused it, why, and how to resume it."""
+    if job["state"] != JobState.PAUSED:
+        return None
+    last = state_db.last_event(job["id"], ("rule", "budget_limit"))
+    if last is not None and last["data"].get("action") != "pause":
+        last = None
+    rule = last["data"].get("rule", "budget") if last else None
+    # A rule event reads "RULE: WHY -> pause (saves ~$X)": the reason is WHY.
+    reason = last["message"].split(": ", 1)[-1].rsplit(" -> ", 1)[0] if last else job["message"]
+    resume = None if controller_alive(job) else f"spotfit resume {job['id']}"
+    return {"rule": rule, "reason": reason, "resume": resume}
+
+
+def _store_problem(state_db: StateDB, job_id: str) -> str | None:
+    """The store outage or full disk the controller last reported, while it lasts."""
+    from spotfit.controller.store_guard import STORE_EVENTS
+
+    last = state_db.last_event(job_id, STORE_EVENTS)
+    return None if last is None or last["kind"] == "store_back" else last["message"]
 
 
 def list_jobs(limit: int = 50) -> list[dict]:

@@ -260,12 +260,21 @@ class StateDB:
         rows = self._conn.execute(
             "SELECT * FROM events WHERE job_id = ? AND id > ? ORDER BY id", (job_id, after_id)
         ).fetchall()
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["data"] = json.loads(d.pop("data_json") or "{}")
-            out.append(d)
-        return out
+        return [_event(r) for r in rows]
+
+    def last_event(self, job_id: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
+        """The job's newest event of one of `kinds` (what `status` shows), without reading the rest."""
+        row = self._conn.execute(
+            f"SELECT * FROM events WHERE job_id = ? AND kind IN ({', '.join('?' * len(kinds))}) "
+            "ORDER BY id DESC LIMIT 1", (job_id, *kinds)
+        ).fetchone()
+        return None if row is None else _event(row)
+
+
+def _event(row: sqlite3.Row) -> dict[str, Any]:
+    d = dict(row)
+    d["data"] = json.loads(d.pop("data_json") or "{}")
+    return d
 
 
 def _alive(pid: int) -> bool:

@@ -63,8 +63,21 @@ def run(
         with render.LiveRun(console, lambda: sdk.status(job_id), lambda after: sdk.events(job_id, after)) as live:
             doc = sdk.run_job(job_id, on_update=live.update)
         render.print_status(console, doc)
-    if doc["state"] != JobState.COMPLETED:
-        raise typer.Exit(1)
+    raise typer.Exit(run_exit_code(doc["state"]))
+
+
+EXIT_PAUSED = 3  # `spotfit run`: the job is paused by a rule; `spotfit resume JOB` continues it
+
+
+def run_exit_code(state: str) -> int:
+    """`spotfit run`'s exit code for the job's final state (README, "Exit codes").
+
+    0 completed; 3 paused by a rule (resumable); 1 failed, stopped or cancelled. A configuration
+    error never gets here: it is raised, and exits 2 like every bad input.
+    """
+    if state == JobState.COMPLETED:
+        return 0
+    return EXIT_PAUSED if state == JobState.PAUSED else 1
 
 
 @app.command()

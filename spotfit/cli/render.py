@@ -52,8 +52,15 @@ def status_table(doc: dict) -> Table:
 
 def print_status(console: Console, doc: dict) -> None:
     console.print(status_table(doc))
-    if doc.get("message"):
-        console.print(f"[dim]{doc['message']}[/]  controller: {doc['controller']}")
+    paused = doc.get("paused")
+    if paused:
+        line = f"paused ({paused['rule'] or 'rule'}, {paused['reason']})"
+        resume = f"resume with `{paused['resume']}`" if paused["resume"] else "controller alive: resumes by itself"
+        console.print(escape(f"{line}  {resume}"), highlight=False)
+    elif doc.get("message"):
+        console.print(f"[dim]{escape(doc['message'])}[/]  controller: {doc['controller']}")
+    if doc.get("store_problem"):
+        console.print(f"[yellow]store:[/] {escape(doc['store_problem'])}", highlight=False)
     if doc.get("weights_sha256"):
         console.print(f"weights sha256: {doc['weights_sha256']}")
     metrics = doc.get("metrics") or {}

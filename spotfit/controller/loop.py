@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable
 
 from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
-from spotfit.controller import crashpoints, notify, outcome
+from spotfit.controller import classify, crashpoints, notify, outcome
 from spotfit.controller.attempts import AttemptPlanner
+from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
-from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError
+from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError, UsageError
 from spotfit.rulespec import Budget
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
@@ -26,6 +27,7 @@ from spotfit.states import AttemptState, JobState
 from spotfit.stores import open_store
 
 CONTROLLER_STALE_S = 10.0
+RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
 STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 
 
@@ -40,10 +42,17 @@ class Controller:
         self.spec = JobSpec.model_validate(json.loads(job["spec_json"]))
         self.job_url = job["store_url"]
         self.store = open_store(self.job_url)
+        self.guard = StoreGuard(self.job_url, lambda kind, message: db.add_event(job_id, kind, message))
         self.backend = backend or make_backend(self.spec.backend)
         self.poll_s = poll_s
         self.on_update = on_update or (lambda: None)
-        self.plan = AttemptPlanner(self.spec, db, job_id)
+        try:
+            classify.preflight(self.spec)
+            self.plan = AttemptPlanner(self.spec, db, job_id)
+        except UsageError as exc:
+            raise self._config_failed(classify.as_config_error(exc)) from exc
+        self._config_error: classify.ConfigError | None = None  # set when the runtime reports one
+        self._progress_seen: dict[int, dict] = {}  # the last progress read per attempt (the store may be away)
         self._seen_events: set[str] = {
             e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
         }
@@ -58,6 +67,7 @@ class Controller:
         self._halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
         self._price_paused = False
         self._stop_sent: dict[int, float] = {}
+        self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -77,9 +87,12 @@ class Controller:
             job = self.db.get_job(self.job_id)
             state = JobState(job["state"])
             if state.is_terminal():
+                if self._config_error is not None:
+                    raise self._config_error
                 return state
             if state is JobState.PAUSED and not self._price_paused:
-                return state  # `spotfit resume JOB` continues it
+                self.db.update_job(self.job_id, controller_pid=None)  # no controller until `spotfit resume JOB`
+                return state
             self.db.update_job(self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time(),
                                trace_now_s=self.plan.now_s())
             self._ingest()
@@ -142,7 +155,9 @@ class Controller:
             if code is None and status.signal is None:
                 code = self._recorded_exit(number)
             result = outcome.classify(code, status.signal)
-            if number in self._switching and result in (outcome.STOPPED, outcome.PREEMPTED, outcome.KILLED):
+            if number in self._switching and result != outcome.COMPLETED:
+                # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
+                # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code)
@@ -161,6 +176,9 @@ class Controller:
                               f"spot capacity in {attempt['zone']} reclaimed (trace)", attempt=number,
                               trace_s=self.plan.now_s())
             self.backend.preempt(handle, self.plan.notice_s())
+            return
+        if self._over_budget_limit(attempt):
+            self.backend.stop(handle, grace_s=0.0)
             return
         if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
             del self._stop_sent[number]
@@ -192,6 +210,9 @@ class Controller:
         self.db.add_event(self.job_id, f"attempt_{result}", message, attempt=number)
         if result == outcome.COMPLETED:
             self._complete()
+        elif result == outcome.FAILED and code == classify.EXIT_CONFIG:
+            self._config_error = self._runtime_config_error(number)
+            self._config_failed(self._config_error)
         elif result == outcome.FAILED:
             self._failures += 1
             if self._failures > self.spec.max_failures:
@@ -204,11 +225,24 @@ class Controller:
             self._halt = None
             self.db.update_job(self.job_id, state=state, message=why)
 
+    def _config_failed(self, error: classify.ConfigError) -> classify.ConfigError:
+        """Fail the job at once for a configuration error (no retry); returns the error to raise."""
+        if not JobState(self.db.get_job(self.job_id)["state"]).is_terminal():
+            line = f"configuration error: {error.message}" + (f" {error.hint}" if error.hint else "")
+            self.db.update_job(self.job_id, state=JobState.FAILED, message=line)
+            self.db.add_event(self.job_id, "config_error", error.message, hint=error.hint)
+        return error
+
+    def _runtime_config_error(self, number: int) -> classify.ConfigError:
+        """The configuration error an attempt's runtime reported (its `failed` event)."""
+        failed = [e for e in self.db.events(self.job_id) if e["kind"] == "failed" and e["attempt"] == number]
+        if not failed:
+            return classify.ConfigError(f"attempt {number} found a configuration error",
+                                        hint=f"See `spotfit logs {self.job_id}`.")
+        return classify.ConfigError(failed[-1]["message"], hint=failed[-1]["data"].get("hint"))
+
     def _complete(self) -> None:
-        try:
-            result = json.loads(self.store.read_bytes("result.json"))
-        except NotFoundError:
-            result = {}
+        result = self._read_result()
         self.db.update_job(self.job_id, state=JobState.COMPLETED, result_json=json.dumps(result),
                            step=result.get("step") or self.db.get_job(self.job_id)["step"],
                            message="completed")
@@ -216,18 +250,31 @@ class Controller:
     # -- launching ------------------------------------------------------------------------------
 
     def _decide_and_launch(self) -> None:
+        if self._halt_before_launch():
+            return
+        try:
+            classify.check_script(self.spec, local=self.backend.name == "local")
+        except classify.ConfigError as exc:  # gone since the job was submitted
+            self._config_error = self._config_failed(exc)
+            return
         decision = self.plan.decide(None, {})
         if decision is None:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.plan.waiting_reason())
             return
         market, zone = decision
-        self.store.delete("control/stop")
+        # The attempt's configuration is in the store before the attempt is recorded: with the
+        # store away (or full) nothing is launched, and the next pass tries again.
+        number = max((a["number"] for a in self.db.attempts(self.job_id)), default=0) + 1
+        config = self.plan.runtime_config(self.job_url, number, zone).to_json().encode()
+        if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False):
+            self.db.update_job(self.job_id, state=JobState.WAITING,
+                               message=f"waiting for the store to launch attempt {number}: {self.guard.problem}")
+            return
         self.watchdog.new_attempt()
-        number = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
-                                     state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
-                                     start_step=self.db.get_job(self.job_id)["step"])
-        self.store.write_bytes(f"attempts/{number:04d}/runtime.json",
-                               self.plan.runtime_config(self.job_url, number, zone).to_json().encode())
+        added = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
+                                    state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
+                                    start_step=self.db.get_job(self.job_id)["step"])
+        assert added == number, f"attempt {added} recorded, {number} configured"
         crashpoints.hold("launching")
         try:
             if market == "spot" and not self.plan.spot_available(zone):
@@ -255,6 +302,15 @@ class Controller:
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
                           attempt=number, trace_s=self.plan.now_s())
 
+    def _write_launch_files(self, number: int, config: bytes) -> bool:
+        self.store.delete("control/stop")
+        return self._write(f"attempts/{number:04d}/runtime.json", config)
+
+    def _write(self, key: str, data: bytes) -> bool:
+        """Write one object; True (for `StoreGuard.call`, whose fallback is False)."""
+        self.store.write_bytes(key, data)
+        return True
+
     def _request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
         """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
         return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
@@ -265,6 +321,59 @@ class Controller:
 
     # -- rules ----------------------------------------------------------------------------------
 
+    def _budget_rules(self) -> list[tuple[int, Budget]]:
+        """(index, rule) of the budget rules that pause or stop the job."""
+        return [(i, r) for i, r in enumerate(self.watchdog.engine.rules)
+                if r.rule == "budget" and r.action in ("pause", "stop")]
+
+    def _spent_usd(self, but: int | None = None) -> float:
+        return sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != but)
+
+    def _halt_before_launch(self) -> bool:
+        """Whether a stop or pause holds the next launch: one already decided, or a budget spent."""
+        if self._halt is None:
+            spent = self._spent_usd()
+            for index, rule in self._budget_rules():
+                if spent >= rule.usd:
+                    message = f"budget: cost ${spent:.4f} reached the budget ${rule.usd:g} -> {rule.action} " \
+                              "(checked before launching)"
+                    self.db.add_event(self.job_id, "rule", message, rule="budget", index=index, action=rule.action)
+                    self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
+                    break
+        if self._halt is None:
+            return False
+        state, why = self._halt
+        self._halt = None
+        self.db.update_job(self.job_id, state=state, message=why)
+        return True
+
+    def _over_budget_limit(self, attempt: dict) -> bool:
+        """Whether the attempt must end now: its cost passed a budget plus half a billing minimum.
+
+        A budget stop asks the attempt to save and stop; one that takes longer than the money
+        allows (TF start-up ignoring the signal, a slow save) is ended at once, so that a job
+        never spends more than its budget plus one billing minimum.
+        """
+        rules = self._budget_rules()
+        number = attempt["number"]
+        if not rules or number in self._cut_off:
+            return False
+        now = self.plan.now_s()
+        cost = self._spent_usd(but=number) + self.plan.bill(attempt, now)[1]
+        minimum_usd = self.plan.bill({**attempt, "trace_start_s": now}, now)[1]
+        index, rule = min(rules, key=lambda ir: ir[1].usd)
+        if cost < rule.usd + minimum_usd / 2:
+            return False
+        self._cut_off.add(number)
+        self._switching.add(number)
+        message = (f"budget: cost ${cost:.4f} passed the budget ${rule.usd:g} plus half a billing minimum: "
+                   f"attempt {number} ended at once -> {rule.action}")
+        self.db.add_event(self.job_id, "budget_limit", message, attempt=number, rule="budget", index=index,
+                          action=rule.action)
+        if self._halt is None:
+            self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
+        return True
+
     def _apply_rules(self, attempt: dict, progress: dict) -> None:
         """Evaluate the watchdog rules; notify, pause or stop as they say."""
         spent = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != attempt["number"])
@@ -273,17 +382,19 @@ class Controller:
         for verdict in self.watchdog.check(progress, cost, price):
             saved = f" (saves ~${verdict.saved_usd:.4f})" if verdict.saved_usd else ""
             message = f"{verdict.rule}: {verdict.message} -> {verdict.action}{saved}"
+            at_step = progress.get("metrics_step") if verdict.rule == "target_metric" else None
             self.db.add_event(self.job_id, "rule", message, attempt=attempt["number"], rule=verdict.rule,
-                              index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd)
+                              index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd,
+                              **({"at_step": at_step} if at_step is not None else {}))
             self._notify(verdict, message)
             if verdict.action in ("pause", "stop") and self._halt is None:
                 self._halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
                 self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
                 self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
-                                   at_once=verdict.rule == "stalled")
+                                   at_once=verdict.rule == "stalled", at_step=at_step)
 
     def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False,
-                      at_once: bool = False) -> None:
+                      at_once: bool = False, at_step: int | None = None) -> None:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 
         Before training starts there is nothing new to save, and a stalled attempt (`at_once`)
@@ -295,9 +406,14 @@ class Controller:
         if at_once or progress.get("phase") not in ("training", "saving"):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
+        request = {"attempt": number, "reason": reason, "export": export}
+        if at_step is not None:  # export the weights of that epoch end, where the target held
+            request["at_step"] = at_step
+        doc = json.dumps(request).encode()
+        if not self.guard.call(lambda: self._write("control/stop", doc), fallback=False):
+            self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
+            return
         self._stop_sent[number] = time.time()
-        doc = {"attempt": number, "reason": reason, "export": export}
-        self.store.write_bytes("control/stop", json.dumps(doc).encode())
 
     def _notify(self, verdict, message: str) -> None:
         if not self.webhook:
@@ -334,27 +450,53 @@ class Controller:
 
     # -- reading the store ----------------------------------------------------------------------
 
-    def _progress(self, attempt: int) -> dict:
+    def _read_json(self, key: str) -> dict | None:
+        """The object `key` as JSON; None when it is missing, damaged or the store is away."""
         try:
-            doc = json.loads(self.store.read_bytes("progress.json"))
+            doc = self.guard.call(lambda: json.loads(self.store.read_bytes(key)), fallback=None)
         except (NotFoundError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def _read_result(self) -> dict:
+        """`result.json` of a completed attempt, waiting (with backoff) while the store is away."""
+        deadline = time.time() + RESULT_WAIT_S
+        while True:
+            try:
+                doc = self.guard.call(lambda: json.loads(self.store.read_bytes("result.json")), fallback=None)
+            except (NotFoundError, ValueError):
+                return {}
+            if doc is not None:
+                return doc if isinstance(doc, dict) else {}
+            if time.time() > deadline:
+                self.db.add_event(self.job_id, "result_unread",
+                                  f"result.json could not be read for {RESULT_WAIT_S:g}s: the job completes without it")
+                return {}
+            self.db.update_job(self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time())
+            time.sleep(self.poll_s)
+
+    def _progress(self, attempt: int) -> dict:
+        doc = self._read_json("progress.json")
+        if doc is None:  # the last one read stands in while the store is away
+            return self._progress_seen.get(attempt, {}) if not self.guard.healthy else {}
+        if doc.get("attempt") != attempt:
             return {}
-        return doc if doc.get("attempt") == attempt else {}
+        self._progress_seen = {attempt: doc}
+        return doc
 
     def _recorded_exit(self, attempt: int) -> int | None:
-        try:
-            return json.loads(self.store.read_bytes(f"attempts/{attempt:04d}/exit.json"))["code"]
-        except (NotFoundError, ValueError, KeyError):
-            return None
+        doc = self._read_json(f"attempts/{attempt:04d}/exit.json")
+        code = doc.get("code") if doc else None
+        return code if isinstance(code, int) else None
 
     def _ingest(self) -> None:
         """Copy new runtime events into the DB and the latest progress into the job row."""
-        for key in self.store.list("events"):
+        keys: list[str] = self.guard.call(lambda: self.store.list("events"), fallback=[])
+        for key in keys:
             if key in self._seen_events:
                 continue
-            try:
-                doc = json.loads(self.store.read_bytes(key))
-            except (NotFoundError, ValueError):
+            doc = self._read_json(key)
+            if doc is None:
                 continue
             self._seen_events.add(key)
             self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc.get("attempt"),

@@ -1,8 +1,9 @@
 """Turning what the controller reads (progress, costs, prices) into rule observations.
 
-`Watchdog` keeps the little history rules need across polls — utilization samples and when
-the step last moved (or training began: start-up before it is not a stall) — and asks the
-`RuleEngine` for verdicts. It decides nothing itself and has no side effects; the controller
+`Watchdog` keeps the little history rules need across polls — utilization samples, the step
+the attempt started training from, and when the step last moved (start-up, before the first
+step after restore, is not a stall; a stall that ends lets `stalled` fire again) — and asks
+the `RuleEngine` for verdicts. It decides nothing itself and has no side effects; the controller
 loop carries the verdicts out.
 """
 
@@ -23,6 +24,7 @@ class Watchdog:
         self._step: int | None = None
         self._training = False
         self._step_at: float | None = None
+        self._first_step: int | None = None  # the step of the attempt's first training observation
 
     @property
     def active(self) -> bool:
@@ -32,9 +34,15 @@ class Watchdog:
         now = time.time()
         step = progress.get("step") or 0
         training = progress.get("phase") == "training"
-        if step != self._step or (training and not self._training):
+        if training and self._first_step is None:
+            self._first_step = step  # where this attempt starts (restored), not a step it made
+        if step != self._step:
             self._step_at = now
+            self.engine.rearm("stalled")  # training recovered: a later stall is news again
         self._step, self._training = step, training
+        # Start-up (TF import, restore, tracing the first step) is not a stall: the clock runs
+        # from the first step this attempt makes.
+        stepping = training and self._first_step is not None and step > self._first_step
         beat = progress.get("heartbeat_at")
         if beat != self._last_heartbeat and progress.get("utilization_pct") is not None:
             self._last_heartbeat = beat
@@ -51,7 +59,7 @@ class Watchdog:
             nan_loss=bool(progress.get("nan_loss")),
             nan_step=progress.get("nan_step"),
             utilization=list(self._samples),
-            last_step_at=self._step_at,
+            last_step_at=self._step_at if stepping else None,
             cost_usd=cost_usd,
             spot_usd_per_h=spot_usd_per_h,
         )
@@ -63,3 +71,4 @@ class Watchdog:
         self._step = None
         self._training = False
         self._step_at = None
+        self._first_step = None

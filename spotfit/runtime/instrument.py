@@ -183,8 +183,12 @@ class SpotfitCallback(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         metrics = {k: _num(v) for k, v in (logs or {}).items()}
-        self.session.reporter.progress(force=True, metrics=metrics, epoch=epoch + 1)
+        self.session.reporter.progress(force=True, metrics=metrics, metrics_step=self.step, epoch=epoch + 1)
         self.session.last_metrics = metrics
+        if self.session.config.export and self.session.is_chief:
+            # The weights these metrics describe: a `target_metric` stop exports them, not the
+            # later ones it stops at (runtime/main.py). Two epochs, as the stop can come after the next.
+            self.session.epoch_ends = [*self.session.epoch_ends[-1:], (self.step, metrics, self.model.get_weights())]
 
     def on_train_end(self, logs=None):
         if self.step > self._last_save_step:

@@ -13,7 +13,8 @@ import sys
 import time
 import traceback
 
-from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.errors import NotFoundError, UsageError
+from spotfit.runtime import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.preemption import Preempted
@@ -72,7 +73,8 @@ def run(job_url: str, attempt: int) -> int:
         session.stop.barrier("done")
         return EXIT_DONE
     except Exception as exc:
-        rep.event("failed", f"{type(exc).__name__}: {exc}", error=type(exc).__name__)
+        rep.event("failed", f"{type(exc).__name__}: {exc}", error=type(exc).__name__,
+                  hint=getattr(exc, "hint", None))
         raise
     except Preempted as exc:
         # The checkpoint events say whether the last save was written (it is not when it failed
@@ -81,13 +83,32 @@ def run(job_url: str, attempt: int) -> int:
                   f"{session.stop.reason or session.watcher.source}", code=exc.code)
         if (exc.code == EXIT_STOPPED and (session.stop_request or {}).get("export") and config.export
                 and session.is_chief and session.model is not None):
-            _export(session, {"step": None, "weights_sha256": None, "metrics": session.last_metrics})
+            _export(session, _held_target(session))
         session.stop.barrier("stopped")  # the chief's checkpoint is written before anyone exits
         return int(exc.code or EXIT_PREEMPTED)
     finally:
         stop_sampling.set()
         stop_heartbeat.set()
         session.watcher.close()
+
+
+def _held_target(session: Session) -> dict:
+    """Step, weights and metrics of the epoch end at which the target held (the stop's `at_step`).
+
+    The rule fired on that epoch's metrics; training went on until the stop request was read.
+    Without a matching epoch end the model is exported as it stopped.
+    """
+    from spotfit.runtime import instrument
+
+    model = session.model
+    assert model is not None, "an export needs the model that trained"
+    at_step = (session.stop_request or {}).get("at_step")
+    step = session.reporter.state["step"]
+    for end_step, metrics, weights in session.epoch_ends:
+        if end_step == at_step:
+            model.set_weights(weights)
+            step, session.last_metrics = end_step, metrics
+    return {"step": step, "weights_sha256": instrument.weights_sha256(model), "metrics": session.last_metrics}
 
 
 def _speedups(session: Session):
@@ -195,6 +216,9 @@ def main(argv: list[str] | None = None) -> None:
         code = run(argv[0], int(argv[1]))
     except Preempted as exc:  # SIGTERM before training started: nothing new to save
         code = int(exc.code or EXIT_PREEMPTED)
+    except UsageError as exc:  # the job's configuration: retrying cannot mend it (a missing object may)
+        traceback.print_exc()
+        code = 1 if isinstance(exc, NotFoundError) else EXIT_CONFIG
     except BaseException:  # noqa: BLE001 — any end of the script becomes an exit code and a record
         traceback.print_exc()
         sys.stderr.flush()

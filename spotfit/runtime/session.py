@@ -51,6 +51,7 @@ class Session:
         self.resume_checkpoint: Checkpoint | None = None
         self.load_s = 0.0
         self.last_metrics: dict = {}
+        self.epoch_ends: list = []  # (step, metrics, weights) of the last two epoch ends, with an export
         self.save_costs: list[float] = []
         self._stop_checked = 0.0
         self.stop_request: dict | None = None

@@ -126,7 +126,7 @@ def test_stalled_input_pipeline_trips_the_rule_and_the_hung_process_is_ended(tmp
     rules = [e for e in _events(doc["id"]) if e["kind"] == "rule"]
     assert [(e["data"]["rule"], e["data"]["action"]) for e in rules] == [("stalled", "stop")]
     # Why: no step after the last batch the pipeline delivered (not start-up, not an earlier step).
-    assert f"at step {steps})" in rules[0]["message"], rules[0]["message"]
+    assert f"after step {steps}" in rules[0]["message"], rules[0]["message"]
     assert doc["step"] == steps and [(a["state"], a["end_step"]) for a in doc["attempts"]] == [("stopped", steps)]
     progress = json.loads((_job_folder(doc) / "progress.json").read_text())
     assert progress["phase"] == "training" and progress["step"] == steps  # it hung; it never stopped by itself

@@ -59,18 +59,43 @@ def test_budget_price_nan_stalled():
     assert checks.stalled(stall, _obs(training=True, last_step_at=950.0)) is None
 
 
-def test_the_stall_clock_starts_when_training_starts_not_at_launch(monkeypatch):
+def _stall_dog(monkeypatch, action: str = "notify"):
     clock = SimpleNamespace(now=0.0)
     monkeypatch.setattr(watchdog, "time", SimpleNamespace(time=lambda: clock.now))
-    dog = watchdog.Watchdog([r.Stalled(rule="stalled", for_s=60)])
+    return clock, watchdog.Watchdog([r.Stalled(rule="stalled", for_s=60, action=action)])
+
+
+def test_the_stall_clock_starts_at_the_first_step_after_restore_not_at_launch(monkeypatch):
+    clock, dog = _stall_dog(monkeypatch)
     assert dog.check({"phase": "running script", "step": 0}, 0.0, None) == []  # importing TF, building
     clock.now = 100.0
-    assert dog.check({"phase": "training", "step": 0}, 0.0, None) == []  # start-up is not a stall
-    clock.now = 159.0
-    assert dog.check({"phase": "training", "step": 0}, 0.0, None) == []
-    clock.now = 161.0
-    [verdict] = dog.check({"phase": "training", "step": 0}, 0.0, None)
-    assert verdict.rule == "stalled" and "no step for 61s (at step 0)" in verdict.message
+    assert dog.check({"phase": "training", "step": 200}, 0.0, None) == []  # restored at 200, tracing
+    clock.now = 400.0
+    assert dog.check({"phase": "training", "step": 200}, 0.0, None) == []  # no step made yet: start-up
+    clock.now = 401.0
+    assert dog.check({"phase": "training", "step": 201}, 0.0, None) == []
+    clock.now = 460.0
+    assert dog.check({"phase": "training", "step": 201}, 0.0, None) == []
+    clock.now = 462.0
+    [verdict] = dog.check({"phase": "training", "step": 201}, 0.0, None)
+    assert verdict.rule == "stalled" and verdict.message == "no step for 61s after step 201"
+
+
+def test_stalled_fires_again_after_training_recovers_and_stalls_once_more(monkeypatch):
+    clock, dog = _stall_dog(monkeypatch)
+    dog.check({"phase": "training", "step": 0}, 0.0, None)
+    clock.now = 1.0
+    dog.check({"phase": "training", "step": 5}, 0.0, None)
+    clock.now = 70.0
+    assert [v.message for v in dog.check({"phase": "training", "step": 5}, 0.0, None)] == [
+        "no step for 69s after step 5"]
+    clock.now = 80.0
+    assert dog.check({"phase": "training", "step": 5}, 0.0, None) == []  # the same stall: once
+    clock.now = 90.0
+    assert dog.check({"phase": "training", "step": 9}, 0.0, None) == []  # recovered
+    clock.now = 200.0
+    assert [v.message for v in dog.check({"phase": "training", "step": 9}, 0.0, None)] == [
+        "no step for 110s after step 9"]
 
 
 def test_engine_fires_once_rearms_and_estimates_savings():

@@ -29,7 +29,7 @@ def _spec(job_spec, name: str, args: list[str], rules: str, market: str = CALM_M
 def _cli(*args: str) -> dict:
     out = subprocess.run(spotfit_cmd(*args, "--json"), capture_output=True, text=True, timeout=600,
                          stdin=subprocess.DEVNULL, env=os.environ.copy())
-    assert out.returncode in (0, 1), out.stderr[-3000:]
+    assert out.returncode in (0, 1, 3), out.stderr[-3000:]  # 3: paused
     return json.loads(out.stdout)
 
 
@@ -87,6 +87,12 @@ def test_easy_target_stops_the_job_with_a_checkpoint_and_exports(job_spec, tmp_p
     assert saves[-1]["data"]["step"] == doc["attempts"][-1]["end_step"]  # stopped on a checkpoint
     card = json.loads((registry / "target" / "1" / "model_card.json").read_text())
     assert card["version"] == 1 and card["metrics"]["val_accuracy"] >= 0.5
+    # The export is the model of the epoch end whose metric met the target, not the later one it stopped at.
+    [rule] = _rule_events(doc["id"])
+    held = float(re.search(r"val_accuracy = ([0-9.]+) reached", rule["message"])[1])
+    assert card["step"] == rule["data"]["at_step"] <= doc["attempts"][-1]["end_step"]
+    assert f"{card['metrics']['val_accuracy']:.4g}" == f"{held:.4g}"
+    assert re.fullmatch(r"[0-9a-f]{64}", card["weights_sha256"])
 
 
 def test_starved_pipeline_trips_idle_accelerator_and_pauses(job_spec):

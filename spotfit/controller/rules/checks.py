@@ -87,7 +87,7 @@ def nan_loss(rule: r.NanLoss, obs: Observation) -> str | None:
 
 def stalled(rule: r.Stalled, obs: Observation) -> str | None:
     if obs.training and obs.last_step_at is not None and obs.now_s - obs.last_step_at >= rule.for_s:
-        return f"no step for {obs.now_s - obs.last_step_at:.0f}s (at step {obs.step})"
+        return f"no step for {obs.now_s - obs.last_step_at:.0f}s after step {obs.step}"
     return None
 
 

@@ -1,0 +1,117 @@
+"""A stop is a stop: a budget crossed during start-up ends the job stopped, within budget + one minimum.
+
+The budget is set below the first billing minimum, so it is crossed at the controller's first
+look at the attempt, whatever the machine's speed: the SIGTERM lands while Python or TensorFlow
+is still starting. An import interrupted there can fail the attempt (pybind11 turns the
+exception into an ImportError); such a failure used to be retried past the budget. Where the
+signal lands in a real process is up to the machine, so a stand-in attempt that fails on the
+signal pins that case down.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from spotfit import sdk
+from spotfit.backends.base import AttemptStatus
+from spotfit.controller.loop import Controller
+from spotfit.market.replay import MarketReplay
+from spotfit.market.trace import load_trace, resolve_trace
+from spotfit.spec import JobSpec
+
+ZONE, START = "us-west-2a", "2023-02-17T19:16:00"
+SCRIPT = "import time\ntime.sleep(300)  # never reached in time: the budget ends the job first\n"
+
+
+def _minimum_usd() -> float:
+    """What the replay bills for the first minute of a spot launch in ZONE at START."""
+    replay = MarketReplay(load_trace(resolve_trace("aws-v100")), [ZONE], 60.0, datetime.fromisoformat(START))
+    return replay.cost_usd("spot", ZONE, replay.origin_s, replay.origin_s)[1]
+
+
+@pytest.mark.slow
+def test_a_budget_crossed_during_start_up_stops_the_job_10_times_out_of_10(tmp_path):
+    minimum_usd = _minimum_usd()
+    (tmp_path / "train.py").write_text(SCRIPT)
+    outcomes = []
+    for run in range(10):
+        budget = round(minimum_usd * (0.55 + 0.04 * run), 6)  # under the first minute's bill
+        spec = tmp_path / f"run{run}.yaml"
+        spec.write_text(f"name: budget{run}\nscript: train.py\nmax_failures: 3\nbudget_usd: {budget}\n"
+                        f"market: {{trace: aws-v100, zones: [{ZONE}], start: '{START}', time_scale: 60}}\n")
+        doc = sdk.run_job(sdk.submit(str(spec)))
+        events = sdk.events(doc["id"])
+        outcomes.append((run, doc["state"], [a["state"] for a in doc["attempts"]], doc["cost_usd"], budget))
+        assert doc["state"] == "stopped", outcomes
+        assert [a["state"] for a in doc["attempts"]] == ["stopped"], outcomes
+        assert doc["cost_usd"] <= budget + minimum_usd + 1e-6, outcomes
+        assert [e["data"]["rule"] for e in events if e["kind"] == "rule"] == ["budget"], outcomes
+
+
+class _Handle(str):
+    def to_json(self) -> str:
+        return str(self)
+
+
+class _FailsOnSigterm:
+    """A stand-in attempt that fails (exit 1) when signalled, as an interrupted import does."""
+
+    name = "stand-in"
+
+    def __init__(self):
+        self.launches = 0
+        self.signalled: set[str] = set()
+
+    def launch(self, request):
+        self.launches += 1
+        assert self.launches == 1, "relaunched after the budget stopped the job"
+        return _Handle(f"h{request.attempt}")
+
+    def load_handle(self, text: str) -> _Handle:
+        return _Handle(text)
+
+    def preempt(self, handle, notice_s: float) -> None:
+        self.signalled.add(handle)
+
+    def stop(self, handle, grace_s: float = 10.0) -> None:
+        self.signalled.add(handle)
+
+    def status(self, handle) -> AttemptStatus:
+        return AttemptStatus(running=False, exit_code=1) if handle in self.signalled else AttemptStatus(running=True)
+
+
+def test_an_attempt_that_fails_on_the_budget_stop_ends_the_job_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr("spotfit.controller.classify.check_script", lambda spec, local: None)
+    budget = round(_minimum_usd() * 0.75, 6)
+    spec = JobSpec.model_validate({"name": "fails", "script": "train.py", "budget_usd": budget, "max_failures": 3,
+                                   "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
+    sdk.db().create_job("fails-1", "fails", spec.model_dump_json(), f"file://{tmp_path}/store")
+    backend = _FailsOnSigterm()
+    assert Controller(sdk.db(), "fails-1", backend=backend, poll_s=0.0).run() == "stopped"
+    assert backend.launches == 1
+    assert [a["state"] for a in sdk.db().attempts("fails-1")] == ["stopped"]
+
+
+class _Never:
+    """A stand-in backend that must not be asked to launch."""
+
+    name = "stand-in"
+
+    def launch(self, request):
+        raise AssertionError("launched although the budget was spent")
+
+
+def test_the_budget_is_checked_before_a_relaunch(tmp_path):
+    spec = JobSpec.model_validate({"name": "spent", "script": "train.py", "budget_usd": 1.0,
+                                   "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
+    sdk.db().create_job("spent-1", "spent", spec.model_dump_json(), f"file://{tmp_path}/store")
+    sdk.db().add_attempt("spent-1", backend="stand-in", zone=ZONE, market="spot", state="preempted",
+                         trace_start_s=0.0, trace_end_s=3600.0, billed_s=3600.0, cost_usd=1.25)
+    controller = Controller(sdk.db(), "spent-1", backend=_Never(), poll_s=0.0)
+    controller.backend.status = lambda handle: AttemptStatus(running=False)  # type: ignore[attr-defined]
+    assert controller.run() == "stopped"
+    job = sdk.db().get_job("spent-1")
+    assert "reached the budget $1" in job["message"] and "before launching" in job["message"]
+    assert [a["number"] for a in sdk.db().attempts("spent-1")] == [1]

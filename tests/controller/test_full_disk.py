@@ -1,0 +1,167 @@
+"""A `file://` store on a small file system fills up, then gets space back: the job finishes right.
+
+The store is a real 16 MiB tmpfs, mounted in a mount namespace of the `spotfit run` process
+(`unshare --mount --map-root-user`: no root needed where user namespaces are allowed); the test
+reaches it through `/proc/<pid>/root`. The script and the test hand the steps back and forth
+through marker files, so what happens where is fixed whatever the machine's speed:
+
+- at step 30 the script asks for the disk to be filled and waits until the test has filled it;
+- it trains on while every write to the store fails with ENOSPC (checkpoints, progress, events);
+- at step 41 a preemption notice arrives (the script sends itself SIGTERM): the attempt ends;
+- the controller cannot write the next attempt's `runtime.json`: `status` reports the full
+  disk with what to free, and the job waits;
+- the test frees the space; attempt 2 resumes from the last checkpoint written (step 20).
+
+The job must finish with the weights of an uninterrupted run and never `controller: gone`.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from spotfit import sdk
+from spotfit.errors import NotFoundError
+from tests.support.jobs import spotfit_cmd
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = '''
+import os, signal, time
+from pathlib import Path
+import keras
+from sklearn.datasets import load_digits
+
+
+class FullDisk(keras.callbacks.Callback):
+    """Step 30: the disk fills; step 41: a preemption notice (no-op without FULL_MARKS)."""
+    step = 0
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        marks = os.environ.get("FULL_MARKS")
+        if not marks or (Path(marks) / "filled").exists() and self.step != 41:
+            return
+        if self.step == 30:
+            (Path(marks) / "fill-request").touch()
+            deadline = time.monotonic() + 600
+            while not (Path(marks) / "filled").exists():
+                if time.monotonic() > deadline:
+                    raise SystemExit("timed out waiting for the test to fill the disk")
+                time.sleep(0.02)
+        elif self.step == 41 and not (Path(marks) / "preempted").exists():
+            (Path(marks) / "preempted").touch()
+            os.kill(os.getpid(), signal.SIGTERM)
+
+digits = load_digits()
+x = (digits.images.astype("float32") / 16.0)[..., None][:1500]
+y = digits.target.astype("int32")[:1500]
+model = keras.Sequential([keras.Input(shape=(8, 8, 1)), keras.layers.Flatten(),
+                          keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10, activation="softmax")])
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+model.fit(x, y, batch_size=32, epochs=4, shuffle=True, verbose=0, callbacks=[FullDisk()])
+'''
+SPEC = """name: {name}
+script: train.py
+market: {{trace: aws-v100, zones: [us-west-2a], start: '2023-02-17T19:16:00', time_scale: 10}}
+checkpoint: {{interval: {{steps: 10}}, keep: 2{store}}}
+training: {{seed: 7, deterministic: true}}
+env: {env}
+"""
+MOUNT = 'mount -t tmpfs -o size=16m spotfit-test-disk "$0" && exec "$@"'
+
+
+def _require_mount_namespace(folder: Path) -> None:
+    unshare = shutil.which("unshare")
+    probe = None if unshare is None else subprocess.run(
+        [unshare, "--mount", "--map-root-user", "sh", "-c", MOUNT, str(folder), "true"], capture_output=True,
+        text=True, timeout=60)
+    if probe is None or probe.returncode != 0:
+        pytest.skip("SKIPPED LOUDLY: cannot mount a small tmpfs in a mount namespace here (util-linux `unshare "
+                    f"--mount --map-root-user` and user namespaces are needed): {probe and probe.stderr.strip()}")
+
+
+def _spec(job_spec, tmp_path: Path, name: str, store: str = "", env: dict | None = None) -> Path:
+    (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "train.py").write_text(SCRIPT)
+    return job_spec(SPEC.format(name=name, store=store, env=json.dumps(env or {})), name,
+                    script=tmp_path / "src" / "train.py")
+
+
+def _status(name: str) -> dict:
+    """`spotfit status NAME --json`, in this process (the same SPOTFIT_HOME); {} before the job exists."""
+    try:
+        return sdk.status(name)
+    except NotFoundError:
+        return {}
+
+
+def _fill(folder: Path) -> None:
+    """Write zeros into `folder` until its file system has no space left."""
+    with open(folder / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+
+
+def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_spec, tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    _require_mount_namespace(disk)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    spec = _spec(job_spec, tmp_path, "full", f", store: 'file://{disk}/store'", {"FULL_MARKS": str(marks)})
+    job = subprocess.Popen(["unshare", "--mount", "--map-root-user", "sh", "-c", MOUNT, str(disk),
+                            *spotfit_cmd("run", str(spec), "--json")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
+    inside = Path(f"/proc/{job.pid}/root") / disk.relative_to("/")  # the tmpfs, seen from here
+    output: dict[str, str] = {}
+    reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
+                              daemon=True)
+    reader.start()
+    reference: subprocess.Popen | None = None  # the uninterrupted run
+    try:
+        wait_for(lambda: (marks / "fill-request").exists() or job.poll() is not None, 300,
+                 "the training to reach step 30, where it asks for the disk to fill")
+        assert job.poll() is None, output
+        _fill(inside)
+        (marks / "filled").touch()
+        # The uninterrupted run trains meanwhile, on the default file:// store.
+        reference = subprocess.Popen(spotfit_cmd("run", str(_spec(job_spec, tmp_path, "reference")), "--json"),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.DEVNULL, env=os.environ.copy())
+        wait_for(lambda: _status("full").get("store_problem") or job.poll() is not None, 300,
+                 "`status` to report the full disk after the preemption at step 41")
+        assert job.poll() is None, f"spotfit run ended while the disk was full: {output}"
+        full = _status("full")["store_problem"]
+        assert "is full" in full and "free space there" in full, full
+        during = _status("full")
+        assert during["controller"] == "alive" and during["state"] == "waiting", during
+        (inside / "filler").unlink()
+        wait_for(lambda: job.poll() is not None, 300, "the job to finish once the disk had space again")
+        reader.join(timeout=60)
+        ref_out, ref_err = reference.communicate(timeout=300)
+    finally:
+        for proc in (job, reference):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert job.returncode == 0, output.get("err", "")[-3000:]
+    doc = json.loads(output["out"])
+    assert reference.returncode == 0, ref_err[-3000:]
+    uninterrupted = json.loads(ref_out)
+    assert doc["state"] == "completed" and doc["store_problem"] is None
+    assert [a["state"] for a in doc["attempts"]] == ["preempted", "completed"]
+    assert doc["attempts"][1]["start_step"] == 20  # the saves of steps 30, 40 and 41 found no space
+    assert doc["weights_sha256"] == uninterrupted["weights_sha256"] is not None
+    assert doc["step"] == uninterrupted["step"] == 188
