@@ -30,7 +30,7 @@ import keras
 import numpy as np
 
 from spotfit.errors import StoreError
-from spotfit.runtime import EXIT_PREEMPTED, EXIT_STOPPED, callback_state, export, precision, resume
+from spotfit.runtime import EXIT_PREEMPTED, EXIT_STOPPED, callback_state, custom_loop, export, precision, resume
 from spotfit.runtime.checkpoint import Checkpoint
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import Preempted
@@ -107,8 +107,12 @@ def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> No
         var.assign(arrays[key])
     np.random.set_state(("MT19937", arrays["numpy_rng_keys"], int(arrays["numpy_rng_pos"][0]), 0, 0.0))
     if meta.get("python_rng") is not None:
-        version, state, gauss = meta["python_rng"]
-        random.setstate((version, tuple(state), gauss))
+        _set_python_rng(meta["python_rng"])
+
+
+def _set_python_rng(saved: list) -> None:
+    version, state, gauss = saved
+    random.setstate((version, tuple(state), gauss))
 
 
 class SpotfitCallback(keras.callbacks.Callback):
@@ -141,6 +145,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._first_step_seen = False
         self._skipped_nonfinite = False
         self._metrics_pending: dict | None = None  # running metric sums to put back mid-epoch
+        self._python_rng_epoch: list | None = None  # Python's RNG state when this epoch began
         self._at_epoch_end: str | None = None  # a save deferred from an epoch's last batch: its reason
         self._warned_left_out: set[str] = set()
 
@@ -187,6 +192,12 @@ class SpotfitCallback(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
         self.batch_in_epoch = 0
+        saved_rng = None if self._metrics_pending is None else (self.resume_meta or {}).get("python_rng_epoch")
+        if saved_rng is not None:
+            # The epoch's batch order (a PyDataset's `shuffle`) is drawn from Python's RNG once
+            # the epoch's data starts, just after this: as it was when the epoch first began.
+            _set_python_rng(saved_rng)
+        self._python_rng_epoch = list(random.getstate())
         if self._metrics_pending is not None:  # Keras has just reset them for the resumed epoch
             if not restore_metrics(self.model, self._metrics_pending):
                 self.session.reporter.event("metrics_not_restored", "the epoch's running metrics do not match "
@@ -292,6 +303,7 @@ class SpotfitCallback(keras.callbacks.Callback):
             "reason": reason,
             "attempt": self.session.config.attempt,
             "python_rng": list(random.getstate()),
+            "python_rng_epoch": self._python_rng_epoch,
         }
         s = self.session
         s.reporter.progress(force=True, phase="saving")
@@ -460,8 +472,9 @@ def _skip_next_epoch_begin(callback: keras.callbacks.Callback) -> None:
 
 
 def install(session: Session) -> None:
-    """Replace `keras.Model.fit` for the rest of this process."""
+    """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
     resume.install()
+    custom_loop.activate(session)
 
     def fit(self, *args, **kwargs):
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)

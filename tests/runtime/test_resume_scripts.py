@@ -56,3 +56,28 @@ def test_two_fit_calls_with_stateful_callbacks_resume_exactly(tmp_path):
     assert json.loads((job_dir / "summary.json").read_text()) == json.loads((base_dir / "summary.json").read_text())
     for log in ("phase1.csv", "phase2.csv"):  # appended across attempts, no epoch twice
         assert _rows(job_dir / log) == _rows(base_dir / log)
+
+
+def test_pydataset_generator_and_weighted_arrays_resume_exactly(tmp_path):
+    # Three models in turn: a reshuffling PyDataset with workers (steps 1-80), a Python generator
+    # (81-140), arrays with validation_split, class_weight, steps_per_execution=4 and
+    # initial_epoch (141-220). Notice in the PyDataset's epoch 1 (30), SIGKILL in the generator's
+    # epoch 2 (115), notice on the arrays' epoch boundary (156).
+    base, base_dir = _run(tmp_path / "base", "pipelines")
+    doc, job_dir = _run(tmp_path / "preempted", "pipelines", "--preempt-at", "30:5,115:0,156:5")
+    assert base["step"] == 220
+    assert (doc["step"], doc["weights_sha256"]) == (base["step"], base["weights_sha256"])
+    assert [a["state"] for a in doc["attempts"]] == ["preempted", "killed", "preempted", "completed"]
+    assert json.loads((job_dir / "summary.json").read_text()) == json.loads((base_dir / "summary.json").read_text())
+
+
+def test_custom_gradient_tape_loop_resumes_exactly(tmp_path):
+    # 60 steps over 12 batches a pass: a notice on a pass boundary (24), then a SIGKILL (43).
+    base, base_dir = _run(tmp_path / "base", "custom_loop")
+    doc, job_dir = _run(tmp_path / "preempted", "custom_loop", "--preempt-at", "24:5,43:0")
+    assert base["step"] == 60
+    assert (doc["step"], doc["weights_sha256"]) == (base["step"], base["weights_sha256"])
+    attempts = doc["attempts"]
+    assert [a["state"] for a in attempts] == ["preempted", "killed", "completed"]
+    assert attempts[1]["start_step"] == 24 and attempts[2]["start_step"] == 40  # the periodic save before 43
+    assert json.loads((job_dir / "summary.json").read_text()) == json.loads((base_dir / "summary.json").read_text())
