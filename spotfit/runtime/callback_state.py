@@ -145,3 +145,60 @@ def _epoch(row: str, sep: str, column: int) -> float:
         return float(row.rstrip("\r\n").split(sep)[column])
     except (ValueError, IndexError):
         return float("inf")
+
+
+def saved_attribute(blob: np.ndarray, position: int, name: str) -> Any:
+    """One attribute of the callback at `position` in a saved state, or None."""
+    states = pickle.loads(np.asarray(blob, dtype=np.uint8).tobytes())  # noqa: S301 — our own checkpoint
+    if position >= len(states):
+        return None
+    return states[position][1].get("attributes", {}).get(name)
+
+
+def prepare_tensorboard(callback: keras.callbacks.TensorBoard, resume_epoch: int, train_batches: int | None) -> None:
+    """Before a resumed `fit`: drop from earlier attempts' event files what will be logged again.
+
+    After a SIGKILL the epochs and batches between the last checkpoint and the kill were logged
+    by the killed attempt and will be logged again: epoch scalars at `step >= resume_epoch` and
+    batch scalars past the checkpoint's batch counter are removed, so no step appears twice.
+    """
+    import os
+
+    import tensorflow as tf
+    from tensorboard.compat.proto import event_pb2
+
+    for run in ("train", "validation"):
+        folder = os.path.join(callback.log_dir, run)
+        if not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if not name.startswith("events.out.tfevents"):
+                continue
+            path = os.path.join(folder, name)
+            kept, dropped = [], 0
+            for record in tf.data.TFRecordDataset(path):
+                event = event_pb2.Event.FromString(record.numpy())
+                values = [v for v in event.summary.value if not _logged_again(v.tag, event.step, resume_epoch,
+                                                                              train_batches)]
+                if event.HasField("summary") and len(values) < len(event.summary.value):
+                    dropped += 1
+                    if not values:
+                        continue
+                    del event.summary.value[:]
+                    event.summary.value.extend(values)
+                kept.append(event.SerializeToString())
+            if dropped:
+                with tf.io.TFRecordWriter(path + ".tmp") as writer:
+                    for record in kept:
+                        writer.write(record)
+                os.replace(path + ".tmp", path)
+
+
+def _logged_again(tag: str, step: int, resume_epoch: int, train_batches: int | None) -> bool:
+    """Epoch scalars are stepped by epoch; batch scalars and `evaluation_*_vs_iterations` by the
+    call's batches (the optimizer's iterations when the call compiled a new optimizer)."""
+    if tag.startswith("epoch_"):
+        return step >= resume_epoch
+    if (tag.startswith("batch_") or tag.startswith("evaluation_")) and train_batches is not None:
+        return step > train_batches
+    return False

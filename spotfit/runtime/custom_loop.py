@@ -2,8 +2,8 @@
 
 A custom loop is one more "fit call" of the job (fit_calls.py): it is skipped with its recorded
 end state when a later call's checkpoint exists, resumed at its step, or started afresh. Its
-steps go through `SpotfitCallback`'s hooks as Keras would call them (train begin, one epoch,
-batch ends, train end), so restore, progress, holds, notices, stop requests and saves behave
+steps go through `SpotfitCallback`'s hooks as Keras would call them (train begin, batch ends,
+train end: one epoch of `steps` batches), so restore, progress, holds, notices, stop requests and saves behave
 exactly as in `fit`. The data position is the number of steps done: on resume that many
 batches are drawn again and discarded.
 """
@@ -43,11 +43,10 @@ def run(session: Session, model: Any, data: Iterable | Callable[[], Iterable], s
         _skip(session, model, start.checkpoint)
         return
     session.model = model
-    callback = instrument.SpotfitCallback(session, start.checkpoint, watched=[])
+    callback = instrument.SpotfitCallback(session, start.checkpoint, watched=[], planned_steps=steps)
     callback.set_model(model)
-    callback.set_params({"steps": None, "epochs": 1, "verbose": 0})
-    callback.on_train_begin()
-    callback.on_epoch_begin(0)
+    callback.set_params({"steps": None, "epochs": 1, "verbose": 0})  # one "epoch" of `steps` batches
+    callback.on_train_begin()  # no on_epoch_begin: it would put Python's RNG back to the loop's start
     done = 0 if start.checkpoint is None else int(start.checkpoint.meta["batch"])
     for step, batch in _batches(data, steps, start=done):
         yield step, batch

@@ -120,11 +120,13 @@ class SpotfitCallback(keras.callbacks.Callback):
 
     `watched`: the call's other stateful callbacks (its History first, then the script's),
     whose state each checkpoint carries. `initial_epoch`: the script's own `initial_epoch`.
+    `planned_steps`: the call's steps when Keras's params do not say (`spotfit.loop`).
     `after_save`: called after each checkpoint is saved (the TensorBoard log flushes then).
     """
 
     def __init__(self, session: Session, resume_ckpt: Checkpoint | None, watched: list,
-                 initial_epoch: int = 0, after_save: tuple[Callable[[], None], ...] = ()):
+                 initial_epoch: int = 0, after_save: tuple[Callable[[], None], ...] = (),
+                 planned_steps: int | None = None):
         super().__init__()
         self.session = session
         self.after_save = after_save
@@ -134,6 +136,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._arrays = None if resume_ckpt is None else resume_ckpt.arrays
         self.watched = watched
         self.initial_epoch = initial_epoch
+        self.planned_steps = planned_steps
         self.step = 0
         self.epoch = 0
         self.batch_in_epoch = 0
@@ -155,7 +158,8 @@ class SpotfitCallback(keras.callbacks.Callback):
         s = self.session
         self.steps_per_epoch = self.params.get("steps")
         epochs = self.params.get("epochs") or 1
-        call_steps = self.steps_per_epoch * max(0, epochs - self.initial_epoch) if self.steps_per_epoch else None
+        call_steps = (self.steps_per_epoch * max(0, epochs - self.initial_epoch) if self.steps_per_epoch
+                      else self.planned_steps)
         total = self.calls.planned_total(call_steps)
         self.step = self.calls.base_step
         self.epoch = self.initial_epoch
@@ -449,9 +453,11 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
     return history
 
 
-def _prepare_callbacks(session: Session, user: list, meta: dict | None) -> None:
-    """Before a resumed call: CSV logs append, and a mid-epoch resume does not begin the epoch twice."""
-    for cb in user:
+def _prepare_callbacks(session: Session, watched: list, start_ckpt: Checkpoint | None) -> None:
+    """Before a resumed call: CSV and TensorBoard logs lose what will be logged again, and a
+    mid-epoch resume does not begin the epoch twice."""
+    meta = None if start_ckpt is None else start_ckpt.meta
+    for position, cb in enumerate(watched):  # positions as in the saved callback state
         if isinstance(cb, keras.callbacks.BackupAndRestore):
             session.reporter.event("backup_and_restore_redundant", "BackupAndRestore is redundant under spotfit, "
                                    "which checkpoints every step exactly; spotfit's restore wins over its backup")
@@ -459,6 +465,9 @@ def _prepare_callbacks(session: Session, user: list, meta: dict | None) -> None:
             continue
         if isinstance(cb, keras.callbacks.CSVLogger):
             callback_state.prepare_csv_logger(cb, meta["epoch"])
+        if isinstance(cb, keras.callbacks.TensorBoard) and start_ckpt is not None and "callbacks" in start_ckpt.arrays:
+            batches = callback_state.saved_attribute(start_ckpt.arrays["callbacks"], position, "_global_train_batch")
+            callback_state.prepare_tensorboard(cb, meta["epoch"], batches)
         if meta["batch"]:
             _skip_next_epoch_begin(cb)
 
@@ -498,7 +507,7 @@ def install(session: Session) -> None:
             resume.arm(resume.Position(epoch=meta["epoch"] - initial_epoch, batch=meta["batch"]))
         session.model = self
         _prepare(session, self, call.get("x"))
-        _prepare_callbacks(session, user, meta)
+        _prepare_callbacks(session, watched, start.checkpoint)
         call["callbacks"] = [*user, *_callbacks(session, start.checkpoint, watched, initial_epoch)]
         try:
             return _original_fit(self, **call)

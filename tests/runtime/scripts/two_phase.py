@@ -67,7 +67,7 @@ second = model.fit(
     callbacks=[counter, lr_log, stop_early(),
                keras.callbacks.ReduceLROnPlateau(monitor="loss", min_delta=100.0, patience=1, factor=0.5),
                keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.9),
-               keras.callbacks.CSVLogger("phase2.csv")])
+               keras.callbacks.CSVLogger("phase2.csv"), keras.callbacks.TensorBoard("tb", update_freq=1)])
 with open("summary.json", "w") as f:
     json.dump({"epochs": [len(first.epoch), len(second.epoch)], "batches": counter.batches, "rates": lr_log.rates,
                "lr": float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))}, f)
