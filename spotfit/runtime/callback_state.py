@@ -43,7 +43,7 @@ BUILTIN_STATE: dict[str, tuple[str, ...]] = {
     "TensorBoard": ("_global_train_batch", "_global_test_batch", "_train_accumulated_time"),
     "History": ("history", "epoch"),
     "LearningRateScheduler": (),  # the rate it set is the optimizer's `learning_rate` variable
-    "CSVLogger": (),  # its rows are in its file: `prepare_csv_logger` keeps them whole
+    "CSVLogger": (),  # its rows are in its file: callback_logs.py keeps them whole
     "BackupAndRestore": (),
     "TerminateOnNaN": (),
     "ProgbarLogger": (),
@@ -117,88 +117,9 @@ def restore(callbacks: list, blob: np.ndarray) -> list[str]:
     return mismatched
 
 
-def prepare_csv_logger(callback: keras.callbacks.CSVLogger, resume_epoch: int) -> None:
-    """Before a resumed `fit`: append to the log, without the rows of epochs that will run again.
-
-    A SIGKILL after an epoch's row was written but before the next checkpoint would otherwise
-    leave that epoch's row twice.
-    """
-    import os
-
-    callback.append = True
-    if not os.path.exists(callback.filename):
-        return
-    with open(callback.filename, encoding="utf-8") as f:
-        lines = f.readlines()
-    if not lines:
-        return
-    header = lines[0].rstrip("\r\n").split(callback.sep)
-    column = header.index("epoch") if "epoch" in header else None
-    kept = [lines[0]] + [row for row in lines[1:] if column is not None and row.strip()
-                         and _epoch(row, callback.sep, column) < resume_epoch]
-    with open(callback.filename, "w", encoding="utf-8") as f:
-        f.writelines(kept)
-
-
-def _epoch(row: str, sep: str, column: int) -> float:
-    try:
-        return float(row.rstrip("\r\n").split(sep)[column])
-    except (ValueError, IndexError):
-        return float("inf")
-
-
 def saved_attribute(blob: np.ndarray, position: int, name: str) -> Any:
     """One attribute of the callback at `position` in a saved state, or None."""
     states = pickle.loads(np.asarray(blob, dtype=np.uint8).tobytes())  # noqa: S301 — our own checkpoint
     if position >= len(states):
         return None
     return states[position][1].get("attributes", {}).get(name)
-
-
-def prepare_tensorboard(callback: keras.callbacks.TensorBoard, resume_epoch: int, train_batches: int | None) -> None:
-    """Before a resumed `fit`: drop from earlier attempts' event files what will be logged again.
-
-    After a SIGKILL the epochs and batches between the last checkpoint and the kill were logged
-    by the killed attempt and will be logged again: epoch scalars at `step >= resume_epoch` and
-    batch scalars past the checkpoint's batch counter are removed, so no step appears twice.
-    """
-    import os
-
-    import tensorflow as tf
-    from tensorboard.compat.proto import event_pb2
-
-    for run in ("train", "validation"):
-        folder = os.path.join(callback.log_dir, run)
-        if not os.path.isdir(folder):
-            continue
-        for name in sorted(os.listdir(folder)):
-            if not name.startswith("events.out.tfevents"):
-                continue
-            path = os.path.join(folder, name)
-            kept, dropped = [], 0
-            for record in tf.data.TFRecordDataset(path):
-                event = event_pb2.Event.FromString(record.numpy())
-                values = [v for v in event.summary.value if not _logged_again(v.tag, event.step, resume_epoch,
-                                                                              train_batches)]
-                if event.HasField("summary") and len(values) < len(event.summary.value):
-                    dropped += 1
-                    if not values:
-                        continue
-                    del event.summary.value[:]
-                    event.summary.value.extend(values)
-                kept.append(event.SerializeToString())
-            if dropped:
-                with tf.io.TFRecordWriter(path + ".tmp") as writer:
-                    for record in kept:
-                        writer.write(record)
-                os.replace(path + ".tmp", path)
-
-
-def _logged_again(tag: str, step: int, resume_epoch: int, train_batches: int | None) -> bool:
-    """Epoch scalars are stepped by epoch; batch scalars and `evaluation_*_vs_iterations` by the
-    call's batches (the optimizer's iterations when the call compiled a new optimizer)."""
-    if tag.startswith("epoch_"):
-        return step >= resume_epoch
-    if (tag.startswith("batch_") or tag.startswith("evaluation_")) and train_batches is not None:
-        return step > train_batches
-    return False

@@ -30,7 +30,16 @@ import keras
 import numpy as np
 
 from spotfit.errors import StoreError
-from spotfit.runtime import EXIT_PREEMPTED, EXIT_STOPPED, callback_state, custom_loop, export, precision, resume
+from spotfit.runtime import (
+    EXIT_PREEMPTED,
+    EXIT_STOPPED,
+    callback_logs,
+    callback_state,
+    custom_loop,
+    export,
+    precision,
+    resume,
+)
 from spotfit.runtime.checkpoint import Checkpoint
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import Preempted
@@ -453,33 +462,6 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
     return history
 
 
-def _prepare_callbacks(session: Session, watched: list, start_ckpt: Checkpoint | None) -> None:
-    """Before a resumed call: CSV and TensorBoard logs lose what will be logged again, and a
-    mid-epoch resume does not begin the epoch twice."""
-    meta = None if start_ckpt is None else start_ckpt.meta
-    for position, cb in enumerate(watched):  # positions as in the saved callback state
-        if isinstance(cb, keras.callbacks.BackupAndRestore):
-            session.reporter.event("backup_and_restore_redundant", "BackupAndRestore is redundant under spotfit, "
-                                   "which checkpoints every step exactly; spotfit's restore wins over its backup")
-        if meta is None:
-            continue
-        if isinstance(cb, keras.callbacks.CSVLogger):
-            callback_state.prepare_csv_logger(cb, meta["epoch"])
-        if isinstance(cb, keras.callbacks.TensorBoard) and start_ckpt is not None and "callbacks" in start_ckpt.arrays:
-            batches = callback_state.saved_attribute(start_ckpt.arrays["callbacks"], position, "_global_train_batch")
-            callback_state.prepare_tensorboard(cb, meta["epoch"], batches)
-        if meta["batch"]:
-            _skip_next_epoch_begin(cb)
-
-
-def _skip_next_epoch_begin(callback: keras.callbacks.Callback) -> None:
-    """The resumed epoch already began before the checkpoint (its effects are in the restored state)."""
-    def on_epoch_begin(epoch, logs=None):
-        del callback.on_epoch_begin  # the class's own hook from the next epoch on
-
-    callback.on_epoch_begin = on_epoch_begin
-
-
 def install(session: Session) -> None:
     """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
     resume.install()
@@ -507,7 +489,7 @@ def install(session: Session) -> None:
             resume.arm(resume.Position(epoch=meta["epoch"] - initial_epoch, batch=meta["batch"]))
         session.model = self
         _prepare(session, self, call.get("x"))
-        _prepare_callbacks(session, watched, start.checkpoint)
+        callback_logs.prepare(watched, start.checkpoint, session.reporter.event)
         call["callbacks"] = [*user, *_callbacks(session, start.checkpoint, watched, initial_epoch)]
         try:
             return _original_fit(self, **call)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from spotfit import sdk
 from tests.support.jobs import run_inline_job
 
 pytestmark = pytest.mark.slow
@@ -53,6 +54,8 @@ def test_two_fit_calls_with_stateful_callbacks_resume_exactly(tmp_path):
     assert [a["end_step"] for a in attempts[:3]] == [20, 70, 84]  # global steps across both calls
     assert attempts[1]["start_step"] == 20 and attempts[3]["start_step"] == 84
     assert attempts[2]["start_step"] == 68  # the SIGKILL: the last periodic save in call 2, not call 1's end
+    assert sdk.cost(doc["id"])["totals"]["steps_redone"] == 2  # 69 and 70, trained twice
+    assert doc["total_steps"] == 96  # both calls, exact once the script ended
     assert json.loads((job_dir / "summary.json").read_text()) == json.loads((base_dir / "summary.json").read_text())
     for log in ("phase1.csv", "phase2.csv"):  # appended across attempts, no epoch twice
         assert _rows(job_dir / log) == _rows(base_dir / log)
