@@ -450,6 +450,7 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
     index = session.calls.index
     history = watched[0]
     history.set_model(model)
+    history.epoch = []  # as after an empty fit, unless the record's state fills it
     if record is None:
         session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint; its end "
                                "state was not recorded, the next call restores the checkpoint")
