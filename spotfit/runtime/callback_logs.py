@@ -21,15 +21,19 @@ from spotfit.runtime.checkpoint import Checkpoint
 
 def prepare(watched: list, start_ckpt: Checkpoint | None, event: Callable[..., None]) -> None:
     """Before a `fit` call: on resume, CSV and TensorBoard logs lose what will be logged again, and
-    a mid-epoch resume does not begin the epoch twice; BackupAndRestore is said to be redundant.
+    a mid-epoch resume does not begin the epoch twice; BackupAndRestore does not restore, and is
+    said to be redundant.
 
     `watched`: the call's callbacks in the order of the saved callback state (History first).
     """
     meta = None if start_ckpt is None else start_ckpt.meta
     for position, cb in enumerate(watched):  # positions as in the saved callback state
         if isinstance(cb, keras.callbacks.BackupAndRestore):
-            event("backup_and_restore_redundant", "BackupAndRestore is redundant under spotfit, "
-                  "which checkpoints every step exactly; spotfit's restore wins over its backup")
+            # Two restores would disagree (its backup is per epoch, and it sets the initial epoch
+            # without the data replay): spotfit's checkpoint is the one resumed.
+            cb.on_train_begin = _no_restore
+            event("backup_and_restore_redundant", "BackupAndRestore is redundant under spotfit, which "
+                  "checkpoints every step exactly; its restore is turned off, its backups are still written")
         if meta is None:
             continue
         if isinstance(cb, keras.callbacks.CSVLogger):
@@ -39,6 +43,10 @@ def prepare(watched: list, start_ckpt: Checkpoint | None, event: Callable[..., N
             prepare_tensorboard(cb, meta["epoch"], batches)
         if meta["batch"]:
             skip_next_epoch_begin(cb)
+
+
+def _no_restore(logs=None) -> None:
+    """BackupAndRestore's `on_train_begin` under spotfit: nothing to load."""
 
 
 def skip_next_epoch_begin(callback: keras.callbacks.Callback) -> None:

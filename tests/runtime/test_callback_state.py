@@ -50,3 +50,11 @@ def test_csv_log_keeps_only_the_epochs_before_the_resume(tmp_path):
     logger = keras.callbacks.CSVLogger(str(log))
     callback_logs.prepare_csv_logger(logger, resume_epoch=2)
     assert logger.append and log.read_text() == "epoch,loss\n0,1.0\n1,0.9\n"
+
+
+def test_backup_and_restore_is_said_redundant_and_does_not_restore(tmp_path):
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))
+    events = []
+    callback_logs.prepare([keras.callbacks.History(), backup], None, lambda kind, message, **data: events.append(kind))
+    assert events == ["backup_and_restore_redundant"]
+    backup.on_train_begin()  # would load its backup (and fail: no model is set); turned off

@@ -56,6 +56,9 @@ def test_two_fit_calls_with_stateful_callbacks_resume_exactly(tmp_path):
     assert attempts[2]["start_step"] == 68  # the SIGKILL: the last periodic save in call 2, not call 1's end
     assert sdk.cost(doc["id"])["totals"]["steps_redone"] == 2  # 69 and 70, trained twice
     assert doc["total_steps"] == 96  # both calls, exact once the script ended
+    partial = [e for e in sdk.events(doc["id"]) if e["kind"] == "callback_state_partial"]
+    assert partial and all(e["data"]["callback"] == "BatchCounter" and e["data"]["attributes"] == ["lock"]
+                           for e in partial)
     assert json.loads((job_dir / "summary.json").read_text()) == json.loads((base_dir / "summary.json").read_text())
     for log in ("phase1.csv", "phase2.csv"):  # appended across attempts, no epoch twice
         assert _rows(job_dir / log) == _rows(base_dir / log)
