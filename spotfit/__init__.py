@@ -12,11 +12,12 @@ first use of `JobSpec` or `load_spec`, so that `spotfit status` starts without t
 from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import SpotfitError
+from spotfit.training_loop import loop
 
 if TYPE_CHECKING:
     from spotfit.spec import JobSpec, load_spec
 
-__all__ = ["JobSpec", "SpotfitError", "load_spec"]
+__all__ = ["JobSpec", "SpotfitError", "load_spec", "loop"]
 __version__ = "0.1.0"
 
 

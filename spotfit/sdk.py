@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from spotfit import arguments
+from spotfit import arguments, scriptcheck
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import default_store_url, home
 from spotfit.state import StateDB, _alive
@@ -106,6 +106,9 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     open_store(store_url).write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
     doc = {**spec.model_dump(mode="json"), "base_dir": spec.base_dir}
     db().create_job(job_id, spec.name, json.dumps(doc), store_url)
+    warning = scriptcheck.warning_for(spec.script_path)
+    if warning is not None:
+        db().add_event(job_id, "nothing_checkpointed", warning)
     return job_id
 
 

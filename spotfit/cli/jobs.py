@@ -48,6 +48,9 @@ def run(
             render.print_dry_run(console, doc)
         return
     job_id = sdk.submit(str(spec), preempt_at=preempt_at, backend=backend)
+    for event in sdk.events(job_id):  # said at once, on stderr: --json keeps stdout one document
+        if event["kind"] == "nothing_checkpointed":
+            typer.echo(f"warning: {event['message']}", err=True)
     if detach:
         sdk.start_detached(job_id)
         if json_:

@@ -1,10 +1,13 @@
 """Atomic, verified checkpoints on any object store.
 
 Layout under the job prefix: `checkpoints/<step>/state.npz` and, written last,
-`checkpoints/<step>/manifest.json` with the sha256 and size of every file. A checkpoint exists
+`checkpoints/<step>/manifest.json` with the sha256 and size of every file (`<step>` is the
+job's global step, counted across the script's `fit` calls). A checkpoint exists
 only when its manifest does (object stores have no rename), so a crash mid-save leaves at most
 an orphan `state.npz` that restore ignores and the next prune removes. Restore verifies the
-hashes and falls back to the previous checkpoint when the newest is corrupt.
+hashes and falls back to the previous checkpoint when the newest is corrupt. "Newest" is by
+(`fit_index` in the manifest's meta, step), never by step alone. The same class, under another
+prefix (`fit_calls/<n>/`), keeps the end state of each finished `fit` call (fit_calls.py).
 
 Example:
 
@@ -42,25 +45,31 @@ class Checkpoint:
     skipped: list[str] = field(default_factory=list)  # corrupt newer checkpoints passed over
 
 
-def _key(step: int, name: str) -> str:
-    return f"{PREFIX}/{step:012d}/{name}"
-
-
 class CheckpointStore:
     """Save, verify, load and prune checkpoints under a store."""
 
-    def __init__(self, store: ObjectStore, keep: int = 2, on_event: Callable[..., None] | None = None):
+    def __init__(self, store: ObjectStore, keep: int = 2, on_event: Callable[..., None] | None = None,
+                 prefix: str = PREFIX):
         self.store = store
         self.keep = keep
+        self.prefix = prefix
         self.on_event = on_event or (lambda kind, message, **data: None)
+
+    def _key(self, step: int, name: str) -> str:
+        return f"{self.prefix}/{step:012d}/{name}"
+
+    def _step_of(self, key: str) -> tuple[int, str] | None:
+        """(step, file name) of a key under this prefix, or None for anything else."""
+        rest = key[len(self.prefix) + 1:].split("/") if key.startswith(self.prefix + "/") else []
+        return (int(rest[0]), rest[1]) if len(rest) == 2 and rest[0].isdigit() else None
 
     def steps(self) -> list[int]:
         """Steps that have a manifest, oldest first."""
         out = set()
-        for key in self.store.list(PREFIX):
-            parts = key.split("/")
-            if len(parts) == 3 and parts[2] == "manifest.json" and parts[1].isdigit():
-                out.add(int(parts[1]))
+        for key in self.store.list(self.prefix):
+            parsed = self._step_of(key)
+            if parsed is not None and parsed[1] == "manifest.json":
+                out.add(parsed[0])
         return sorted(out)
 
     def save(self, step: int, arrays: dict[str, np.ndarray], meta: dict) -> float:
@@ -69,14 +78,14 @@ class CheckpointStore:
         buf = io.BytesIO()
         np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy stubs mistype **kwds
         data = buf.getvalue()
-        self.store.write_bytes(_key(step, "state.npz"), data)
+        self.store.write_bytes(self._key(step, "state.npz"), data)
         manifest = {
             "step": step,
             "created_at": time.time(),
             "files": {"state.npz": {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}},
             "meta": meta,
         }
-        self.store.write_bytes(_key(step, "manifest.json"), json.dumps(manifest).encode())
+        self.store.write_bytes(self._key(step, "manifest.json"), json.dumps(manifest).encode())
         self.prune()
         return time.perf_counter() - t0
 
@@ -86,21 +95,20 @@ class CheckpointStore:
         if len(steps) <= self.keep:
             return
         oldest_kept = steps[-self.keep]
-        for key in self.store.list(PREFIX):
-            parts = key.split("/")
-            if len(parts) == 3 and parts[1].isdigit() and int(parts[1]) < oldest_kept:
-                # Manifest first: a half-pruned checkpoint must never look valid.
-                if parts[2] == "manifest.json":
-                    self.store.delete(key)
-        for key in self.store.list(PREFIX):
-            parts = key.split("/")
-            if len(parts) == 3 and parts[1].isdigit() and int(parts[1]) < oldest_kept:
+        for key in self.store.list(self.prefix):
+            parsed = self._step_of(key)
+            # Manifest first: a half-pruned checkpoint must never look valid.
+            if parsed is not None and parsed[0] < oldest_kept and parsed[1] == "manifest.json":
+                self.store.delete(key)
+        for key in self.store.list(self.prefix):
+            parsed = self._step_of(key)
+            if parsed is not None and parsed[0] < oldest_kept:
                 self.store.delete(key)
 
     def load_latest(self) -> Checkpoint | None:
         """The newest checkpoint whose files match their manifest, or None."""
         skipped = []
-        for step in reversed(self.steps()):
+        for step in self._newest_first():
             try:
                 ckpt = self._load(step)
             except (NotFoundError, ValueError, KeyError) as exc:
@@ -117,10 +125,21 @@ class CheckpointStore:
             return ckpt
         return None
 
+    def _newest_first(self) -> list[int]:
+        """Steps ordered by (fit call, step), newest first; an unreadable manifest sorts by step alone."""
+        order = []
+        for step in self.steps():
+            try:
+                fit_index = json.loads(self.store.read_bytes(self._key(step, "manifest.json")))["meta"]["fit_index"]
+            except (NotFoundError, ValueError, KeyError, TypeError):
+                fit_index = 0  # _load reports it as corrupt when its turn comes
+            order.append((int(fit_index), step))
+        return [step for _, step in sorted(order, reverse=True)]
+
     def _load(self, step: int) -> Checkpoint:
-        manifest = json.loads(self.store.read_bytes(_key(step, "manifest.json")))
+        manifest = json.loads(self.store.read_bytes(self._key(step, "manifest.json")))
         entry = manifest["files"]["state.npz"]
-        data = self.store.read_bytes(_key(step, "state.npz"))
+        data = self.store.read_bytes(self._key(step, "state.npz"))
         if len(data) != entry["size"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
             raise ValueError(f"state.npz has {len(data)} bytes, sha256 mismatch with the manifest")
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:

@@ -8,8 +8,12 @@ state), writes progress, saves periodically and on a preemption notice, and then
 their own, installed before it only where they have work: `XlaTuner` (xla.py) while it measures,
 `TensorBoardLogger` (tensorboard.py) on the chief when logging is on.
 
-A script may call `fit` several times (for example, frozen then fine-tuned): checkpoints
-record which call they belong to, and on resume the earlier calls return at once.
+A script may call `fit` several times (for example, frozen then fine-tuned): steps are the
+job's global steps, checkpoints record which call they belong to, and on resume the earlier
+calls return at once with their recorded end state (fit_calls.py). The state of the script's
+callbacks is part of every checkpoint (callback_state.py). A save that falls on an epoch's last
+batch waits for the end of that epoch (validation, the callbacks' epoch-end work), so that a
+resumed run never skips an epoch end.
 """
 
 from __future__ import annotations
@@ -26,7 +30,18 @@ import keras
 import numpy as np
 
 from spotfit.errors import StoreError
-from spotfit.runtime import EXIT_PREEMPTED, EXIT_STOPPED, export, precision, resume
+from spotfit.runtime import (
+    EXIT_PREEMPTED,
+    EXIT_STOPPED,
+    callback_logs,
+    callback_state,
+    custom_loop,
+    export,
+    precision,
+    resume,
+)
+from spotfit.runtime.checkpoint import Checkpoint
+from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.tensorboard import TensorBoardLogger
 
@@ -66,11 +81,24 @@ def _state_variables(model: keras.Model) -> list:
 
 
 def capture(model: keras.Model) -> dict[str, np.ndarray]:
+    """Variables (`v…`), metric accumulators (`m…`, the epoch's running means) and NumPy's RNG."""
     arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
+    arrays.update({f"m{i:05d}": _numpy(v) for i, v in enumerate(model.metrics_variables)})
     keys, pos = np.random.get_state()[1:3]  # type: ignore[index]  # the legacy tuple form
     arrays["numpy_rng_keys"] = np.asarray(keys)
     arrays["numpy_rng_pos"] = np.asarray([pos])
     return arrays
+
+
+def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
+    """Put the epoch's running metric sums back (after Keras reset them); False if they do not match."""
+    saved = sorted(k for k in arrays if k.startswith("m"))
+    variables = list(model.metrics_variables)
+    if len(saved) != len(variables):
+        return False
+    for key, var in zip(saved, variables, strict=True):
+        var.assign(arrays[key])
+    return True
 
 
 def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> None:
@@ -88,34 +116,50 @@ def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> No
         var.assign(arrays[key])
     np.random.set_state(("MT19937", arrays["numpy_rng_keys"], int(arrays["numpy_rng_pos"][0]), 0, 0.0))
     if meta.get("python_rng") is not None:
-        version, state, gauss = meta["python_rng"]
-        random.setstate((version, tuple(state), gauss))
+        _set_python_rng(meta["python_rng"])
+
+
+def _set_python_rng(saved: list) -> None:
+    version, state, gauss = saved
+    random.setstate((version, tuple(state), gauss))
 
 
 class SpotfitCallback(keras.callbacks.Callback):
     """Restores, reports, checkpoints and reacts to preemption notices inside one `fit` call.
 
+    `watched`: the call's other stateful callbacks (its History first, then the script's),
+    whose state each checkpoint carries. `initial_epoch`: the script's own `initial_epoch`.
+    `planned_steps`: the call's steps when Keras's params do not say (`spotfit.loop`).
     `after_save`: called after each checkpoint is saved (the TensorBoard log flushes then).
     """
 
-    def __init__(self, session: Session, fit_index: int, resume_meta: dict | None, arrays=None,
-                 after_save: tuple[Callable[[], None], ...] = ()):
+    def __init__(self, session: Session, resume_ckpt: Checkpoint | None, watched: list,
+                 initial_epoch: int = 0, after_save: tuple[Callable[[], None], ...] = (),
+                 planned_steps: int | None = None):
         super().__init__()
         self.session = session
         self.after_save = after_save
-        self.fit_index = fit_index
-        self.resume_meta = resume_meta
-        self._arrays = arrays
+        self.calls: FitCalls = session.calls
+        self.fit_index = self.calls.index
+        self.resume_meta = None if resume_ckpt is None else resume_ckpt.meta
+        self._arrays = None if resume_ckpt is None else resume_ckpt.arrays
+        self.watched = watched
+        self.initial_epoch = initial_epoch
+        self.planned_steps = planned_steps
         self.step = 0
         self.epoch = 0
         self.batch_in_epoch = 0
-        self.steps_per_epoch = None
+        self.steps_per_epoch: int | None = None
         self._last_save_t = 0.0
         self._last_save_step = 0
         self._failed_t = 0.0  # last failed save (store unreachable): the next try waits an interval
         self._failed_step = 0
         self._first_step_seen = False
         self._skipped_nonfinite = False
+        self._metrics_pending: dict | None = None  # running metric sums to put back mid-epoch
+        self._python_rng_epoch: list | None = None  # Python's RNG state when this epoch began
+        self._at_epoch_end: str | None = None  # a save deferred from an epoch's last batch: its reason
+        self._warned_left_out: set[str] = set()
 
     # -- Keras hooks ----------------------------------------------------------------------
 
@@ -123,10 +167,17 @@ class SpotfitCallback(keras.callbacks.Callback):
         s = self.session
         self.steps_per_epoch = self.params.get("steps")
         epochs = self.params.get("epochs") or 1
-        total = self.steps_per_epoch * epochs if self.steps_per_epoch else None
-        if self.resume_meta is not None:
+        call_steps = (self.steps_per_epoch * max(0, epochs - self.initial_epoch) if self.steps_per_epoch
+                      else self.planned_steps)
+        total = self.calls.planned_total(call_steps)
+        self.step = self.calls.base_step
+        self.epoch = self.initial_epoch
+        if self.resume_meta is not None and self._arrays is not None:
             t0 = time.perf_counter()
             restore(self.model, self._arrays, self.resume_meta)
+            _restore_callbacks(s, self.watched, self._arrays)
+            if self.resume_meta["batch"]:
+                self._metrics_pending = self._arrays
             self._arrays = None
             self.step = self.resume_meta["step"]
             self.epoch = self.resume_meta["epoch"]
@@ -135,19 +186,37 @@ class SpotfitCallback(keras.callbacks.Callback):
             s.reporter.timing("restore_s", restore_s)
             s.reporter.event(
                 "restored",
-                f"resumed at step {self.step} (epoch {self.epoch}, batch {self.resume_meta['batch']})",
+                f"resumed at step {self.step} (fit call {self.fit_index}, epoch {self.epoch}, "
+                f"batch {self.resume_meta['batch']})",
                 step=self.step,
+                fit_index=self.fit_index,
                 restore_s=restore_s,
             )
-        else:
-            self.step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        if self.fit_index > 1:
+            s.reporter.event("fit_call", f"fit call {self.fit_index} begins at step {self.calls.base_step}; "
+                             f"total_steps {total} is an estimate until the script ends",
+                             fit_index=self.fit_index, step=self.calls.base_step, total_steps=total)
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
-        s.reporter.progress(force=True, phase="training", step=self.step, total_steps=total)
+        s.reporter.progress(force=True, phase="training", step=self.step, total_steps=total,
+                            total_steps_estimated=True, fit_index=self.fit_index)
         s.watcher.in_training = True
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
+        self.batch_in_epoch = 0
+        saved_rng = None if self._metrics_pending is None else (self.resume_meta or {}).get("python_rng_epoch")
+        if saved_rng is not None:
+            # The epoch's batch order (a PyDataset's `shuffle`) is drawn from Python's RNG once
+            # the epoch's data starts, just after this: as it was when the epoch first began.
+            _set_python_rng(saved_rng)
+        self._python_rng_epoch = list(random.getstate())
+        if self._metrics_pending is not None:  # Keras has just reset them for the resumed epoch
+            if not restore_metrics(self.model, self._metrics_pending):
+                self.session.reporter.event("metrics_not_restored", "the epoch's running metrics do not match "
+                                            "the checkpoint's; this epoch's logged means cover only the resumed "
+                                            "batches")
+            self._metrics_pending = None
 
     def on_train_batch_end(self, batch, logs=None):
         s = self.session
@@ -166,20 +235,19 @@ class SpotfitCallback(keras.callbacks.Callback):
         previous = self.step - self.model.steps_per_execution
         if any(previous < at <= self.step for at in s.config.hold_at_steps) and self.step > self._last_save_step:
             self._hold()
-        # A notice or a stop request: every worker stops after the same step (strategy.py);
-        # with one worker, after this one.
-        if s.stop.target is None:
-            if s.watcher.notice.is_set():
-                s.stop.propose(self.step, s.watcher.source or "notice", EXIT_PREEMPTED)
-            elif s.stop_requested():
-                s.stop.propose(self.step, "stop", EXIT_STOPPED)
+        # An epoch's last batch: its save waits for the epoch's end (validation, callbacks).
+        last_of_epoch = self.steps_per_epoch is not None and self.batch_in_epoch >= self.steps_per_epoch
+        self._check_stop()
         if s.stop.target is not None and self.step >= s.stop.target:
-            stopped = s.stop.code == EXIT_STOPPED
-            self._save(reason="stop" if stopped else (s.stop.reason or "notice"))
-            s.reporter.progress(force=True, phase="stopped" if stopped else "preempted")
-            raise Preempted(s.stop.code)
+            if last_of_epoch:
+                self._at_epoch_end = "stop"
+                return
+            self._stop_now()
         if self._due():
-            self._save(reason="interval")
+            if last_of_epoch:
+                self._at_epoch_end = "interval"
+            else:
+                self._save(reason="interval")
 
     def on_epoch_end(self, epoch, logs=None):
         metrics = {k: _num(v) for k, v in (logs or {}).items()}
@@ -189,11 +257,36 @@ class SpotfitCallback(keras.callbacks.Callback):
             # The weights these metrics describe: a `target_metric` stop exports them, not the
             # later ones it stops at (runtime/main.py). Two epochs, as the stop can come after the next.
             self.session.epoch_ends = [*self.session.epoch_ends[-1:], (self.step, metrics, self.model.get_weights())]
+        self.epoch, self.batch_in_epoch = epoch + 1, 0  # the epoch is complete, its end work included
+        deferred, self._at_epoch_end = self._at_epoch_end, None
+        s = self.session
+        self._check_stop()  # a notice during validation stops here, after the epoch's end
+        if deferred == "stop" or (s.stop.target is not None and self.step >= s.stop.target):
+            self._stop_now()
+        if deferred == "interval" or self._due():
+            self._save(reason="interval")
 
     def on_train_end(self, logs=None):
-        if self.step > self._last_save_step:
-            self._save(reason="end")
+        # Always: callbacks' train-end work (EarlyStopping's best weights) changes the state.
+        self.calls.finish(self.step - self.calls.base_step)
+        self._save(reason="end", call_done=True)
         self.session.watcher.in_training = False
+
+    def _check_stop(self) -> None:
+        """A notice or a stop request: every worker stops after the same step (strategy.py)."""
+        s = self.session
+        if s.stop.target is None:
+            if s.watcher.notice.is_set():
+                s.stop.propose(self.step, s.watcher.source or "notice", EXIT_PREEMPTED)
+            elif s.stop_requested():
+                s.stop.propose(self.step, "stop", EXIT_STOPPED)
+
+    def _stop_now(self) -> None:
+        s = self.session
+        stopped = s.stop.code == EXIT_STOPPED
+        self._save(reason="stop" if stopped else (s.stop.reason or "notice"))
+        s.reporter.progress(force=True, phase="stopped" if stopped else "preempted")
+        raise Preempted(s.stop.code)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -212,19 +305,22 @@ class SpotfitCallback(keras.callbacks.Callback):
             return not self._failed_t or since >= SAVE_RETRY_S
         return since >= interval
 
-    def _save(self, reason: str) -> None:
+    def _save(self, reason: str, call_done: bool = False) -> None:
         if not self.session.is_chief:  # the chief alone writes checkpoints (same weights)
             self._last_save_t, self._last_save_step = time.perf_counter(), self.step
             return
         epoch, batch = self._position()
         meta = {
             "fit_index": self.fit_index,
+            "call_done": call_done,
+            "calls": {str(i): n for i, n in self.calls.finished.items()},
             "step": self.step,
             "epoch": epoch,
             "batch": batch,
             "reason": reason,
             "attempt": self.session.config.attempt,
             "python_rng": list(random.getstate()),
+            "python_rng_epoch": self._python_rng_epoch,
         }
         s = self.session
         s.reporter.progress(force=True, phase="saving")
@@ -232,8 +328,13 @@ class SpotfitCallback(keras.callbacks.Callback):
         if not _finite(arrays):
             self._skip_save(reason)
             return
+        arrays["callbacks"], left_out = callback_state.capture(self.watched)
+        self._warn_left_out(left_out)
         try:
             seconds = s.checkpoints.save(self.step, arrays, meta)
+            records = self.calls.records() if call_done else None
+            if records is not None:  # the call's end state, for a resume that skips this call
+                seconds += records.save(self.step, arrays, meta)
         except StoreError as exc:
             # Training goes on from the previous checkpoint's safety; the next interval retries.
             self._failed_t, self._failed_step = time.perf_counter(), self.step
@@ -249,6 +350,18 @@ class SpotfitCallback(keras.callbacks.Callback):
             listener()
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
+
+    def _warn_left_out(self, left_out: dict[str, list[str]]) -> None:
+        """Name, once per callback class, the attributes that could not be saved."""
+        for name, attrs in left_out.items():
+            if name in self._warned_left_out:
+                continue
+            self._warned_left_out.add(name)
+            self.session.reporter.event(
+                "callback_state_partial",
+                f"callback {name}: attributes {attrs} cannot be pickled and are not checkpointed; give "
+                f"{name} get_state()/set_state() to save what it needs (docs/resume.md)",
+                callback=name, attributes=attrs)
 
     def _skip_save(self, reason: str) -> None:
         """NaN or infinite weights are not saved: they would rotate the last good checkpoints out."""
@@ -308,47 +421,81 @@ def _prepare(session: Session, model: keras.Model, x) -> None:
         session.sample_x = x[: export.SAMPLE_ROWS]
 
 
-def _callbacks(session: Session, index: int, meta: dict | None, arrays) -> list[keras.callbacks.Callback]:
+def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
+               initial_epoch: int) -> list[keras.callbacks.Callback]:
     """spotfit's callbacks of one fit call: the speed-ups' where they have work, then the main one.
 
-    The main callback comes last: it may end training at a step, after the others saw it.
+    The main callback comes last: it may end training at a step, after the others saw it, and
+    it puts the other callbacks' state back after their own `on_train_begin` reset it.
     """
     callbacks: list[keras.callbacks.Callback] = []
     if session.xla is not None and session.xla.measuring:
         callbacks.append(session.xla)
     after_save: tuple[Callable[[], None], ...] = ()
     if session.tensorboard is not None:
-        callbacks.append(TensorBoardLogger(session.tensorboard, None if meta is None else meta["step"]))
+        start = session.calls.base_step if start_ckpt is None else start_ckpt.meta["step"]
+        callbacks.append(TensorBoardLogger(session.tensorboard, start))
         after_save = (session.tensorboard.flush,)
-    callbacks.append(SpotfitCallback(session, index, meta, arrays, after_save))
+    callbacks.append(SpotfitCallback(session, start_ckpt, watched, initial_epoch, after_save))
     return callbacks
 
 
+def _restore_callbacks(session: Session, watched: list, arrays: dict[str, np.ndarray]) -> None:
+    if "callbacks" not in arrays:
+        return
+    mismatched = callback_state.restore(watched, arrays["callbacks"])
+    if mismatched:
+        session.reporter.event("callback_state_mismatch", f"callbacks {mismatched} differ from the checkpoint's "
+                               "(the script's callbacks changed); they start afresh", callbacks=mismatched)
+
+
+def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watched: list):
+    """An earlier fit call returns at once, ending with its recorded state; returns its History."""
+    index = session.calls.index
+    history = watched[0]
+    history.set_model(model)
+    history.epoch = []  # as after an empty fit, unless the record's state fills it
+    if record is None:
+        session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint; its end "
+                               "state was not recorded, the next call restores the checkpoint")
+        return history
+    restore(model, record.arrays, record.meta)
+    _restore_callbacks(session, watched, record.arrays)
+    model.history = history
+    session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint: restored its end "
+                           f"state at step {record.meta['step']}", fit_index=index, step=record.meta["step"])
+    return history
+
+
 def install(session: Session) -> None:
-    """Replace `keras.Model.fit` for the rest of this process."""
+    """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
     resume.install()
+    custom_loop.activate(session)
 
     def fit(self, *args, **kwargs):
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         call = dict(bound.arguments)
         call.pop("self")
         call.update(call.pop("kwargs", {}))
-        session.fit_index += 1
-        index = session.fit_index
-        ckpt = session.resume_checkpoint
-        if ckpt is not None and ckpt.meta["fit_index"] > index:
-            session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint")
+        user = list(call.get("callbacks") or [])
+        history = next((cb for cb in user if isinstance(cb, keras.callbacks.History)), None)
+        if history is None:  # ours, so that its state is saved too (Keras uses a History it is given)
             history = keras.callbacks.History()
-            history.set_model(self)
-            return history
-        meta = arrays = None
-        if ckpt is not None and ckpt.meta["fit_index"] == index:
-            meta, arrays = ckpt.meta, ckpt.arrays
+            user.insert(0, history)
+        watched = [history, *(cb for cb in user if cb is not history)]
+        start = session.calls.begin()
+        if start.role == "skip":
+            return _skip(session, self, start.checkpoint, watched)
+        meta = None if start.checkpoint is None else start.checkpoint.meta
+        initial_epoch = int(call.get("initial_epoch") or 0)
+        if meta is not None:
             session.resume_checkpoint = None
-            resume.arm(resume.Position(epoch=meta["epoch"], batch=meta["batch"]))
+            # The pipeline produced `epoch - initial_epoch` epochs in this call before the checkpoint.
+            resume.arm(resume.Position(epoch=meta["epoch"] - initial_epoch, batch=meta["batch"]))
         session.model = self
         _prepare(session, self, call.get("x"))
-        call["callbacks"] = [*(call.get("callbacks") or []), *_callbacks(session, index, meta, arrays)]
+        callback_logs.prepare(watched, start.checkpoint, session.reporter.event)
+        call["callbacks"] = [*user, *_callbacks(session, start.checkpoint, watched, initial_epoch)]
         try:
             return _original_fit(self, **call)
         finally:

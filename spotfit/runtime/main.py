@@ -68,6 +68,8 @@ def run(job_url: str, attempt: int) -> int:
             if config.export and session.is_chief:
                 result["export"] = _export(session, result)
         session.write_result(result)
+        if result["step"] is not None:  # every fit call is known now: the total is exact
+            rep.progress(total_steps=result["step"], total_steps_estimated=False)
         rep.progress(force=True, phase="done")
         rep.event("done", f"script finished at step {result['step']}", **result)
         session.stop.barrier("done")

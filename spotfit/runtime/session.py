@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from spotfit.errors import NotFoundError, StoreError
 from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
 from spotfit.runtime.config import RuntimeConfig
+from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import NoticeWatcher
 from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.strategy import LocalStop, cluster_from_env
@@ -46,9 +47,9 @@ class Session:
         self.sample_x: Any = None  # a few rows of the training inputs, to verify exports
         self.checkpoints = CheckpointStore(self.store, keep=config.keep, on_event=self.reporter.event)
         self.watcher = NoticeWatcher(config.metadata_url, config.metadata_poll_s)
-        self.fit_index = 0
         self.model = None
         self.resume_checkpoint: Checkpoint | None = None
+        self.calls = FitCalls(self.store, None)  # the script's fit calls; knows the resume point once loaded
         self.load_s = 0.0
         self.last_metrics: dict = {}
         self.epoch_ends: list = []  # (step, metrics, weights) of the last two epoch ends, with an export
@@ -62,6 +63,7 @@ class Session:
         for attempt in range(1, tries + 1):
             try:
                 self.resume_checkpoint = self.checkpoints.load_latest()
+                self.calls = FitCalls(self.store, self.resume_checkpoint)
                 break
             except StoreError as exc:
                 if attempt == tries:

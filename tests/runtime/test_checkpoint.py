@@ -97,3 +97,19 @@ def test_an_unreachable_store_is_not_taken_for_a_corrupt_checkpoint(store, monke
     monkeypatch.setattr(store, "read_bytes", unreachable)
     with pytest.raises(StoreError):
         ckpts.load_latest()  # not None: training from scratch would throw the checkpoint's work away
+
+
+def test_newest_is_by_fit_call_then_step(store):
+    # A second fit call's checkpoint wins over a first call's with a higher step number.
+    ckpts = CheckpointStore(store, keep=3)
+    ckpts.save(180, _arrays(1.0), {"fit_index": 1, "step": 180})
+    ckpts.save(104, _arrays(2.0), {"fit_index": 2, "step": 104})
+    assert ckpts.load_latest().meta["fit_index"] == 2
+
+
+def test_a_prefix_keeps_its_own_checkpoints(store):
+    main, record = CheckpointStore(store, keep=1), CheckpointStore(store, keep=1, prefix="fit_calls/0001")
+    record.save(48, _arrays(1.0), {"fit_index": 1})
+    for step in (50, 60):
+        main.save(step, _arrays(2.0), {"fit_index": 2})
+    assert main.steps() == [60] and record.load_latest().step == 48  # pruning one leaves the other
