@@ -1,9 +1,14 @@
-"""Benchmark the spot policies against the optimum on the shared AWS V100 trace (issue 5).
+"""Benchmark the spot policies against the optimum, in sample and out of sample (issue 12).
 
-Runs every policy on the standard benchmark (48 h of work, 52 h deadline, 0.2 h restart
-overhead, 9 zones × 6 starts, plus all zones together), sweeps the deadline slack, times the
-simulator and the planner, and writes the section `## Spot policies (issue 5)` of
-docs/benchmarks.md (other sections are left as they are).
+The default policy's constants were chosen on the bundled February 2023 trace (`aws-v100`,
+9 zones): that is the in-sample set. The August 2023 availability-count traces
+(`aws-v100-aug-16node`, `aws-v100-aug-4node`: 6 zone datasets, catalog prices) shaped nothing
+in the policy: that is the out-of-sample set, and its figures are the result.
+
+For each set and each deadline / work ratio: 48 h of work, 0.2 h restart overhead, 6 start
+ticks evenly spaced in every zone (scope `zone`) and over each trace's zones together (scope
+`multi`); ratios are per run to the optimum of the same scope, then averaged. Writes the
+section `## Spot policies (issue 5)` of docs/benchmarks.md (other sections are left alone).
 
     .venv/bin/python bench/bench_policies.py            # full run, rewrites the section
     .venv/bin/python bench/bench_policies.py --no-write  # print only
@@ -12,69 +17,66 @@ docs/benchmarks.md (other sections are left as they are).
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import re
 import time
 from pathlib import Path
 
 import numpy as np
 
-from spotfit.market.offers import plan
-from spotfit.market.policies.base import POLICIES
-from spotfit.market.simulator import Job, run_grid, summarize
+from spotfit.market.policies.base import make_policy
+from spotfit.market.simulator import Job, simulate, start_ticks
 from spotfit.market.trace import load_trace
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 HEADING = "## Spot policies (issue 5)"
-ONLINE = [p for p in POLICIES if p != "optimum"]
-ORDER = ["optimum", "spotfit", "uniform_progress", "greedy", "on_demand"]
-SLACKS = [1.05, 1.1, 1.25, 1.5, 2.0]
+IN_SAMPLE = ["aws-v100"]
+OUT_OF_SAMPLE = ["aws-v100-aug-16node", "aws-v100-aug-4node"]
+POLICIES = ["spotfit", "uniform_progress", "greedy", "on_demand"]
+RATIOS = [52 / 48, 1.05, 1.25, 1.5, 2.0]
 
 
-def standard(trace) -> tuple[list[str], dict]:
-    job = Job.from_hours(48, 52, 0.2)
-    timings = {}
-    t0 = time.perf_counter()
-    runs = run_grid(trace, job, ["optimum"], 6)
-    timings["optimum, 60 runs (54 single-zone + 6 multi-zone)"] = time.perf_counter() - t0
-    for name in ONLINE:
-        t0 = time.perf_counter()
-        single = run_grid(trace, job, [name], 6)
-        timings[f"{name}, 54 single-zone runs"] = time.perf_counter() - t0
-        runs += single
-    summary = sorted(summarize(runs), key=lambda s: (s["scope"] != "zone", ORDER.index(s["policy"])))
-    lines = ["| policy | scope | runs | mean $ | mean × optimum | worst × optimum | misses | launches |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for s in summary:
-        lines.append(f"| {s['policy']} | {s['scope']} | {s['runs']} | {s['mean_cost_usd']:.2f} | "
-                     f"{s['mean_ratio_to_optimum']:.3f} | {s['worst_ratio_to_optimum']:.3f} | "
-                     f"{s['misses']} | {s['mean_launches']:.1f} |")
-    return lines, timings
-
-
-def sweep(trace) -> list[str]:
-    header = "| deadline / work | " + " | ".join(f"{p} mean (worst) × opt, misses" for p in ORDER[1:]) + " |"
-    lines = [header, "|---|" + "---:|" * (len(ORDER) - 1)]
-    for slack in SLACKS:
-        job = Job.from_hours(48, 48 * slack, 0.2)
-        runs = run_grid(trace, job, ORDER, 3)
-        runs = [r for r in runs if r.zone != "*"]
-        rows = {s["policy"]: s for s in summarize(runs)}
-        cells = [f"{rows[p]['mean_ratio_to_optimum']:.3f} ({rows[p]['worst_ratio_to_optimum']:.2f}), "
-                 f"{rows[p]['misses']}" for p in ORDER[1:]]
-        lines.append(f"| {slack:g} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def timing(trace) -> dict:
-    job = Job.from_hours(48, 52, 0.2)
-    out = {}
-    t0 = time.perf_counter()
-    run_grid(trace, job, ["spotfit"], 6)
-    out["spotfit, 54 single-zone + 6 multi-zone runs"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    plan("V100", count=1, work_h=48, deadline_h=52)
-    out["plan V100 × 1, 48 h / 52 h (trace load + 40 simulations)"] = time.perf_counter() - t0
+def runs_of(traces: list[str], ratio: float) -> list[tuple[str, str, float, bool]]:
+    """(trace, policy, cost ÷ optimum, met deadline) for every run of one deadline ratio."""
+    job = Job.from_hours(48, 48 * ratio, 0.2)
+    out = []
+    for name in traces:
+        trace = load_trace(name)
+        scopes = [(z,) for z in trace.zones] + [trace.zones]
+        for zones in scopes:
+            for start in start_ticks(trace, job, 6):
+                best = simulate("optimum", trace, job, start, zones).cost_usd
+                for policy in POLICIES:
+                    if len(zones) > 1 and not make_policy(policy).multi_zone:
+                        continue
+                    run = simulate(policy, trace, job, start, zones)
+                    scope = "multi" if len(zones) > 1 else "zone"
+                    out.append((name, f"{policy}/{scope}", run.cost_usd / best, run.met_deadline))
     return out
+
+
+def table(traces: list[str]) -> list[str]:
+    cols = [f"{p}/zone" for p in POLICIES] + ["spotfit/multi"]
+    lines = ["| deadline / work | " + " | ".join(f"{c} mean (worst) × opt, misses" for c in cols) + " |",
+             "|---|" + "---:|" * len(cols)]
+    per_trace: dict[str, dict[str, list[float]]] = {}
+    for ratio in RATIOS:
+        runs = runs_of(traces, ratio)
+        cells = []
+        for col in cols:
+            rs = [r for r in runs if r[1] == col]
+            ratios = [r[2] for r in rs]
+            cells.append(f"{np.mean(ratios):.3f} ({max(ratios):.2f}), {sum(not r[3] for r in rs)}")
+        lines.append(f"| {ratio:.3g} | " + " | ".join(cells) + " |")
+        for name in traces:
+            for col in ("spotfit/zone", "uniform_progress/zone"):
+                vals = [r[2] for r in runs if r[0] == name and r[1] == col]
+                per_trace.setdefault(f"{name} @ {ratio:.3g}", {}).setdefault(col, []).extend(vals)
+    lines += ["", "Per trace and ratio, single-zone mean × optimum (spotfit vs uniform_progress):", ""]
+    lines += [f"- {key}: {np.mean(v['spotfit/zone']):.3f} vs {np.mean(v['uniform_progress/zone']):.3f}"
+              for key, v in per_trace.items()]
+    return lines
 
 
 def main() -> None:
@@ -82,31 +84,40 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print, do not update the docs")
     args = parser.parse_args()
     t0 = time.perf_counter()
-    trace = load_trace("aws-v100")
-    load_s = time.perf_counter() - t0
-    table, timings = standard(trace)
-    timings = {"load the trace (20,158 ticks × 9 zones)": load_s, **timings, **timing(trace)}
-    sweep_table = sweep(trace)
+    oos = table(OUT_OF_SAMPLE)
+    ins = table(IN_SAMPLE)
     section = "\n".join([
         HEADING,
         "",
-        "Shared AWS p3.2xlarge (1×V100) trace, 195 s ticks; 48 h of work, 52 h deadline, 0.2 h",
-        "restart overhead; 6 start ticks evenly spaced over the trace in each of the 9 zones",
-        "(scope `zone`, 54 runs) and over all 9 zones together (scope `multi`, 6 runs). Ratios are",
-        "per run to the optimum of the same scope (the exact backward DP), then averaged.",
+        "1×V100 (AWS p3.2xlarge); 48 h of work, 0.2 h restart overhead, deadline = ratio × work;",
+        "6 start ticks evenly spaced over each trace in every zone (`zone`) and over each trace's",
+        "zones together (`multi`). Ratios are per run to the optimum of the same scope (the exact",
+        "backward DP), then averaged; worst in brackets; misses = deadlines missed.",
         "Reproduce: `.venv/bin/python bench/bench_policies.py`.",
         "",
-        *table,
+        "### Out of sample (the result)",
         "",
-        "Deadline slack sweep (single-zone, 9 zones × 3 starts, 48 h of work):",
+        "August 2023 availability counts, 300 s ticks, `aws-v100-aug-16node` + `aws-v100-aug-4node`",
+        "(6 zone datasets, catalog prices: docs/market.md). Nothing in the policy was tuned on them.",
         "",
-        *sweep_table,
+        *oos,
         "",
-        "Timings on this machine (2 CPU cores):",
+        "### In sample",
         "",
-        "| what | seconds |",
-        "|---|---:|",
-        *[f"| {k} | {v:.2f} |" for k, v in timings.items()],
+        "February 2023 trace `aws-v100` (9 zones, 195 s ticks, real spot prices): the default",
+        "policy's constants were chosen on it, so these figures guard against regressions and",
+        "say nothing about other markets.",
+        "",
+        *ins,
+        "",
+        "Anchors: on the in-sample benchmark (52 / 48) `uniform_progress` averages 1.211 × the",
+        "optimum, the figure of the published Can't Be Late simulator. The ADRS policy evolved",
+        "with OpenEvolve is reported 7% below Uniform Progress in one region (on the paper's traces,",
+        "20-minute cold starts); ROSS (randomized, optimal competitive ratio) is not implemented",
+        "here, so neither is compared run for run.",
+        "",
+        f"Machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPU cores; whole benchmark {time.perf_counter() - t0:.0f} s.",
         "",
     ])
     print(section)

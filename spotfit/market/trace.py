@@ -1,4 +1,4 @@
-"""Spot market traces: load the shared CSV format and summarise each zone.
+"""Spot market traces: load the shared CSV format (or import a public one) and summarise each zone.
 
 A trace is one row per zone per tick::
 
@@ -8,6 +8,10 @@ A trace is one row per zone per tick::
 `available` is 1 when spot capacity could be had (any count >= 1 also means available).
 Files may be gzipped. The tick length (`gap_s`) is inferred from the timestamps (the median
 step, rounded to whole seconds) unless given. Every zone must cover the same ticks.
+
+The format is told by the header: a file with the columns of `trace_counts.COLUMNS` (the
+availability counts of the Can't Be Late / SkyNomad artifact, no prices) is imported by
+`trace_counts`, one dataset at a time (`FILE#DATASET`). Any other header is an error.
 
 Example:
 
@@ -22,20 +26,26 @@ from __future__ import annotations
 
 import gzip
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from spotfit.errors import TraceError
+from spotfit.market import trace_counts
 
 COLUMNS = ("tick", "timestamp", "zone", "available", "spot_price_usd_per_h", "on_demand_usd_per_h")
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
-# Bundled traces by short name; the file name is accepted too.
-BUNDLED = {"aws-v100": "aws_p3.2xlarge_v100_avail_2023-02-15_9zones.csv.gz"}
+# Bundled traces by short name; the file name is accepted too. A `#` names a dataset of a file.
+_COUNTS = "aws_p3.2xlarge_v100_multinode_counts_2023-08.csv.gz"
+BUNDLED = {
+    "aws-v100": "aws_p3.2xlarge_v100_avail_2023-02-15_9zones.csv.gz",
+    "aws-v100-aug-16node": f"{_COUNTS}#availability_16node_2023-08-27",
+    "aws-v100-aug-4node": f"{_COUNTS}#preemption_4node_2023-08-03",
+}
 
 
 @dataclass(frozen=True)
@@ -98,15 +108,21 @@ class ZoneStats:
 
 
 def resolve_trace(name_or_path: str | Path) -> Path:
-    """Path of a trace given a file path or a bundled name (`aws-v100` or its file name)."""
+    """Path of a trace given a file path or a bundled name (`aws-v100` or its file name).
+
+    `FILE#DATASET` names one dataset of a file that holds several; the path keeps the suffix.
+    """
     text = str(name_or_path)
     if text in BUNDLED:
         return DATA_DIR / BUNDLED[text]
-    if text in BUNDLED.values():
+    if text in BUNDLED.values() or text.partition("#")[0] in BUNDLED.values():
         return DATA_DIR / text
     path = Path(text).expanduser()
     if path.is_file():
         return path
+    file, sep, dataset = text.partition("#")
+    if sep and Path(file).expanduser().is_file():
+        return Path(f"{Path(file).expanduser()}#{dataset}")
     raise TraceError(
         f"Trace not found: {text!r}: expected a CSV(.gz) file or a bundled trace name "
         f"({', '.join(sorted(BUNDLED))}).",
@@ -117,18 +133,22 @@ def resolve_trace(name_or_path: str | Path) -> Path:
 def load_trace(path: str | Path, gap_s: float | None = None) -> Trace:
     """Read a trace CSV (gzipped or not) into a `Trace`, validating every row."""
     path = resolve_trace(path)
-    rows = _parse_rows(path, _columns(path, _read_text(path)))
+    dataset = ""
+    if not path.is_file():
+        path, dataset = Path(str(path).partition("#")[0]), str(path).partition("#")[2]
+    text = _read_text(path)
+    if _header(text) >= set(trace_counts.COLUMNS):
+        trace = trace_counts.parse_counts(path, text.splitlines(), dataset)
+        return trace if gap_s is None else replace(trace, gap_s=_positive_gap(gap_s))
+    rows = _parse_rows(path, _columns(path, text))
     zones, zone_rows = _zone_rows(path, rows)
     stamps = [rows.timestamp[r] for r in zone_rows[0]]
     start = _timestamp(path, stamps[0], int(zone_rows[0][0]))
     if gap_s is None:
         gap_s = _infer_gap(path, stamps, zone_rows[0])
-    elif gap_s <= 0:
-        raise TraceError(f"Invalid gap_s: received {gap_s}, expected a positive number of seconds.",
-                         hint="Pass --gap-s 195 (or omit it to infer the gap from the timestamps).")
     return Trace(
         zones=tuple(zones),
-        gap_s=int(gap_s),
+        gap_s=_positive_gap(gap_s),
         start=start,
         available=np.vstack([rows.available[r] >= 1 for r in zone_rows]),
         spot_usd_per_h=np.vstack([rows.spot_usd_per_h[r] for r in zone_rows]),
@@ -197,6 +217,18 @@ def _read_text(path: Path) -> str:
                    "re-export the trace") from None
 
 
+def _positive_gap(gap_s: float) -> int:
+    if gap_s <= 0:
+        raise TraceError(f"Invalid gap_s: received {gap_s}, expected a positive number of seconds.",
+                         hint="Pass --gap-s 195 (or omit it to infer the gap from the timestamps).")
+    return int(gap_s)
+
+
+def _header(text: str) -> set[str]:
+    first = text.split("\n", 1)[0]
+    return {h.strip() for h in first.split(",")}
+
+
 def _columns(path: Path, text: str) -> dict[str, list[str]]:
     """The raw text of each of `COLUMNS`, found by header name; every row must have the header's width."""
     lines = text.splitlines()
@@ -205,8 +237,10 @@ def _columns(path: Path, text: str) -> dict[str, list[str]]:
     header = [h.strip() for h in lines[0].split(",")]
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise _bad(path, f"missing column(s) {', '.join(missing)} in header {lines[0]!r}",
-                   "columns " + ",".join(COLUMNS), "rename or add the columns")
+        raise TraceError(
+            f"Unknown trace format in {path.name}: header {lines[0][:200]!r} lacks {', '.join(missing)}; "
+            f"expected the columns {','.join(COLUMNS)} or {','.join(trace_counts.COLUMNS)}.",
+            hint="Convert the file to one of these formats (docs/market.md, 'Trace formats').")
     body = [line for line in lines[1:] if line.strip()]
     if not body:
         raise _bad(path, "no data rows", "one row per zone per tick", "add rows under the header")

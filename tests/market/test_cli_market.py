@@ -53,6 +53,15 @@ def test_simulate_rejects_a_malformed_trace_with_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_simulate_rejects_a_trace_in_an_unknown_format_with_one_line(tmp_path):
+    bad = tmp_path / "prices.csv"
+    bad.write_text("time,region,price\n2023-01-01,us-east-1,0.9\n")
+    proc = subprocess.run([sys.executable, "-m", "spotfit", "simulate", "--trace", str(bad)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("Unknown trace format in prices.csv") == 1
+
+
 def test_catalog_json_filters():
     result = runner.invoke(app, ["catalog", "--accelerator", "V100", "--count", "1", "--cloud", "aws",
                                  "--spot", "--json"])

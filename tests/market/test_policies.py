@@ -122,3 +122,34 @@ def test_spotfit_uses_only_the_past():
         simulate(policy, t, job, 3000)
         seen.append(decisions[:100])
     assert seen[0] == seen[1]
+
+
+# Fixed windows of the out-of-sample August 2023 traces (the default policy was not tuned on
+# them): every zone, 3 starts, a 24 h job at a tight and a loose deadline, 0.2 h overhead.
+WINDOW_TRACES = ("aws-v100-aug-16node", "aws-v100-aug-4node")
+
+
+@pytest.fixture(scope="module")
+def window_costs() -> dict:
+    costs: dict = {}
+    for name in WINDOW_TRACES:
+        trace = load_trace(name)
+        for ratio in (1.1, 1.5):
+            job = Job.from_hours(24, 24 * ratio, 0.2)
+            for zone in trace.zones:
+                for s in start_ticks(trace, job, 3):
+                    for p in ("spotfit", "uniform_progress", "greedy"):
+                        run = simulate(p, trace, job, s, (zone,))
+                        costs[(name, ratio, zone, s, p)] = (run.cost_usd, run.met_deadline)
+    return costs
+
+
+@pytest.mark.parametrize("baseline", ["uniform_progress", "greedy"])
+def test_default_is_cheaper_than_the_baselines_on_fixed_windows_and_misses_nothing(window_costs, baseline):
+    mine = {k[:-1]: v for k, v in window_costs.items() if k[-1] == "spotfit"}
+    theirs = {k[:-1]: v for k, v in window_costs.items() if k[-1] == baseline}
+    assert len(mine) == 36 and all(ok for _, ok in mine.values())
+    for ratio in (1.1, 1.5):
+        total = sum(c for k, (c, _) in mine.items() if k[1] == ratio)
+        other = sum(c for k, (c, _) in theirs.items() if k[1] == ratio)
+        assert total < other, (ratio, total, other)

@@ -52,7 +52,7 @@ def test_stats_of_a_hand_made_zone():
 
 @pytest.mark.parametrize("body, words", [
     ("", "empty"),
-    ("tick,timestamp,zone,available\n0,2023-01-01 00:00:00,a,1\n", "missing column"),
+    ("tick,timestamp,zone,available\n0,2023-01-01 00:00:00,a,1\n", "Unknown trace format"),
     (HEADER, "no data rows"),
     (HEADER + "0,2023-01-01 00:00:00,a,1,1\n", "fields"),
     (HEADER + "0,2023-01-01 00:00:00,a,yes,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "available='yes'"),
@@ -69,7 +69,8 @@ def test_malformed_traces_raise_one_clear_line(tmp_path, body, words):
     with pytest.raises(TraceError) as err:
         load_trace(path)
     message = err.value.message
-    assert words in message and "expected" in message and "\n" not in message
+    assert words in message, message
+    assert "expected" in message and "\n" not in message
     assert err.value.hint and err.value.exit_code == 2
 
 
@@ -78,3 +79,52 @@ def test_unknown_trace_and_zone_are_usage_errors(tmp_path):
         resolve_trace(tmp_path / "nope.csv")
     with pytest.raises(TraceError, match="us-east-1a"):
         load_trace("aws-v100").select(["mars-1a"])
+
+
+COUNTS = "dataset,tick,gap_seconds,zone,requested_nodes,available_nodes\n"
+
+
+def counts_file(tmp_path, body, name="aws_p3.2xlarge_counts.csv"):
+    path = tmp_path / name
+    path.write_text(COUNTS + body)
+    return path
+
+
+def test_bundled_counts_trace_imports_each_dataset_with_catalog_prices():
+    big, small = load_trace("aws-v100-aug-16node"), load_trace("aws-v100-aug-4node")
+    assert big.zones == ("us-east-2b", "us-west-2a", "us-west-2c") and big.gap_s == 300
+    assert big.n_ticks == 3247  # us-east-2b, the shortest zone of that dataset
+    assert small.zones == ("us-east-1f", "us-east-2a", "us-west-2c") and small.n_ticks == 3664
+    assert str(big.start) == "2023-08-27 00:00:00"
+    stats = {s.zone: s for s in zone_stats(small)}
+    assert round(stats["us-west-2c"].availability, 2) == 0.86
+    # Catalog prices of p3.2xlarge: the median spot price of the region's zones, on-demand $3.06/h.
+    assert stats["us-east-1f"].spot_min_usd_per_h == 0.3941 and stats["us-east-1f"].on_demand_usd_per_h == 3.06
+    assert stats["us-west-2c"].spot_max_usd_per_h == 0.5415
+
+
+def test_counts_need_enough_nodes_and_zones_are_cut_to_the_shortest(tmp_path):
+    body = ("d_2023-01-02,0,60,us-east-1a,4,0\nd_2023-01-02,1,60,us-east-1a,4,1\n"
+            "d_2023-01-02,2,60,us-east-1a,4,4\nd_2023-01-02,0,60,us-east-2a,4,2\n"
+            "d_2023-01-02,1,60,us-east-2a,4,0\n")
+    trace = load_trace(counts_file(tmp_path, body))
+    assert trace.available.tolist() == [[False, True], [True, False]] and trace.gap_s == 60
+    assert str(trace.start) == "2023-01-02 00:00:00"
+
+
+def test_a_file_with_several_datasets_needs_one_named(tmp_path):
+    path = counts_file(tmp_path, "a,0,60,us-east-1a,1,1\na,1,60,us-east-1a,1,0\n"
+                                 "b,0,60,us-east-1a,1,0\nb,1,60,us-east-1a,1,0\n")
+    with pytest.raises(TraceError, match="has 2 datasets: expected one of a, b") as err:
+        load_trace(path)
+    assert "#a" in err.value.hint
+    assert load_trace(f"{path}#b").available.tolist() == [[False, False]]
+    with pytest.raises(TraceError, match="no dataset 'c'"):
+        load_trace(f"{path}#c")
+
+
+def test_counts_without_a_priced_instance_type_are_refused(tmp_path):
+    with pytest.raises(TraceError, match="names no instance type"):
+        load_trace(counts_file(tmp_path, "a,0,60,us-east-1a,1,1\n", name="counts.csv"))
+    with pytest.raises(TraceError, match="No catalog price for p3.2xlarge in region 'mars-1'"):
+        load_trace(counts_file(tmp_path, "a,0,60,mars-1a,1,1\n"))

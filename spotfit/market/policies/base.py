@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, Protocol, runtime_checkable
@@ -141,6 +142,14 @@ def safe_off_on_demand(ctx: Context, gain_s: float) -> bool:
     if left_s <= 0:
         return True
     return ctx.now_s + ctx.gap_s + ctx.overhead_s + left_s <= ctx.deadline_s + 1e-6
+
+
+def near_deadline(ctx: Context, extra_s: float) -> bool:
+    """True when the work left plus `extra_s` no longer fits the time left, counted in whole
+    ticks as the published Can't Be Late simulator counts them (work rounded up, time down)."""
+    need_ticks = math.ceil((ctx.work_left_s + extra_s) / ctx.gap_s - 1e-9)
+    left_ticks = math.floor(ctx.time_left_s / ctx.gap_s + 1e-9)
+    return need_ticks >= left_ticks
 
 
 def gain_if_continued(ctx: Context) -> float:

@@ -1,8 +1,15 @@
-"""`greedy`: spot whenever it is available, otherwise wait, until slack forces on-demand for good.
+"""`greedy`: spot whenever it is available, otherwise wait, until the deadline forces on-demand.
 
-This is what "relaunch on preemption" tools do, plus the one safety rule that keeps the
-deadline: once waiting one more tick could leave too little time to finish on on-demand, the
-job goes on-demand and stays there.
+This is what "relaunch on preemption" tools do, plus the safety rules of the published Can't
+Be Late simulator's greedy baseline, applied in this order:
+
+1. Run spot when it is available, else wait.
+2. When idle or on on-demand and the time left is at most the work left + 2d (d the restart
+   overhead), run on-demand.
+3. When the time left is at most the work left + d, run on-demand, except that a spot
+   instance that has paid its start-up rides on until it is preempted.
+
+Times are counted in whole ticks as in `uniform_progress` (`near_deadline`).
 
 Example:
 
@@ -19,9 +26,7 @@ from spotfit.market.policies.base import (
     Context,
     Decision,
     Kind,
-    gain_if_continued,
-    gain_if_launched,
-    safe_off_on_demand,
+    near_deadline,
     spot,
 )
 
@@ -29,22 +34,17 @@ from spotfit.market.policies.base import (
 class Greedy(BasePolicy):
     name = "greedy"
 
-    def __init__(self) -> None:
-        self._committed = False
-
-    def reset(self) -> None:
-        self._committed = False
-
     def decide(self, ctx: Context) -> Decision:
-        if self._committed:
-            return ON_DEMAND
         zone = ctx.zones[0]
-        if ctx.market.is_available(zone):
-            running = ctx.mode.kind is Kind.SPOT and ctx.mode.zone == zone
-            gain = gain_if_continued(ctx) if running else gain_if_launched(ctx)
-            if safe_off_on_demand(ctx, gain):
-                return ctx.mode if running else spot(zone)
-        elif safe_off_on_demand(ctx, 0.0):
-            return NONE
-        self._committed = True
-        return ON_DEMAND
+        has_spot = ctx.market.is_available(zone)
+        mode = ctx.mode.kind
+        d = ctx.overhead_s
+        choice = spot(zone) if has_spot else NONE
+        if mode is not Kind.SPOT and near_deadline(ctx, 2 * d):
+            choice = ON_DEMAND
+        if near_deadline(ctx, d):
+            riding = mode is Kind.SPOT and ctx.overhead_left_s < 1e-3
+            choice = ctx.mode if riding else ON_DEMAND
+            if d == 0 and has_spot:
+                choice = spot(zone)
+        return choice

@@ -1,15 +1,20 @@
-"""`uniform_progress`: the Uniform Progress policy of "Can't Be Late" (NSDI'24).
+"""`uniform_progress`: the Uniform Progress policy of "Can't Be Late" (NSDI'24), as its
+published simulator runs it.
 
-Its rules, with cp(t) the progress made and ep(t) = work × t / deadline the uniform line:
+With cp(t) the progress made and ep(t) = work × t / deadline the uniform line, d the restart
+overhead, and the rules applied in this order (a later rule overrides an earlier one):
 
-1. Uniform progress: when spot is unavailable and cp(t) < ep(t), run on-demand to catch up;
-   when ahead, wait.
-2. Taking risks: switch to spot whenever it is available, and stay until preempted.
-3. Hysteresis: once on on-demand, stay on it until cp(t) >= ep(t + 2d) (d = restart overhead).
-4. Safety net: when the time left is under the work left + 2d, run on-demand to the end.
+1. Taking risks: run spot whenever it is available (stay on it until preempted), else wait.
+2. Uniform progress: when behind (cp(t) < ep(t)) and spot is down, run on-demand.
+3. Hysteresis: on on-demand, stay on it while spot is down or cp(t) < ep(t + 2d).
+4. Safety net: when idle or on on-demand and the time left is at most the work left + 2d,
+   run on-demand.
+5. Last moment: when the time left is at most the work left + d, run on-demand, except that
+   a spot instance that has paid its start-up rides on until it is preempted.
 
-spotfit adds its own safety rule (`safe_off_on_demand`) to rule 4 so that the tick-level
-accounting can never make it miss a deadline that on-demand from the start would meet.
+Times in rules 4 and 5 are counted in whole ticks as the published simulator counts them: the
+time left rounded down, the work left plus overheads rounded up. Nothing is added to these
+rules, so that the figures of this baseline compare with the paper's.
 
 Example:
 
@@ -26,9 +31,7 @@ from spotfit.market.policies.base import (
     Context,
     Decision,
     Kind,
-    gain_if_continued,
-    gain_if_launched,
-    safe_off_on_demand,
+    near_deadline,
     spot,
 )
 
@@ -36,29 +39,22 @@ from spotfit.market.policies.base import (
 class UniformProgress(BasePolicy):
     name = "uniform_progress"
 
-    def __init__(self) -> None:
-        self._committed = False
-
-    def reset(self) -> None:
-        self._committed = False
-
     def decide(self, ctx: Context) -> Decision:
-        d = ctx.overhead_s
-        if self._committed or ctx.time_left_s < ctx.work_left_s + 2 * d:
-            self._committed = True
-            return ON_DEMAND
         zone = ctx.zones[0]
-        available = ctx.market.is_available(zone)
-        running_spot = ctx.mode.kind is Kind.SPOT and ctx.mode.zone == zone
-        gain = gain_if_continued(ctx) if running_spot else gain_if_launched(ctx) if available else 0.0
-        if not safe_off_on_demand(ctx, gain):
-            self._committed = True
-            return ON_DEMAND
+        has_spot = ctx.market.is_available(zone)
+        mode = ctx.mode.kind
         rate = ctx.work_s / ctx.deadline_s
-        if ctx.mode.kind is Kind.ON_DEMAND and ctx.work_done_s < rate * (ctx.now_s + 2 * d):
-            return ON_DEMAND
-        if available:
-            return ctx.mode if running_spot else spot(zone)
-        if ctx.work_done_s < rate * ctx.now_s:
-            return ON_DEMAND
-        return NONE
+        d = ctx.overhead_s
+        choice = spot(zone) if has_spot else NONE
+        if not has_spot and ctx.work_done_s < rate * ctx.now_s:
+            choice = ON_DEMAND
+        if mode is Kind.ON_DEMAND and (not has_spot or ctx.work_done_s < rate * (ctx.now_s + 2 * d)):
+            choice = ON_DEMAND
+        if mode is not Kind.SPOT and near_deadline(ctx, 2 * d):
+            choice = ON_DEMAND
+        if near_deadline(ctx, d):
+            riding = mode is Kind.SPOT and ctx.overhead_left_s < 1e-3
+            choice = ctx.mode if riding else ON_DEMAND
+            if d == 0 and has_spot:
+                choice = spot(zone)
+        return choice

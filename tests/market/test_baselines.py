@@ -1,0 +1,81 @@
+"""The published baselines (Can't Be Late's greedy and Uniform Progress) against schedules
+computed by hand on small traces: 60 s ticks, 60 s restart overhead (d = one tick), spot
+$1/h, on-demand $3/h. Each schedule lists one decision per tick: "S" spot, "O" on-demand,
+"-" idle; the comments give the rule that decided each tick."""
+
+from __future__ import annotations
+
+import pytest
+
+from spotfit.market.policies.base import Kind, make_policy
+from spotfit.market.simulator import Job, simulate
+from tests.support.traces import make_trace
+
+LETTER = {Kind.SPOT: "S", Kind.ON_DEMAND: "O", Kind.NONE: "-"}
+
+
+def schedule(name: str, available: list[int], work_ticks: int, deadline_ticks: int):
+    """The run and its decisions as letters, one per tick until the job finished."""
+    trace = make_trace([available + [available[-1]] * 40], gap_s=60, spot=1.0, on_demand=3.0)
+    policy = make_policy(name)
+    letters: list[str] = []
+    decide = policy.decide
+    policy.decide = lambda ctx: letters.append(LETTER[(d := decide(ctx)).kind]) or d  # type: ignore[method-assign]
+    run = simulate(policy, trace, Job(work_ticks * 60.0, deadline_ticks * 60.0, 60.0))
+    return run, "".join(letters)
+
+
+def usd(spot_ticks: int, od_ticks: int) -> float:
+    return (spot_ticks * 1.0 + od_ticks * 3.0) / 60
+
+
+def test_uniform_progress_catches_up_on_demand_and_holds_it_until_ahead_by_2d():
+    # Work 10 ticks, deadline 20: the uniform line ep(t) is half a tick of work per tick.
+    # t0 spot launch, t1 +1, t2 preempted and cp = ep = 1 (not behind): wait; t3 behind:
+    # on-demand launch; t4 spot still down: hold; t5-t7 spot up but cp < ep(t + 2d): hold;
+    # t8 cp = 5 = ep(8 + 2): back to spot, which finishes the job at t13.
+    run, letters = schedule("uniform_progress", [1, 1, 0, 0, 0, 1], 10, 20)
+    assert letters == "SS-OOOOOSSSSSS"
+    assert (run.launches, run.preemptions, run.met_deadline) == (3, 1, True)
+    assert run.cost_usd == pytest.approx(usd(8, 5))
+    assert run.finish_h == pytest.approx(14 * 60 / 3600)
+
+
+def test_uniform_progress_stays_on_demand_while_spot_is_down_even_when_ahead():
+    # Work 4 ticks, deadline 40 (ep(t) = t / 10): t0 behind? no (0 = 0) and spot down: wait;
+    # t1 behind: on-demand; then spot never returns and on-demand is held (hysteresis) to the end.
+    run, letters = schedule("uniform_progress", [0], 4, 40)
+    assert letters == "-OOOOO"
+    assert run.cost_usd == pytest.approx(usd(0, 5)) and run.launches == 1
+
+
+def test_greedy_waits_out_an_outage_and_relaunches_spot():
+    run, letters = schedule("greedy", [1, 1, 0, 0, 0, 1], 10, 20)
+    assert letters == "SS---SSSSSSSSSS"
+    assert (run.launches, run.preemptions) == (2, 1)
+    assert run.cost_usd == pytest.approx(usd(12, 0))
+
+
+@pytest.mark.parametrize("name", ["greedy", "uniform_progress"])
+def test_idle_job_goes_on_demand_when_the_time_left_is_work_plus_2d(name):
+    # Work 5 ticks, deadline 8. t0 spot launch (7 ticks needed with 2d < 8 left); t1 +1;
+    # t2 preempted: 4 + 2 = 6 ticks needed, 6 left: on-demand, held to the end (t6).
+    run, letters = schedule(name, [1, 1, 0, 1], 5, 8)
+    assert letters == "SSOOOOO"
+    assert run.cost_usd == pytest.approx(usd(2, 5)) and run.met_deadline
+
+
+@pytest.mark.parametrize("name", ["greedy", "uniform_progress"])
+def test_a_running_spot_instance_rides_past_the_2d_line(name):
+    # Work 5 ticks, deadline 8: at t1 the spot instance is inside the 2d line (5 + 2 >= 7 left)
+    # but keeps running, and finishes at t5 on spot alone.
+    run, letters = schedule(name, [1], 5, 8)
+    assert letters == "SSSSSS"
+    assert run.cost_usd == pytest.approx(usd(6, 0)) and run.launches == 1
+
+
+def test_greedy_on_a_dead_zone_waits_until_the_2d_line():
+    # Work 5, deadline 10, spot never up: 5 + 2 >= 10 - t first at t3; on-demand t3-t8.
+    run, letters = schedule("greedy", [0], 5, 10)
+    assert letters == "---OOOOOO"
+    assert run.cost_usd == pytest.approx(usd(0, 6)) and run.finish_h == pytest.approx(9 * 60 / 3600)
