@@ -310,6 +310,7 @@ def cost(ref: str | None = None) -> dict:
     from spotfit.controller.hindsight import hindsight
     from spotfit.controller.ledger import ledger
     from spotfit.market.policies.base import ALIASES
+    from spotfit.spec import JobSpec
 
     state_db = db()
     job = _find(state_db, ref)
