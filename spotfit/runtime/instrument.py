@@ -5,7 +5,8 @@ arms the resuming epoch iterator (resume.py). The main one, `SpotfitCallback`, r
 checkpoint when training begins (model, optimizer and random-layer state, NumPy and Python RNG
 state), writes progress, saves periodically and on a preemption notice, and then raises
 `Preempted` so that the process exits with `EXIT_PREEMPTED`. The speed-ups have callbacks of
-their own, installed before it only where they have work: `XlaTuner` (xla.py) while it measures,
+their own, installed before it only where they have work: `PrecisionTuner` (precision.py) and
+`XlaTuner` (xla.py) while they measure,
 `TensorBoardLogger` (tensorboard.py) on the chief when logging is on.
 
 A script may call `fit` several times (for example, frozen then fine-tuned): checkpoints
@@ -116,6 +117,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._failed_step = 0
         self._first_step_seen = False
         self._skipped_nonfinite = False
+        self._holds: list[int] = []  # injected preemptions still ahead, ascending
 
     # -- Keras hooks ----------------------------------------------------------------------
 
@@ -143,6 +145,7 @@ class SpotfitCallback(keras.callbacks.Callback):
             self.step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
+        self._holds = sorted(at for at in s.config.hold_at_steps if at > self.step)
         s.reporter.progress(force=True, phase="training", step=self.step, total_steps=total)
         s.watcher.in_training = True
 
@@ -150,28 +153,29 @@ class SpotfitCallback(keras.callbacks.Callback):
         self.epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
+        # The hot path: memory only. Progress is written by the reporter's heartbeat thread and
+        # `control/stop` is read by the session's polling thread; here only flags are checked.
         s = self.session
         self.step += self.model.steps_per_execution
         self.batch_in_epoch = batch + 1
-        loss = (logs or {}).get("loss")
-        first_nan = s.reporter.record_loss(self.step, loss)
+        first_nan = s.reporter.step_done(self.step, logs.get("loss") if logs else None, self.epoch)
         if not self._first_step_seen:
             self._first_step_seen = True
             s.reporter.timing("first_step_s", time.time() - s.t_started)
-            s.reporter.progress(force=True, step=self.step, loss=_num(loss), epoch=self.epoch)
-        else:
-            s.reporter.progress(step=self.step, loss=_num(loss), epoch=self.epoch)
+            s.reporter.progress(force=True)
         if first_nan:
             self._nan_loss()
-        previous = self.step - self.model.steps_per_execution
-        if any(previous < at <= self.step for at in s.config.hold_at_steps) and self.step > self._last_save_step:
-            self._hold()
+        if self._holds and self._holds[0] <= self.step:
+            while self._holds and self._holds[0] <= self.step:
+                self._holds.pop(0)
+            if self.step > self._last_save_step:
+                self._hold()
         # A notice or a stop request: every worker stops after the same step (strategy.py);
         # with one worker, after this one.
         if s.stop.target is None:
             if s.watcher.notice.is_set():
                 s.stop.propose(self.step, s.watcher.source or "notice", EXIT_PREEMPTED)
-            elif s.stop_requested():
+            elif s.stop_asked.is_set():
                 s.stop.propose(self.step, "stop", EXIT_STOPPED)
         if s.stop.target is not None and self.step >= s.stop.target:
             stopped = s.stop.code == EXIT_STOPPED
@@ -297,6 +301,8 @@ def _prepare(session: Session, model: keras.Model, x) -> None:
     changed = precision.keep_outputs_float32(model)
     if changed:
         session.reporter.event("precision_outputs", f"output layers {changed} run in float32", layers=changed)
+    if session.precision is not None:
+        session.precision.before_fit(model)
     if session.xla is not None:
         session.xla.before_fit(model)
     session.fit_inputs.append(export.describe_inputs(x))
@@ -310,6 +316,8 @@ def _callbacks(session: Session, index: int, meta: dict | None, arrays) -> list[
     The main callback comes last: it may end training at a step, after the others saw it.
     """
     callbacks: list[keras.callbacks.Callback] = []
+    if session.precision is not None and session.precision.measuring:
+        callbacks.append(session.precision)
     if session.xla is not None and session.xla.measuring:
         callbacks.append(session.xla)
     after_save: tuple[Callable[[], None], ...] = ()
