@@ -161,7 +161,11 @@ class TensorBoardLogger(keras.callbacks.Callback):
             self.step = self.resume_step
         else:
             self.step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-        self._next_step = self.step + 1 if self.log.update_freq != "epoch" else math.inf
+        freq = self.log.update_freq
+        if isinstance(freq, int):
+            self._next_step = (self.step // freq + 1) * freq  # global steps N, 2N, ... across attempts
+        else:
+            self._next_step = self.step + 1 if freq == "auto" else math.inf
         self._last = None
 
     def on_train_batch_end(self, batch, logs=None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.session import MIN_INTERVAL_SAVES, Session
 from spotfit.stores import open_store
+from tests.support.wait import wait_for
 
 
 @pytest.fixture(params=["file", "memory"])
@@ -97,3 +99,17 @@ def test_an_unreachable_store_is_not_taken_for_a_corrupt_checkpoint(store, monke
     monkeypatch.setattr(store, "read_bytes", unreachable)
     with pytest.raises(StoreError):
         ckpts.load_latest()  # not None: training from scratch would throw the checkpoint's work away
+
+
+def test_a_stop_request_is_read_by_a_thread_not_by_the_training_step():
+    cfg = RuntimeConfig(job_id="j", job_url="memory://session-stop-poll/jobs/j1", script="s.py", workdir=".",
+                        heartbeat_s=0.05, attempt=2)
+    session = Session(cfg)
+    session.store.write_bytes("control/stop", json.dumps({"attempt": 1, "reason": "old"}).encode())
+    done = session.start_stop_polling()
+    try:
+        session.store.write_bytes("control/stop", json.dumps({"attempt": 2, "reason": "budget"}).encode())
+        wait_for(session.stop_asked.is_set, 30, "the polling thread to see the stop request for attempt 2")
+    finally:
+        done.set()
+    assert session.stop_request == {"attempt": 2, "reason": "budget"}
