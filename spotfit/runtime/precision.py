@@ -251,9 +251,14 @@ class PrecisionTuner(keras.callbacks.Callback):
         self.reporter.event("precision", _message(self.choice, self.candidate, off, cand, skipped), **doc)
 
     def _set(self, model, policy: str | None) -> None:
-        """Every layer to `policy`, or back to the policy it was built with (None)."""
+        """Every layer to `policy`, or back to the policy it was built with (None).
+
+        Validation and prediction functions traced under the other policy are dropped: Keras
+        traces them again, under this one, when next needed.
+        """
         for layer in _layers(model):
             layer.dtype_policy = policy or self._policies.get(id(layer), layer.dtype_policy)
+        model.test_function = model.predict_function = None
 
 
 def _message(choice: str, candidate: str, off: float | None, cand: float | None, skipped: str) -> str:
