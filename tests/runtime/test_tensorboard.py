@@ -90,14 +90,15 @@ def test_spotfit_tensorboard_serves_the_scalars(tmp_path):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
 
 
-def _batch_loss_steps(folder) -> list[int]:
+def _tags_by_step(folder, run: str = "train") -> dict[str, list[int]]:
     import tensorflow as tf
 
-    steps = []
-    for path in sorted(folder.glob("train/events.out.tfevents.*")):
+    tags: dict[str, list[int]] = {}
+    for path in sorted(folder.glob(f"{run}/events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(str(path)):
-            steps += [event.step for value in event.summary.value if value.tag == "batch_loss"]
-    return sorted(steps)
+            for value in event.summary.value:
+                tags.setdefault(value.tag, []).append(event.step)
+    return {tag: sorted(steps) for tag, steps in tags.items()}
 
 
 @pytest.mark.slow
@@ -108,13 +109,18 @@ def test_batch_scalars_follow_the_update_frequency(tmp_path, update_freq):
 
     from spotfit.runtime.tensorboard import TensorBoardLog, TensorBoardLogger
 
-    log = TensorBoardLog(open_store(f"file://{tmp_path}"), update_freq=update_freq)
+    log = TensorBoardLog(open_store(f"file://{tmp_path}"), histogram_freq=1 if update_freq == 1 else 0,
+                         update_freq=update_freq)
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((96, 4)).astype("float32"), rng.integers(0, 2, 96)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
     model.compile("sgd", "sparse_categorical_crossentropy")
     model.fit(x, y, batch_size=8, epochs=2, callbacks=[TensorBoardLogger(log)], verbose=0)  # 24 steps
-    steps = _batch_loss_steps(tmp_path / "tensorboard")  # on_train_end waited for the writer thread
+    tags = _tags_by_step(tmp_path / "tensorboard")  # on_train_end waited for the writer thread
+    steps = tags.get("batch_loss", [])
+    assert tags["epoch_loss"] == [1, 2]
+    if update_freq == 1:  # histograms (asked for) go through tf.summary into the same run
+        assert any(tag.endswith("kernel") and found == [1, 2] for tag, found in tags.items()), tags
     if update_freq == "epoch":
         assert steps == []
     elif update_freq == "auto":
