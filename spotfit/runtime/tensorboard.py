@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -66,7 +67,7 @@ class TensorBoardLog:
         self.folder = folder or Path(tempfile.mkdtemp(prefix="spotfit-tb-"))
         self.writers = {run: EventFileWriter(str(self.folder / run), filename_suffix=".spotfit")
                         for run in ("train", "validation")}
-        self._histograms = None  # a tf.summary writer, created at the first histogram
+        self._histograms: Any = None  # a tf.summary writer, created at the first histogram
         self._uploaded: dict[str, int] = {}
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
