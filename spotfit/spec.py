@@ -147,6 +147,8 @@ class Training(_Section):
     deterministic: bool = Field(False, description="enable TF op determinism (bit-identical resume)")
     tensorboard: bool = Field(True, description="write TensorBoard logs under the job's store prefix")
     histogram_freq: int = Field(0, ge=0, description="epochs between weight histograms in TensorBoard; 0 = none")
+    tensorboard_update_freq: str | int = Field(
+        "auto", description="batch_loss in TensorBoard: auto (under 0.5% of step time), epoch, or every N steps")
 
     @field_validator("xla", mode="before")
     @classmethod
@@ -157,6 +159,13 @@ class Training(_Section):
     @classmethod
     def _precision(cls, value: Any) -> Any:
         return "off" if value is False else value
+
+    @field_validator("tensorboard_update_freq", mode="before")
+    @classmethod
+    def _update_freq(cls, value: Any) -> Any:
+        if value in ("auto", "epoch") or (type(value) is int and value >= 1):
+            return value
+        raise ValueError("expected `auto`, `epoch` or a number of steps >= 1")
 
 
 class Data(_Section):

@@ -259,6 +259,7 @@ class AttemptPlanner:
             workers=spec.resources.workers,
             tensorboard=spec.training.tensorboard,
             histogram_freq=spec.training.histogram_freq,
+            tensorboard_update_freq=spec.training.tensorboard_update_freq,
             export=self._export_options(attempt, zone),
             data_source=spec.data.source if spec.data else None,
             data_cache_dir=spec.data.cache_dir if spec.data else None,

@@ -40,6 +40,7 @@ class RuntimeConfig:
     workers: int = 1  # processes/machines of this attempt (TF_CONFIG comes from the backend)
     tensorboard: bool = True
     histogram_freq: int = 0  # epochs between weight histograms in TensorBoard; 0 = none
+    tensorboard_update_freq: str | int = "auto"  # batch_loss: auto | epoch | every N steps (tensorboard.py)
     export: dict | None = None  # {registry, formats, name, spec_hash, cost_usd_before, price_usd_per_h, time_scale}
 
     def to_json(self) -> str:

@@ -5,7 +5,8 @@ arms the resuming epoch iterator (resume.py). The main one, `SpotfitCallback`, r
 checkpoint when training begins (model, optimizer and random-layer state, NumPy and Python RNG
 state), writes progress, saves periodically and on a preemption notice, and then raises
 `Preempted` so that the process exits with `EXIT_PREEMPTED`. The speed-ups have callbacks of
-their own, installed before it only where they have work: `XlaTuner` (xla.py) while it measures,
+their own, installed before it only where they have work: `PrecisionTuner` (precision.py) and
+`XlaTuner` (xla.py) while they measure,
 `TensorBoardLogger` (tensorboard.py) on the chief when logging is on.
 
 A script may call `fit` several times (for example, frozen then fine-tuned): steps are the
@@ -160,6 +161,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._python_rng_epoch: list | None = None  # Python's RNG state when this epoch began
         self._at_epoch_end: str | None = None  # a save deferred from an epoch's last batch: its reason
         self._warned_left_out: set[str] = set()
+        self._holds: list[int] = []  # injected preemptions still ahead, ascending
 
     # -- Keras hooks ----------------------------------------------------------------------
 
@@ -198,6 +200,7 @@ class SpotfitCallback(keras.callbacks.Callback):
                              fit_index=self.fit_index, step=self.calls.base_step, total_steps=total)
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
+        self._holds = sorted(at for at in s.config.hold_at_steps if at > self.step)
         s.reporter.progress(force=True, phase="training", step=self.step, total_steps=total,
                             total_steps_estimated=True, fit_index=self.fit_index)
         s.watcher.in_training = True
@@ -219,22 +222,23 @@ class SpotfitCallback(keras.callbacks.Callback):
             self._metrics_pending = None
 
     def on_train_batch_end(self, batch, logs=None):
+        # The hot path: memory only. Progress is written by the reporter's heartbeat thread and
+        # `control/stop` is read by the session's polling thread; here only flags are checked.
         s = self.session
         self.step += self.model.steps_per_execution
         self.batch_in_epoch = batch + 1
-        loss = (logs or {}).get("loss")
-        first_nan = s.reporter.record_loss(self.step, loss)
+        first_nan = s.reporter.step_done(self.step, logs.get("loss") if logs else None, self.epoch)
         if not self._first_step_seen:
             self._first_step_seen = True
             s.reporter.timing("first_step_s", time.time() - s.t_started)
-            s.reporter.progress(force=True, step=self.step, loss=_num(loss), epoch=self.epoch)
-        else:
-            s.reporter.progress(step=self.step, loss=_num(loss), epoch=self.epoch)
+            s.reporter.progress(force=True)
         if first_nan:
             self._nan_loss()
-        previous = self.step - self.model.steps_per_execution
-        if any(previous < at <= self.step for at in s.config.hold_at_steps) and self.step > self._last_save_step:
-            self._hold()
+        if self._holds and self._holds[0] <= self.step:
+            while self._holds and self._holds[0] <= self.step:
+                self._holds.pop(0)
+            if self.step > self._last_save_step:
+                self._hold()
         # An epoch's last batch: its save waits for the epoch's end (validation, callbacks).
         last_of_epoch = self.steps_per_epoch is not None and self.batch_in_epoch >= self.steps_per_epoch
         self._check_stop()
@@ -278,7 +282,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         if s.stop.target is None:
             if s.watcher.notice.is_set():
                 s.stop.propose(self.step, s.watcher.source or "notice", EXIT_PREEMPTED)
-            elif s.stop_requested():
+            elif s.stop_asked.is_set():
                 s.stop.propose(self.step, "stop", EXIT_STOPPED)
 
     def _stop_now(self) -> None:
@@ -414,6 +418,8 @@ def _prepare(session: Session, model: keras.Model, x) -> None:
     changed = precision.keep_outputs_float32(model)
     if changed:
         session.reporter.event("precision_outputs", f"output layers {changed} run in float32", layers=changed)
+    if session.precision is not None:
+        session.precision.before_fit(model)
     if session.xla is not None:
         session.xla.before_fit(model)
     session.fit_inputs.append(export.describe_inputs(x))
@@ -429,6 +435,8 @@ def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
     it puts the other callbacks' state back after their own `on_train_begin` reset it.
     """
     callbacks: list[keras.callbacks.Callback] = []
+    if session.precision is not None and session.precision.measuring:
+        callbacks.append(session.precision)
     if session.xla is not None and session.xla.measuring:
         callbacks.append(session.xla)
     after_save: tuple[Callable[[], None], ...] = ()

@@ -39,6 +39,7 @@ def run(job_url: str, attempt: int) -> int:
     session.watcher.install()
     stop_sampling = start_sampling(rep.state)
     stop_heartbeat = rep.start_heartbeat()
+    stop_polling = session.start_stop_polling()
     try:
         t0 = time.perf_counter()
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -91,6 +92,7 @@ def run(job_url: str, attempt: int) -> int:
     finally:
         stop_sampling.set()
         stop_heartbeat.set()
+        stop_polling.set()
         session.watcher.close()
 
 
@@ -141,14 +143,22 @@ def _speedups(session: Session):
               strategy=name, replicas=replicas, workers=cluster.workers, worker=cluster.index)
 
     policy, why = precision.choose(config.mixed_precision, precision.detect())
+    saved = precision.load_tuning(session.store) if config.mixed_precision == "auto" else None
+    if saved is not None:
+        policy = saved["policy"]
+        rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: measured by an earlier "
+                  "attempt", reused=True, **{k: saved.get(k) for k in ("policy", "off_step_s", "candidate_step_s")})
+    elif config.mixed_precision == "auto" and policy != "off" and not config.deterministic and strategy is None:
+        session.precision = precision.PrecisionTuner(policy, why, session.store, rep)  # its event says the choice
+    else:
+        rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: {why}",
+                  policy=policy, reason=why)
     precision.apply(policy)
-    rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: {why}",
-              policy=policy, reason=why)
 
     fixed, why = xla.without_measuring(bool(gpus), config.deterministic, strategy is not None)
-    session.xla = xla.XlaTuner(config.xla, session.store, rep, fixed, why)
+    session.xla = xla.XlaTuner(config.xla, session.store, rep, fixed, why, after=session.precision)
     if config.tensorboard and session.is_chief:
-        session.tensorboard = TensorBoardLog(session.store, config.histogram_freq)
+        session.tensorboard = TensorBoardLog(session.store, config.histogram_freq, config.tensorboard_update_freq)
     return strategy
 
 

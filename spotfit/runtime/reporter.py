@@ -2,8 +2,9 @@
 
 - `progress.json`: the latest step, loss, phase and timings of the running attempt, rewritten
   at most every `heartbeat_s` (and at once on phase changes, held steps and the first NaN
-  loss). An update the throttle left unwritten is written by `start_heartbeat`'s thread one
-  heartbeat later, so a step that hangs (the `stalled` rule) still shows the last step made.
+  loss). A training step only records its step and loss in memory (`step_done`, no I/O);
+  `start_heartbeat`'s thread writes what changed once per heartbeat, so the training loop never
+  waits for the store, and a step that hangs (the `stalled` rule) still shows the last step made.
 - `events/<attempt>-<seq>.json`: one object per event (restored, checkpoint saved, corrupt
   checkpoint skipped, preemption notice, ...); the controller copies them into the state DB.
 
@@ -37,7 +38,8 @@ class Reporter:
         self._last_write = 0.0
         self._unsent: deque = deque()  # events not yet written: (key, body)
         self._pending = False  # a progress update that the heartbeat throttle left unwritten
-        self._lock = threading.Lock()  # the heartbeat thread writes too
+        self._lock = threading.Lock()  # guards `state` and the queues: held for microseconds, never over I/O
+        self._write_lock = threading.Lock()  # orders the writes of the training and heartbeat threads
         self.state: dict[str, Any] = {
             "attempt": attempt,
             "pid": os.getpid(),
@@ -55,15 +57,19 @@ class Reporter:
         self._losses: deque = deque(maxlen=256)
 
     def event(self, kind: str, message: str, **data: Any) -> None:
-        with self._lock:
-            self._seq += 1
-            doc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
-            key = f"events/{self.attempt:04d}-{self._seq:06d}.json"
-            self._unsent.append((key, json.dumps(doc, default=str).encode()))
+        with self._write_lock:
+            with self._lock:
+                self._seq += 1
+                doc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
+                key = f"events/{self.attempt:04d}-{self._seq:06d}.json"
+                self._unsent.append((key, json.dumps(doc, default=str).encode()))
             self._flush_events()
 
     def _flush_events(self) -> bool:
-        """Write waiting events in order; False if the store failed (they wait for the next try)."""
+        """Write waiting events in order; False if the store failed (they wait for the next try).
+
+        The write lock is held, so events are written by one thread at a time, in order.
+        """
         while self._unsent:
             key, body = self._unsent[0]
             try:
@@ -75,33 +81,51 @@ class Reporter:
         return True
 
     def _store_failed(self, exc: StoreError) -> None:
-        if not self.state.get("store_error"):
-            sys.stderr.write(f"spotfit: store unreachable, training goes on: {exc}\n")
-        self.state["store_error"] = str(exc)
+        with self._lock:
+            if not self.state.get("store_error"):
+                sys.stderr.write(f"spotfit: store unreachable, training goes on: {exc}\n")
+            self.state["store_error"] = str(exc)
 
     def record_loss(self, step: int, loss: Any) -> bool:
         """Remember one step's loss; True when it is the first NaN or infinite one (`nan_loss` rises)."""
+        with self._lock:
+            return self._record_loss(step, loss)
+
+    def step_done(self, step: int, loss: Any, epoch: int) -> bool:
+        """One training step: remember its step, loss and epoch, no I/O; True on the first NaN loss.
+
+        The heartbeat thread writes the news within a heartbeat.
+        """
+        with self._lock:
+            self.state["step"], self.state["epoch"] = step, epoch
+            first_nan = self._record_loss(step, loss)
+            self._pending = True
+            return first_nan
+
+    def _record_loss(self, step: int, loss: Any) -> bool:
         try:
             value = float(loss)
         except (TypeError, ValueError):
             return False
-        with self._lock:
-            if math.isfinite(value):
-                self._losses.append((step, value))
-                return False
-            self._losses.append((step, None))
-            first = not self.state["nan_loss"]
-            if first:
-                self.state["nan_loss"], self.state["nan_step"] = True, step
-            return first
+        if math.isfinite(value):
+            self._losses.append((step, value))
+            self.state["loss"] = value
+            return False
+        self._losses.append((step, None))
+        self.state["loss"] = None
+        first = not self.state["nan_loss"]
+        if first:
+            self.state["nan_loss"], self.state["nan_step"] = True, step
+        return first
 
     def progress(self, force: bool = False, **fields: Any) -> None:
         with self._lock:
             self.state.update(fields)
-            if force or time.time() - self._last_write >= self.heartbeat_s:
-                self._write_progress()
-            else:
+            due = force or time.time() - self._last_write >= self.heartbeat_s
+            if not due:
                 self._pending = True
+        if due:
+            self._write_progress()
 
     def start_heartbeat(self) -> threading.Event:
         """Write left-over progress updates from a daemon thread; set the returned event to stop."""
@@ -110,27 +134,36 @@ class Reporter:
         def loop():
             while not stop.wait(self.heartbeat_s):
                 with self._lock:
-                    if self._pending and time.time() - self._last_write >= self.heartbeat_s:
-                        self._write_progress()
+                    due = self._pending and time.time() - self._last_write >= self.heartbeat_s
+                if due:
+                    self._write_progress()
 
         threading.Thread(target=loop, name="spotfit-heartbeat", daemon=True).start()
         return stop
 
     def _write_progress(self) -> None:
-        """Write `progress.json` now (events first, so they never lag behind it); the lock is held."""
-        now = time.time()
-        self.state["heartbeat_at"] = now
-        self.state["losses"] = list(self._losses)
-        self._last_write = now
-        self._pending = False
-        if self._unsent and not self._flush_events():
-            return
-        try:
-            self.store.write_bytes("progress.json", json.dumps(self.state, default=float).encode())
-        except StoreError as exc:
-            self._store_failed(exc)
-            return
-        self.state.pop("store_error", None)
+        """Write `progress.json` now (events first, so they never lag behind it).
+
+        The state is copied under the short lock and written outside it, so a training step
+        never waits for the store.
+        """
+        with self._write_lock:
+            with self._lock:
+                now = time.time()
+                self.state["heartbeat_at"] = now
+                self.state["losses"] = list(self._losses)
+                self._last_write = now
+                self._pending = False
+                body = json.dumps(self.state, default=float).encode()
+            if self._unsent and not self._flush_events():
+                return
+            try:
+                self.store.write_bytes("progress.json", body)
+            except StoreError as exc:
+                self._store_failed(exc)
+                return
+            with self._lock:
+                self.state.pop("store_error", None)
 
     def timing(self, name: str, seconds: float) -> None:
         with self._lock:

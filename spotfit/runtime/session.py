@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from spotfit.runtime.strategy import LocalStop, cluster_from_env
 from spotfit.stores import child, open_store
 
 if TYPE_CHECKING:  # the runtime modules below import Keras
+    from spotfit.runtime.precision import PrecisionTuner
     from spotfit.runtime.strategy import StopAgreement
     from spotfit.runtime.tensorboard import TensorBoardLog
     from spotfit.runtime.xla import XlaTuner
@@ -43,6 +45,7 @@ class Session:
         self.strategy_name = "none"
         self.tensorboard: TensorBoardLog | None = None  # on the chief only
         self.xla: XlaTuner | None = None
+        self.precision: PrecisionTuner | None = None  # while `mixed_precision: auto` has yet to measure
         self.fit_inputs: list[str] = []  # what each fit call trained on, for the model card
         self.sample_x: Any = None  # a few rows of the training inputs, to verify exports
         self.checkpoints = CheckpointStore(self.store, keep=config.keep, on_event=self.reporter.event)
@@ -54,8 +57,9 @@ class Session:
         self.last_metrics: dict = {}
         self.epoch_ends: list = []  # (step, metrics, weights) of the last two epoch ends, with an export
         self.save_costs: list[float] = []
-        self._stop_checked = 0.0
+        self._interval_s: float | None = config.interval_s  # None: auto, until a save measured the cost
         self.stop_request: dict | None = None
+        self.stop_asked = threading.Event()  # set by `start_stop_polling`'s thread; read after each step
 
     def load_checkpoint(self, tries: int = 3, pause_s: float = 5.0) -> None:
         """The newest valid checkpoint; an unreachable store is waited for, then an error."""
@@ -74,27 +78,37 @@ class Session:
 
     def record_save(self, seconds: float) -> None:
         self.save_costs.append(seconds)
+        if not self.config.interval_s:
+            cost = sorted(self.save_costs)[len(self.save_costs) // 2]
+            mtbf = self.config.mtbf_s or DEFAULT_MTBF_S
+            self._interval_s = max(math.sqrt(2.0 * cost * mtbf), MIN_INTERVAL_SAVES * cost)
 
     def interval_s(self) -> float | None:
         """Seconds between periodic saves; None until a save has measured the cost (auto)."""
-        if self.config.interval_s:
-            return self.config.interval_s
-        if not self.save_costs:
-            return None
-        cost = sorted(self.save_costs)[len(self.save_costs) // 2]
-        mtbf = self.config.mtbf_s or DEFAULT_MTBF_S
-        return max(math.sqrt(2.0 * cost * mtbf), MIN_INTERVAL_SAVES * cost)
+        return self._interval_s
+
+    def start_stop_polling(self) -> threading.Event:
+        """Read `control/stop` once per heartbeat from a daemon thread (`stop_asked` rises); set the event to end.
+
+        A thread, so that the store read (a network call on S3) never lands inside a training step.
+        """
+        done = threading.Event()
+
+        def loop():
+            while not done.wait(self.config.heartbeat_s):
+                if self.stop_requested():
+                    self.stop_asked.set()
+                    return
+
+        threading.Thread(target=loop, name="spotfit-stop-poll", daemon=True).start()
+        return done
 
     def stop_requested(self) -> bool:
         """`control/stop` under the job prefix, naming this attempt, asks it to save and stop.
 
-        The controller writes it for rules (pause, stop) and cancel; it is read at most once per
-        heartbeat. `self.stop_request` keeps the document (reason, export).
+        The controller writes it for rules (pause, stop) and cancel. `self.stop_request` keeps
+        the document (reason, export).
         """
-        now = time.time()
-        if now - self._stop_checked < self.config.heartbeat_s:
-            return False
-        self._stop_checked = now
         try:
             doc = json.loads(self.store.read_bytes("control/stop"))
         except (NotFoundError, StoreError, ValueError):  # unreachable store: ask at the next heartbeat
@@ -108,8 +122,7 @@ class Session:
         """Wait for the controller to ask this attempt to stop: True; False on a notice or after `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         while not self.watcher.notice.is_set():
-            self._stop_checked = 0.0  # read `control/stop` now, not at the next heartbeat
-            if self.stop_requested():
+            if self.stop_asked.is_set() or self.stop_requested():
                 return True
             if time.monotonic() >= deadline:
                 return False

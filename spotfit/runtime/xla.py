@@ -1,12 +1,15 @@
 """XLA: whether the train step is compiled with `jit_compile`, decided by measurement.
 
-`training.xla`: `on`, `off`, or `auto`. Auto measures on the job's own training steps, so no
-step is wasted: the first `PHASE_STEPS` steps of the first `fit` run without XLA, the next
-`PHASE_STEPS` with it, and the faster setting is kept for the rest of the job. Each phase's
-first step (tracing, XLA compilation) is left out of the timing; the times are the median of
-the others, measured from batch begin to batch end (epoch-end work such as validation is not
-counted). The choice and both timings are recorded as an `xla` event and in `tuning/xla.json`
-under the job's prefix, which later attempts reuse, so a resumed job does not measure again.
+`training.xla`: `on`, `off`, or `auto`. Auto measures on the job's own training steps: the
+first `PHASE_STEPS` steps of the first `fit` run without XLA (after `mixed_precision: auto` has
+measured, if it does), the next `PHASE_STEPS` with it, and the faster setting is kept for the
+rest of the job. Each phase's first step (tracing, XLA compilation) is left out of the timing;
+the times are the median of the others, measured from batch begin to batch end (epoch-end work
+such as validation is not counted). The XLA phase runs only when affordable (trial.py: its
+predicted cost, an XLA compilation of about `COMPILE_FACTOR` first steps plus the phase's steps,
+under 0.5% of the job); otherwise XLA stays off, as in the plain script. The choice and both
+timings are recorded as an `xla` event and in `tuning/xla.json` under the job's prefix, which
+later attempts reuse, so a resumed job does not measure again.
 
 Auto does not measure, and decides from the hardware like Keras's own `jit_compile="auto"`
 (on with a GPU, off on a CPU), when the choice must not depend on timing noise or on the
@@ -14,8 +17,11 @@ worker: with `training.deterministic: true` (two runs must take the same numeric
 under a distribution strategy (every replica must compile the same step; Keras disables XLA
 under `tf.distribute` for the same reason). `on` is honoured in both cases.
 
-If the XLA step fails to compile during the measurement, the job goes on without XLA (the
-batch of the failed call may be skipped) and the failure is recorded.
+If the XLA step fails to compile, whether XLA is on by `on`, by the hardware or during the
+measurement, the job goes on without XLA and the failure is an `xla_failed` event (the batch of
+the failed call may be skipped). For example `xla: "on"` under `MirroredStrategy` can fail with
+`InvalidArgumentError ... tfvariable_on_a_different_device`. The guard wraps only a `fit`
+call's first step: once a step has run, the plain compiled function takes its place.
 """
 
 from __future__ import annotations
@@ -28,8 +34,14 @@ from collections.abc import Callable
 import keras
 
 from spotfit.errors import NotFoundError
+from spotfit.runtime import trial
 
 PHASE_STEPS = 11  # per phase: 1 untimed (trace/compile) + 10 timed; fewer were noisy here
+# An XLA compilation costs this many times the fit call's first step (tracing included): the
+# small conv net of bench/step_script.py compiled in 2.1x (float32) and 3.4x (bf16) its first
+# step on this project's 2-core CPU, and the epoch's last, smaller batch compiles once more (in
+# sample, one run each): 6 covers both compilations.
+COMPILE_FACTOR = 6.0
 TUNING_KEY = "tuning/xla.json"
 
 
@@ -66,9 +78,16 @@ class XlaTuner(keras.callbacks.Callback):
     measuring (`measuring`), so a decided setting costs nothing per step.
     """
 
-    def __init__(self, mode: str, store, reporter, fixed: bool | None = None, why: str = ""):
-        """`fixed`: for `auto`, the choice to make without measuring (None: measure)."""
+    def __init__(self, mode: str, store, reporter, fixed: bool | None = None, why: str = "", after=None):
+        """`fixed`: for `auto`, the choice to make without measuring (None: measure).
+
+        `after`: a tuner (with `measuring`) whose measurement comes first; this one waits for it.
+        """
         super().__init__()
+        self.after = after
+        self._first_step_s: float | None = None  # the measuring fit call's first step (tracing included)
+        self._steps = 0
+        self._t_trial = 0.0
         self.mode = mode
         self.store = store
         self.reporter = reporter
@@ -94,9 +113,15 @@ class XlaTuner(keras.callbacks.Callback):
         return self._phase is not None
 
     def before_fit(self, model) -> None:
-        """Set the model's `jit_compile` before `fit` builds its train function."""
+        """Set the model's `jit_compile` before `fit` builds its train function.
+
+        With XLA on, the train function is built here, guarded: `fit` keeps it, and a compile
+        failure at its first step falls back to training without XLA.
+        """
         if self.choice is not None:
             _set_jit(model, self.choice)
+            if self.choice and not isinstance(model.train_function, _GuardedFunction):
+                model.train_function = _guarded(_rebuilt(model), self, model, once=True)
         else:
             self._phase, self._compiled = "off", False
             _set_jit(model, False)
@@ -111,7 +136,12 @@ class XlaTuner(keras.callbacks.Callback):
         if self._phase is None:
             return
         model = self.model
+        self._steps += model.steps_per_execution
         seconds = (time.perf_counter() - self._t_begin) / max(model.steps_per_execution, 1)
+        if self._first_step_s is None:
+            self._first_step_s = seconds
+        if self.after is not None and self.after.measuring:
+            return  # the precision trial first; its last step retraced, so the next is untimed here
         if not self._compiled:
             self._compiled = True  # the phase's first step: tracing and compilation, not timed
         else:
@@ -119,6 +149,14 @@ class XlaTuner(keras.callbacks.Callback):
         if len(self.timings[self._phase]) < PHASE_STEPS - 1:
             return
         if self._phase == "off":
+            step_s = statistics.median(self.timings["off"])
+            cost_s = trial.predicted_cost_s(self._first_step_s, step_s, PHASE_STEPS, COMPILE_FACTOR)
+            left = trial.steps_left(self.params, self._steps, getattr(model, "_initial_epoch", None) or 0)
+            if not trial.affordable(cost_s, step_s, left):
+                self._finish(model, skipped=f"a trial would cost ~{cost_s:.2f} s, more than "
+                                            f"{trial.budget_share():.1%} of the ~{(left or 0) * step_s:.0f} s left")
+                return
+            self._t_trial = time.perf_counter()
             self._functions[False] = model.train_function
             _set_jit(model, True)
             if not model.jit_compile:  # Keras found a layer that XLA cannot compile
@@ -134,17 +172,26 @@ class XlaTuner(keras.callbacks.Callback):
             self._finish(self.model)
 
     def failed(self, model, exc: Exception) -> Callable:
-        """The XLA step failed to compile: fall back to the measured non-XLA function."""
-        self.reporter.event("xla_failed", f"XLA compilation failed, training without it: {exc}", error=str(exc)[:500])
-        self.timings["on"] = []
-        self._finish(model)
-        return self._functions.get(False) or _rebuilt(model)
+        """The XLA step failed to compile: fall back to the measured (or a new) non-XLA function."""
+        self.reporter.event("xla_failed", f"XLA compilation failed, training goes on without it: "
+                            f"{type(exc).__name__}: {_reason(exc)}", error=f"{type(exc).__name__}: {str(exc)[-800:]}")
+        if self._phase is not None:
+            self.timings["on"] = []
+            self._finish(model)
+            return self._functions.get(False) or _rebuilt(model)
+        self.choice = False
+        _set_jit(model, False)
+        model.test_function = model.predict_function = None  # rebuilt without XLA when next needed
+        self.reporter.event("xla", "XLA off: compilation failed", choice="off", off_step_s=None, on_step_s=None,
+                            reason="compilation failed")
+        return _rebuilt(model)
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _finish(self, model) -> None:
+    def _finish(self, model, skipped: str = "") -> None:
         off = statistics.median(self.timings["off"]) if self.timings["off"] else None
         on = statistics.median(self.timings["on"]) if self.timings["on"] else None
+        trial_s = time.perf_counter() - self._t_trial if self._t_trial else 0.0
         self._phase = None
         choice = decide(off, on)
         if not choice:
@@ -153,10 +200,11 @@ class XlaTuner(keras.callbacks.Callback):
         elif isinstance(model.train_function, _GuardedFunction):
             model.train_function = model.train_function.function
         self.choice = choice
-        doc = {"choice": "on" if choice else "off", "off_step_s": off, "on_step_s": on,
-               "steps_measured": {k: len(v) for k, v in self.timings.items()}}
+        doc = {"choice": "on" if choice else "off", "off_step_s": off, "on_step_s": on, "trial_s": round(trial_s, 4),
+               "steps_measured": {k: len(v) for k, v in self.timings.items()}, "reason": skipped or "measured"}
         self.store.write_bytes(TUNING_KEY, json.dumps(doc).encode())
-        self.reporter.event("xla", _message(choice, off, on), **doc)
+        message = f"XLA off: not measured: {skipped}" if skipped else _message(choice, off, on)
+        self.reporter.event("xla", message, **doc)
 
     def _settle(self, choice: bool, why: str) -> None:
         self.choice = choice
@@ -171,22 +219,33 @@ class XlaTuner(keras.callbacks.Callback):
 
 
 class _GuardedFunction:
-    """The XLA train function during the measurement: a compile failure falls back."""
+    """An XLA train function whose compile failure falls back; `once`: unwraps itself after a step."""
 
-    def __init__(self, function: Callable, tuner: XlaTuner, model):
-        self.function, self.tuner, self.model = function, tuner, model
+    def __init__(self, function: Callable, tuner: XlaTuner, model, once: bool = False):
+        self.function, self.tuner, self.model, self.once = function, tuner, model, once
 
     def __call__(self, iterator):
         try:
-            return self.function(iterator)
+            logs = self.function(iterator)
         except Exception as exc:  # noqa: BLE001 (XLA compile errors have no common type; falls back)
             fallback = self.tuner.failed(self.model, exc)
             self.model.train_function = fallback
             return fallback(iterator)
+        if self.once and self.model.train_function is self:
+            self.model.train_function = self.function  # compiled and ran: no wrapper on later steps
+        return logs
 
 
-def _guarded(function: Callable, tuner: XlaTuner, model) -> _GuardedFunction:
-    return _GuardedFunction(function, tuner, model)
+def _guarded(function: Callable, tuner: XlaTuner, model, once: bool = False) -> _GuardedFunction:
+    return _GuardedFunction(function, tuner, model, once)
+
+
+def _reason(exc: Exception) -> str:
+    """The line of a TensorFlow error that says what went wrong (its message ends with it, after the trace)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reasons = [line for line in lines
+               if not line.startswith(("File ", "Detected at node", "Graph execution error", "[[", "Cf. "))]
+    return (reasons or lines or [""])[-1][:300]
 
 
 def _rebuilt(model) -> Callable:

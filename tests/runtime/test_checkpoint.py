@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.session import MIN_INTERVAL_SAVES, Session
 from spotfit.stores import open_store
+from tests.support.wait import wait_for
 
 
 @pytest.fixture(params=["file", "memory"])
@@ -113,3 +115,17 @@ def test_a_prefix_keeps_its_own_checkpoints(store):
     for step in (50, 60):
         main.save(step, _arrays(2.0), {"fit_index": 2})
     assert main.steps() == [60] and record.load_latest().step == 48  # pruning one leaves the other
+
+
+def test_a_stop_request_is_read_by_a_thread_not_by_the_training_step():
+    cfg = RuntimeConfig(job_id="j", job_url="memory://session-stop-poll/jobs/j1", script="s.py", workdir=".",
+                        heartbeat_s=0.05, attempt=2)
+    session = Session(cfg)
+    session.store.write_bytes("control/stop", json.dumps({"attempt": 1, "reason": "old"}).encode())
+    done = session.start_stop_polling()
+    try:
+        session.store.write_bytes("control/stop", json.dumps({"attempt": 2, "reason": "budget"}).encode())
+        wait_for(session.stop_asked.is_set, 30, "the polling thread to see the stop request for attempt 2")
+    finally:
+        done.set()
+    assert session.stop_request == {"attempt": 2, "reason": "budget"}

@@ -54,3 +54,60 @@ def test_outputs_stay_float32_under_mixed_bfloat16():
     finally:
         precision.apply("off")
     assert precision.keep_outputs_float32(model) == []  # float32 policy: nothing to do
+
+
+def _tuned_model(monkeypatch, budget: str | None, epochs: int):
+    """A small model built under mixed_bfloat16 and fit with a `PrecisionTuner`; (model, tuner, events, store)."""
+    import keras
+    import numpy as np
+
+    from spotfit.runtime import trial
+    from spotfit.runtime.reporter import Reporter
+    from spotfit.stores import open_store
+
+    if budget is None:
+        monkeypatch.delenv(trial.BUDGET_ENV, raising=False)
+    else:
+        monkeypatch.setenv(trial.BUDGET_ENV, budget)
+    store = open_store(f"memory://precision-tuner-{budget}/jobs/j1")
+    events: list[tuple[str, dict]] = []
+    reporter = Reporter(store, attempt=1)
+    reporter.event = lambda kind, message, **data: events.append((kind, data))  # type: ignore[method-assign]
+    precision.apply("mixed_bfloat16")
+    try:
+        rng = np.random.default_rng(0)
+        x, y = rng.standard_normal((320, 8)).astype("float32"), rng.integers(0, 2, 320)
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32, activation="relu"),
+                                  keras.layers.Dense(2, activation="softmax")])
+        model.compile("adam", "sparse_categorical_crossentropy")
+        precision.keep_outputs_float32(model)
+        tuner = precision.PrecisionTuner("mixed_bfloat16", "test", store, reporter)
+        tuner.before_fit(model)
+        model.fit(x, y, batch_size=8, epochs=epochs, callbacks=[tuner], verbose=0)
+        return model, tuner, events, store, keras.mixed_precision.global_policy().name
+    finally:
+        precision.apply("off")
+
+
+@pytest.mark.slow
+def test_auto_measures_float32_against_bf16_and_keeps_the_faster(monkeypatch):
+    model, tuner, events, store, global_policy = _tuned_model(monkeypatch, budget="1000", epochs=1)
+    (kind, data), = [e for e in events if e[0] == "precision"]
+    assert data["steps_measured"] == {"off": precision.PHASE_STEPS - 1, "mixed_bfloat16": precision.PHASE_STEPS - 1}
+    assert data["off_step_s"] > 0 and data["candidate_step_s"] > 0 and data["trial_s"] > 0
+    faster = "mixed_bfloat16" if data["candidate_step_s"] < data["off_step_s"] else "off"
+    assert tuner.choice == data["policy"] == faster
+    assert precision.load_tuning(store)["policy"] == faster  # what a resumed attempt reuses
+    hidden = model.layers[0].compute_dtype
+    assert hidden == ("bfloat16" if faster == "mixed_bfloat16" else "float32")
+    assert model.layers[-1].compute_dtype == "float32"  # outputs stay float32 either way
+    assert global_policy == ("mixed_bfloat16" if faster == "mixed_bfloat16" else "float32")
+
+
+@pytest.mark.slow
+def test_a_job_too_short_to_pay_for_the_trial_trains_in_float32_like_its_plain_script(monkeypatch):
+    model, tuner, events, _, global_policy = _tuned_model(monkeypatch, budget=None, epochs=1)
+    (kind, data), = [e for e in events if e[0] == "precision"]
+    assert tuner.choice == data["policy"] == "off" and "would cost" in data["reason"]
+    assert data["steps_measured"]["mixed_bfloat16"] == 0 and data["trial_s"] == 0
+    assert {layer.compute_dtype for layer in model.layers} == {"float32"} and global_policy == "float32"

@@ -7,6 +7,7 @@ import time
 
 from spotfit.runtime.reporter import Reporter
 from spotfit.stores import open_store
+from tests.support.wait import wait_for
 
 
 def _progress(store) -> dict:
@@ -37,3 +38,35 @@ def test_the_first_nan_loss_raises_the_flag_once_with_its_step():
     assert rep.state["nan_loss"] is True and rep.state["nan_step"] == 3
     rep.progress(force=True)
     assert _progress(rep.store)["losses"] == [[1, 0.5], [3, None], [4, None]]
+
+
+class _CountingStore:
+    """A store that counts progress writes (which thread makes them is what the hot path is about)."""
+
+    def __init__(self, store):
+        self.store, self.url, self.writes = store, store.url, 0
+
+    def write_bytes(self, key, data):
+        self.writes += key == "progress.json"
+        self.store.write_bytes(key, data)
+
+    def read_bytes(self, key):
+        return self.store.read_bytes(key)
+
+
+def test_a_training_step_writes_nothing_and_the_heartbeat_thread_writes_its_news():
+    store = _CountingStore(open_store("memory://reporter-step/jobs/j1"))
+    rep = Reporter(store, attempt=1, heartbeat_s=0.2)  # type: ignore[arg-type]
+    rep.progress(force=True, phase="training", step=0)
+    for step in range(1, 501):
+        assert rep.step_done(step, 1.0 / step, epoch=0) is False
+    assert store.writes == 1, "a training step wrote progress.json itself"
+    stop = rep.start_heartbeat()
+    try:
+        doc = wait_for(lambda: (d := _progress(store.store))["step"] == 500 and d, 30,
+                       "the heartbeat thread to write step 500")
+    finally:
+        stop.set()
+    assert doc["loss"] == 1.0 / 500 and doc["losses"][-1] == [500, 1.0 / 500]
+    assert rep.step_done(501, float("nan"), epoch=0) is True  # the first NaN still shows at its step
+    assert rep.state["nan_step"] == 501

@@ -88,3 +88,49 @@ def test_spotfit_tensorboard_serves_the_scalars(tmp_path):
     assert server.returncode == 0
     with pytest.raises(OSError):  # stopped: nothing listens any more
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+
+
+def _tags_by_step(folder, run: str = "train") -> dict[str, list[int]]:
+    import tensorflow as tf
+
+    tags: dict[str, list[int]] = {}
+    for path in sorted(folder.glob(f"{run}/events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                tags.setdefault(value.tag, []).append(event.step)
+    return {tag: sorted(steps) for tag, steps in tags.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("update_freq", [1, 4, "epoch", "auto"])
+def test_batch_scalars_follow_the_update_frequency(tmp_path, update_freq):
+    import keras
+    import numpy as np
+
+    from spotfit.runtime.tensorboard import TensorBoardLog, TensorBoardLogger
+
+    log = TensorBoardLog(open_store(f"file://{tmp_path}"), histogram_freq=1 if update_freq == 1 else 0,
+                         update_freq=update_freq)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((96, 4)).astype("float32"), rng.integers(0, 2, 96)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    model.fit(x, y, batch_size=8, epochs=2, callbacks=[TensorBoardLogger(log)], verbose=0)  # 24 steps
+    tags = _tags_by_step(tmp_path / "tensorboard")  # on_train_end waited for the writer thread
+    steps = tags.get("batch_loss", [])
+    assert tags["epoch_loss"] == [1, 2]
+    if update_freq == 1:  # histograms (asked for) go through tf.summary into the same run
+        assert any(tag.endswith("kernel") and found == [1, 2] for tag, found in tags.items()), tags
+    if update_freq == "epoch":
+        assert steps == []
+    elif update_freq == "auto":
+        assert steps[0] == 1 and len(steps) <= 24  # the first step measures the write cost
+    else:
+        assert steps == list(range(update_freq, 25, update_freq))
+
+
+def test_a_bad_update_frequency_is_refused_with_what_is_expected(tmp_path):
+    from spotfit.runtime.tensorboard import TensorBoardLog
+
+    with pytest.raises(ValueError, match="tensorboard_update_freq.*received 0.*`auto`, `epoch`"):
+        TensorBoardLog(open_store(f"file://{tmp_path}"), update_freq=0)

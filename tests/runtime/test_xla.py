@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import keras
 import pytest
 
-from spotfit.runtime import instrument, xla
+from spotfit.runtime import instrument, trial, xla
 from spotfit.runtime.reporter import Reporter
 from spotfit.stores import open_store
 from tests.support.jobs import run_inline_job
@@ -50,16 +50,18 @@ def test_the_tuner_is_a_callback_of_fit_only_while_it_measures():
     for mode, installed in (("off", False), ("on", False), ("auto", True)):
         tuner = xla.XlaTuner(mode, store, reporter)
         tuner.before_fit(model)
-        session = SimpleNamespace(xla=tuner, tensorboard=None)
+        session = SimpleNamespace(xla=tuner, precision=None, tensorboard=None)
         kinds = [type(c) for c in instrument._callbacks(session, 1, None, None)]
         assert kinds == ([xla.XlaTuner] if installed else []) + [instrument.SpotfitCallback], mode
         assert tuner.measuring is installed and model.jit_compile is (mode == "on")
 
 
 @pytest.mark.slow
-def test_auto_measures_both_keeps_the_faster_and_a_resumed_attempt_reuses_it(tmp_path):
+def test_auto_measures_both_keeps_the_faster_and_a_resumed_attempt_reuses_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(trial.BUDGET_ENV, "1000")  # a 60-step job could never afford a trial otherwise
     doc = run_inline_job(tmp_path, "name: xla\nscript: train.py\nmarket: {trace: null}\n"
-                         "training: {xla: auto, seed: 0}\ncheckpoint: {interval: {steps: 10}}\n", SCRIPT,
+                         "training: {xla: auto, mixed_precision: \"off\", seed: 0}\n"
+                         "checkpoint: {interval: {steps: 10}}\n", SCRIPT,
                          "--preempt-at", "30:5")
     assert doc["state"] == "completed" and doc["step"] == 60
     job = Path(doc["store"][len("file://"):])
@@ -71,3 +73,24 @@ def test_auto_measures_both_keeps_the_faster_and_a_resumed_attempt_reuses_it(tmp
     assert data["choice"] == ("on" if data["on_step_s"] < data["off_step_s"] else "off")
     assert json.loads((job / xla.TUNING_KEY).read_text())["choice"] == data["choice"]
     assert reused["attempt"] == 2 and reused["data"]["reused"] and reused["data"]["choice"] == data["choice"]
+
+
+MIRRORED_SCRIPT = SCRIPT.replace("epochs=3", "epochs=2")
+
+
+@pytest.mark.slow
+def test_a_compile_failure_under_xla_on_falls_back_and_training_goes_on(tmp_path, monkeypatch):
+    # XLA cannot compile a MirroredStrategy step whose variables live on two devices
+    # (tfvariable_on_a_different_device); two logical CPUs give the strategy two replicas.
+    monkeypatch.setenv("SPOTFIT_LOGICAL_CPUS", "2")
+    doc = run_inline_job(tmp_path, "name: xla-fallback\nscript: train.py\nmarket: {trace: null}\n"
+                         "training: {xla: \"on\", strategy: mirrored}\n", MIRRORED_SCRIPT)
+    assert doc["state"] == "completed"
+    job = Path(doc["store"][len("file://"):])
+    events = [json.loads(p.read_text()) for p in sorted((job / "events").glob("*.json"))]
+    kinds = [e["kind"] for e in events]
+    assert "xla_failed" in kinds, kinds
+    failed = next(e for e in events if e["kind"] == "xla_failed")
+    assert "InvalidArgumentError" in failed["message"]
+    assert [e["data"]["choice"] for e in events if e["kind"] == "xla"] == ["on", "off"]  # asked, then fell back
+    assert kinds.count("failed") == 0 and kinds[-1] == "done"
