@@ -10,6 +10,7 @@ import keras
 import pytest
 
 from spotfit.runtime import instrument, trial, xla
+from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.reporter import Reporter
 from spotfit.stores import open_store
 from tests.support.jobs import run_inline_job
@@ -50,8 +51,8 @@ def test_the_tuner_is_a_callback_of_fit_only_while_it_measures():
     for mode, installed in (("off", False), ("on", False), ("auto", True)):
         tuner = xla.XlaTuner(mode, store, reporter)
         tuner.before_fit(model)
-        session = SimpleNamespace(xla=tuner, precision=None, tensorboard=None)
-        kinds = [type(c) for c in instrument._callbacks(session, 1, None, None)]
+        session = SimpleNamespace(xla=tuner, precision=None, tensorboard=None, calls=FitCalls(None, None))
+        kinds = [type(c) for c in instrument._callbacks(session, None, [], 0)]
         assert kinds == ([xla.XlaTuner] if installed else []) + [instrument.SpotfitCallback], mode
         assert tuner.measuring is installed and model.jit_compile is (mode == "on")
 
