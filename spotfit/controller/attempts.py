@@ -285,4 +285,8 @@ class AttemptPlanner:
         return {"registry": self.spec.export.registry or default_registry_url(),
                 "formats": list(self.spec.export.formats), "name": self.spec.name,
                 "spec_hash": self.spec.spec_hash(), "cost_usd_before": round(before, 6),
-                "price_usd_per_h": price, "time_scale": self.time_scale()}
+                "price_usd_per_h": price, "time_scale": self.time_scale(),
+                # The runtime keeps the weights of the epoch ends that meet a stopping target, so
+                # that a target_metric stop exports the epoch it fired on (runtime/main.py).
+                "targets": [{"metric": r.metric, "mode": r.mode, "value": r.value} for r in self.spec.rules
+                            if r.rule == "target_metric" and r.action == "stop"]}

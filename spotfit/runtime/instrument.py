@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from spotfit.runtime.session import Session
 
 _original_fit = keras.Model.fit
+TARGET_ENDS_KEPT = 8  # epoch ends meeting a stopping target whose weights an export may need
 SAVE_RETRY_S = 10.0  # `interval: auto` before any save succeeded: wait this long after a failure
 _FIT_SIGNATURE = inspect.signature(_original_fit)
 
@@ -260,7 +261,11 @@ class SpotfitCallback(keras.callbacks.Callback):
         if self.session.config.export and self.session.is_chief:
             # The weights these metrics describe: a `target_metric` stop exports them, not the
             # later ones it stops at (runtime/main.py). Two epochs, as the stop can come after the next.
-            self.session.epoch_ends = [*self.session.epoch_ends[-1:], (self.step, metrics, self.model.get_weights())]
+            end = (self.step, metrics, self.model.get_weights())
+            self.session.epoch_ends = [*self.session.epoch_ends[-1:], end]
+            if any(_target_met(t, metrics) for t in self.session.config.export.get("targets") or ()):
+                # The stop reaches us some epochs later (heartbeat, controller tick): keep several.
+                self.session.target_ends = [*self.session.target_ends[-(TARGET_ENDS_KEPT - 1):], end]
         self.epoch, self.batch_in_epoch = epoch + 1, 0  # the epoch is complete, its end work included
         deferred, self._at_epoch_end = self._at_epoch_end, None
         s = self.session
@@ -401,6 +406,14 @@ class SpotfitCallback(keras.callbacks.Callback):
 def _finite(arrays: dict[str, np.ndarray]) -> bool:
     """Whether every array holds only finite values (integer arrays always do)."""
     return all(np.isfinite(a).all() for a in arrays.values())
+
+
+def _target_met(target: dict, metrics: dict) -> bool:
+    """The controller's `target_metric` check (controller/rules/checks.py) on one epoch's metrics."""
+    value = metrics.get(target["metric"])
+    if value is None:
+        return False
+    return value >= target["value"] if target["mode"] == "max" else value <= target["value"]
 
 
 def _num(value):

@@ -108,7 +108,7 @@ def _held_target(session: Session) -> dict:
     assert model is not None, "an export needs the model that trained"
     at_step = (session.stop_request or {}).get("at_step")
     step = session.reporter.state["step"]
-    for end_step, metrics, weights in session.epoch_ends:
+    for end_step, metrics, weights in [*session.target_ends, *session.epoch_ends]:
         if end_step == at_step:
             model.set_weights(weights)
             step, session.last_metrics = end_step, metrics

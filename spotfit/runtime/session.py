@@ -56,6 +56,7 @@ class Session:
         self.load_s = 0.0
         self.last_metrics: dict = {}
         self.epoch_ends: list = []  # (step, metrics, weights) of the last two epoch ends, with an export
+        self.target_ends: list = []  # the same, of the last epoch ends that met a stopping target
         self.save_costs: list[float] = []
         self._interval_s: float | None = config.interval_s  # None: auto, until a save measured the cost
         self.stop_request: dict | None = None
