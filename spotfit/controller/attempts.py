@@ -89,9 +89,18 @@ class AttemptPlanner:
         return self.replay.on_demand_usd_per_h() if self.replay else None
 
     def notice_s(self) -> float:
-        """Wall seconds between SIGTERM and SIGKILL for a market preemption."""
+        """Wall seconds between SIGTERM and SIGKILL: the cloud's notice, scaled to wall time."""
         scale = self.spec.market.time_scale if self.replay else 1.0
         return max(AWS_NOTICE_S / scale, MIN_NOTICE_S)
+
+    def market_notice_s(self) -> float:
+        """Wall seconds between SIGTERM and SIGKILL when the market or the policy ends an attempt.
+
+        The trace clock holds while the process saves and exits, so the notice is AWS's two
+        minutes of wall time: however loaded this machine, the attempt keeps its work, as the
+        modeled cloud instance (and the simulator) does.
+        """
+        return AWS_NOTICE_S if self.replay else self.notice_s()
 
     # -- market -----------------------------------------------------------------------------------
 
@@ -146,7 +155,7 @@ class AttemptPlanner:
         if progress.get("phase") != "training":
             return
         if attempt is not None and self.replay is not None:
-            self._clock_on_training(attempt)
+            self._clock_on_training(attempt, step)
         if not step:
             return
         now = time.time()
@@ -161,7 +170,7 @@ class AttemptPlanner:
         if progress.get("phase") in TRAINED_PHASES:
             self.observe({**progress, "phase": "training"}, attempt)
 
-    def _clock_on_training(self, attempt: dict) -> None:
+    def _clock_on_training(self, attempt: dict, step: int) -> None:
         """An attempt trains: the clock runs from launch + overhead (on the steps, or on the wall)."""
         number = attempt["number"]
         if number == self._stopping:  # held at its stop's tick start until it exits
@@ -170,7 +179,7 @@ class AttemptPlanner:
         if number not in self._trained:
             self._trained[number] = {"trace_s": train_s, "overhead_s": self._model_overhead_s()}
             self.db.add_event(self.job_id, "training",
-                              f"attempt {number} trains from step {self._step}, "
+                              f"attempt {number} trains from step {step}, "
                               f"{self._model_overhead_s():.0f} trace s after its launch (restart overhead)",
                               attempt=number, **self._trained[number])
             self._start_training_clock(attempt, train_s)

@@ -162,7 +162,7 @@ class Controller:
             self.db.add_event(self.job_id, "preemption_notice",
                               f"spot capacity in {attempt['zone']} reclaimed (trace)", attempt=number,
                               trace_s=event[1])
-            self.backend.preempt(handle, self.plan.notice_s())
+            self.backend.preempt(handle, self.plan.market_notice_s())
             return
         if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
             del self._stop_sent[number]
@@ -172,7 +172,7 @@ class Controller:
             self._market_stops.add(number)
             self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
                               attempt=number, trace_s=event[1])
-            self.backend.preempt(handle, self.plan.notice_s())
+            self.backend.preempt(handle, self.plan.market_notice_s())
         if self.watchdog.active and number not in self._switching:
             self._apply_rules(attempt, progress)
 
