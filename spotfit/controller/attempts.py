@@ -48,6 +48,7 @@ class AttemptPlanner:
         self._pending: tuple[str, str | None] | None = None  # a switch, launched when its attempt ends
         self._stopping: int | None = None  # the attempt held at the tick start its stop is due
         self._trained: dict[int, dict] = {}  # attempt -> its "training" event (trace_s, overhead_s)
+        self._idle_since_s = self._trace_origin  # the earliest trace second the next launch may start at
         self._rate: tuple[float, int] | None = None  # (wall time, step) of the first observation
         self._trace_s_per_step: float | None = None
         self._total_steps: int | None = None
@@ -73,6 +74,7 @@ class AttemptPlanner:
         self._trained = {e["attempt"]: e["data"] for e in self.db.events(self.job_id) if e["kind"] == "training"}
         if self.replay is not None:
             self._next_tick = self.replay.tick_at(self.clock.now_s())
+            self._idle_since_s = self.clock.now_s()
             if any(AttemptState(a["state"]).is_live() for a in self.db.attempts(self.job_id)):
                 self.clock.hold(self.clock.now_s())
 
@@ -310,14 +312,15 @@ class AttemptPlanner:
             self._next_tick = tick + 1
             decision = self.decide(None, {}, at_s)
             if decision is not None:
-                self.clock.hold(max(at_s, self._held_floor()))
+                self.clock.hold(max(at_s, self._idle_since_s))
                 return decision
         return None
 
-    def _held_floor(self) -> float:
-        """A launch never starts before the end of the previous attempt (its bill ends there)."""
-        ends = [a["trace_end_s"] for a in self.db.attempts(self.job_id) if a["trace_end_s"] is not None]
-        return max(ends, default=self._trace_origin)
+    def resume_now(self) -> None:
+        """A paused job goes on: the next decision is asked now, not at the ticks it sat out."""
+        if self.replay is not None:
+            self._idle_since_s = self.now_s()
+            self._next_tick = self.replay.tick_at(self._idle_since_s)
 
     def market_event(self, attempt: dict) -> tuple[str, float] | None:
         """For a live attempt: ("preempted" | "switch", trace s) at the first tick start passed that ends it.
@@ -352,16 +355,17 @@ class AttemptPlanner:
         return "wait" if self._pending is None else " ".join(p for p in self._pending if p)
 
     def attempt_ended(self, market_stop: bool) -> None:
-        """An attempt ended: a stop the market or the policy made was handled at its tick; any
-        other (done, failed, injected, rule) leaves the clock at its end, and the next decision
-        is asked in this tick."""
+        """An attempt ended: a stop the market or the policy made holds the clock at its tick
+        until the next launch; after any other (done, failed, injected, rule) the clock runs on
+        from its end, and the next decision is asked in this tick."""
         if self.replay is None:
             return
         self._stopping = None
         if not market_stop:
             self._pending = None
-            self.clock.hold(self.clock.now_s(step=self._step))
+            self.clock.run_on_wall(self.clock.now_s(step=self._step))
             self._next_tick = self.replay.tick_at(self.clock.now_s())
+        self._idle_since_s = self.clock.now_s()  # a launch never starts before this end (its bill ends there)
 
     def mark_no_capacity(self, zone: str | None) -> None:
         """A launch in `zone` found no capacity: the next decisions skip it for a while.

@@ -345,6 +345,7 @@ class Controller:
         price = min(prices, default=None)
         if cap is None or (price is not None and price <= cap):
             self._price_paused = False
+            self.plan.resume_now()
             self.watchdog.engine.rearm("price_cap")
             self.db.update_job(self.job_id, state=JobState.WAITING, message="price back under the cap")
             why = "the price cap was removed" if cap is None or price is None else \
