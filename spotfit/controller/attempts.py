@@ -66,15 +66,16 @@ class AttemptPlanner:
         job = self.db.get_job(self.job_id)
         if job["clock_origin"] is None:
             self.db.update_job(self.job_id, clock_origin=self._clock_origin, trace_origin_s=self._trace_origin)
+            start_s = self._trace_origin
         else:
             self._clock_origin, self._trace_origin = job["clock_origin"], job["trace_origin_s"]
-            if self.replay is not None:
-                self.clock.run_on_wall(max(job["trace_now_s"] or 0.0, self._trace_origin))
+            start_s = max(job["trace_now_s"] or 0.0, self._trace_origin)
         self._step = job["step"] or 0
         self._trained = {e["attempt"]: e["data"] for e in self.db.events(self.job_id) if e["kind"] == "training"}
         if self.replay is not None:
-            self._next_tick = self.replay.tick_at(self.clock.now_s())
-            self._idle_since_s = self.clock.now_s()
+            self.clock.run_on_wall(start_s)
+            self._idle_since_s = start_s
+            self._next_tick = self.replay.tick_at(start_s)
             if any(AttemptState(a["state"]).is_live() for a in self.db.attempts(self.job_id)):
                 self.clock.hold(self.clock.now_s())
 
