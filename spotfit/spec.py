@@ -78,7 +78,7 @@ class Market(_Section):
     time_scale: float = Field(600.0, gt=0, le=1e6, description="trace seconds per real second")
     gap_s: float | None = Field(None, gt=0, le=86_400, description="override the trace's tick length")
     policy: str = Field("default", description="spot policy name (see `spotfit simulate`)")
-    overhead_h: float = Field(0.2, ge=0, le=MAX_HOURS, description="restart overhead assumed by the policy")
+    overhead_h: float = Field(0.2, ge=0, le=MAX_HOURS, description="restart overhead per launch (replay bills it)")
     preemptions: list[Preemption] = Field(default_factory=list)
 
     @field_validator("start")

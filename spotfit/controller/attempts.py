@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 
+from spotfit.controller.clock import TraceClock
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace, zone_stats
@@ -23,6 +24,7 @@ from spotfit.states import AttemptState
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
 MIN_NOTICE_S = 3.0  # wall seconds: enough to finish a step and save on this machine
 NO_CAPACITY_RETRY_S = 300.0  # without a market: how long a zone that had no capacity is skipped
+TRAINED_PHASES = ("training", "saving", "holding", "preempted", "stopped", "done")  # the runtime's, once in fit
 
 
 class AttemptPlanner:
@@ -41,7 +43,12 @@ class AttemptPlanner:
         self.policy.reset()
         self._clock_origin = time.time()
         self._trace_origin = self.replay.origin_s if self.replay else 0.0
-        self._last_tick: int | None = None
+        self.clock = TraceClock(spec.market.time_scale, self._trace_origin, self._clock_origin)
+        self._next_tick = self.replay.tick_at(self._trace_origin) if self.replay else 0  # next tick to ask at
+        self._pending: tuple[str, str | None] | None = None  # a switch, launched when its attempt ends
+        self._stopping: int | None = None  # the attempt held at the tick start its stop is due
+        self._trained: dict[int, dict] = {}  # attempt -> its "training" event (trace_s, overhead_s)
+        self._idle_since_s = self._trace_origin  # the earliest trace second the next launch may start at
         self._rate: tuple[float, int] | None = None  # (wall time, step) of the first observation
         self._trace_s_per_step: float | None = None
         self._total_steps: int | None = None
@@ -51,25 +58,32 @@ class AttemptPlanner:
     # -- clock ----------------------------------------------------------------------------------
 
     def start_clock(self) -> None:
-        """Trace time starts when the job first starts and survives controller restarts."""
+        """Trace time starts when the job first starts; a restarted controller goes on from its last reading.
+
+        The clock stands still while no controller runs, and while the live attempt it finds has
+        not been seen training yet.
+        """
         job = self.db.get_job(self.job_id)
         if job["clock_origin"] is None:
             self.db.update_job(self.job_id, clock_origin=self._clock_origin, trace_origin_s=self._trace_origin)
+            start_s = self._trace_origin
         else:
             self._clock_origin, self._trace_origin = job["clock_origin"], job["trace_origin_s"]
+            start_s = max(job["trace_now_s"] or 0.0, self._trace_origin)
         self._step = job["step"] or 0
+        self._trained = {e["attempt"]: e["data"] for e in self.db.events(self.job_id) if e["kind"] == "training"}
+        if self.replay is not None:
+            self.clock.run_on_wall(start_s)
+            self._idle_since_s = start_s
+            self._next_tick = self.replay.tick_at(start_s)
+            if any(AttemptState(a["state"]).is_live() for a in self.db.attempts(self.job_id)):
+                self.clock.hold(self.clock.now_s())
 
     def now_s(self) -> float:
         """Absolute trace seconds now (wall seconds since the start without a market)."""
-        scale = self.spec.market.time_scale if self.replay else 1.0
-        return self._trace_origin + (time.time() - self._clock_origin) * scale
-
-    def new_tick(self) -> bool:
         if self.replay is None:
-            return False
-        tick = self.replay.tick_at(self.now_s())
-        changed, self._last_tick = tick != self._last_tick, tick
-        return changed
+            return self._trace_origin + (time.time() - self._clock_origin)
+        return self.clock.now_s(step=self._step)
 
     def time_scale(self) -> float:
         return self.spec.market.time_scale if self.replay else 1.0
@@ -78,9 +92,18 @@ class AttemptPlanner:
         return self.replay.on_demand_usd_per_h() if self.replay else None
 
     def notice_s(self) -> float:
-        """Wall seconds between SIGTERM and SIGKILL for a market preemption."""
+        """Wall seconds between SIGTERM and SIGKILL: the cloud's notice, scaled to wall time."""
         scale = self.spec.market.time_scale if self.replay else 1.0
         return max(AWS_NOTICE_S / scale, MIN_NOTICE_S)
+
+    def market_notice_s(self) -> float:
+        """Wall seconds between SIGTERM and SIGKILL when the market or the policy ends an attempt.
+
+        The trace clock holds while the process saves and exits, so the notice is AWS's two
+        minutes of wall time: however loaded this machine, the attempt keeps its work, as the
+        modeled cloud instance (and the simulator) does.
+        """
+        return AWS_NOTICE_S if self.replay else self.notice_s()
 
     # -- market -----------------------------------------------------------------------------------
 
@@ -109,6 +132,12 @@ class AttemptPlanner:
             return max(end_s - (attempt["trace_start_s"] or 0.0), 0.0), 0.0
         return self.replay.cost_usd(attempt["market"], attempt["zone"], attempt["trace_start_s"], end_s)
 
+    def billed_overhead_s(self, attempt: dict, end_s: float) -> float | None:
+        """The modeled restart overhead inside an attempt's billed span (trace s); None without a market."""
+        if self.replay is None:
+            return None
+        return max(0.0, min(self._model_overhead_s(), end_s - attempt["trace_start_s"]))
+
     def mtbf_wall_s(self, zone: str | None) -> float | None:
         """Mean time between preemptions of the zone, in wall seconds (for `interval: auto`)."""
         if self.replay is None or zone is None:
@@ -119,13 +148,18 @@ class AttemptPlanner:
             return None
         return mtbf_h * 3600.0 / self.spec.market.time_scale
 
-    # -- progress and policy ------------------------------------------------------------------------
+    # -- progress, the modeled cloud and the policy ----------------------------------------------
 
-    def observe(self, progress: dict) -> None:
+    def observe(self, progress: dict, attempt: dict | None = None) -> None:
+        """Take the attempt's progress; its first training report starts the clock past the overhead."""
         step = progress.get("step") or 0
         self._step = max(self._step, step)
         self._total_steps = progress.get("total_steps") or self._total_steps
-        if progress.get("phase") != "training" or not step:
+        if progress.get("phase") != "training":
+            return
+        if attempt is not None and self.replay is not None:
+            self._clock_on_training(attempt, step)
+        if not step:
             return
         now = time.time()
         if self._rate is None or step < self._rate[1]:
@@ -134,6 +168,72 @@ class AttemptPlanner:
             steps_per_wall_s = (step - self._rate[1]) / (now - self._rate[0])
             self._trace_s_per_step = self.spec.market.time_scale / steps_per_wall_s
 
+    def observe_end(self, attempt: dict, progress: dict) -> None:
+        """The attempt's process ended: if it trained (perhaps between two polls), its clock ran."""
+        if progress.get("phase") in TRAINED_PHASES:
+            self.observe({**progress, "phase": "training"}, attempt)
+
+    def _clock_on_training(self, attempt: dict, step: int) -> None:
+        """An attempt trains: the clock runs from launch + overhead (on the steps, or on the wall)."""
+        number = attempt["number"]
+        if number == self._stopping:  # held at its stop's tick start until it exits
+            return
+        train_s = attempt["trace_start_s"] + self._model_overhead_s()
+        if number not in self._trained:
+            self._trained[number] = {"trace_s": train_s, "overhead_s": self._model_overhead_s()}
+            self.db.add_event(self.job_id, "training",
+                              f"attempt {number} trains from step {step}, "
+                              f"{self._model_overhead_s():.0f} trace s after its launch (restart overhead)",
+                              attempt=number, **self._trained[number])
+            self._start_training_clock(attempt, train_s)
+        elif not self.clock.running:  # adopted by a restarted controller
+            self._start_training_clock(attempt, train_s if self._per_step() else self.clock.now_s())
+
+    def _start_training_clock(self, attempt: dict, train_s: float) -> None:
+        per_step = self._per_step()
+        if per_step:
+            self.clock.run_on_steps(train_s, self._base_work_s(attempt) / per_step, per_step)
+        else:
+            self.clock.run_on_wall(train_s)
+
+    def _per_step(self) -> float | None:
+        """Trace seconds per step on the modeled instance, when the spec gives the work (else None)."""
+        if self.spec.work_h and self._total_steps:
+            return self.spec.work_h * 3600.0 / self._total_steps
+        return None
+
+    def _model_overhead_s(self) -> float:
+        return self.spec.market.overhead_h * 3600.0
+
+    def overhead_s(self) -> float:
+        """The restart overhead the policy plans with: the job's measured mean once it has one.
+
+        Measured = trace seconds from a launch to its first training step after restore. On the
+        replay the clock holds through the local start-up, so it equals `market.overhead_h`; on a
+        backend whose clock is real time it is the real start-up.
+        """
+        measured = [d["overhead_s"] for d in self._trained.values() if d.get("overhead_s") is not None]
+        return sum(measured) / len(measured) if measured else self._model_overhead_s()
+
+    def _base_work_s(self, attempt: dict) -> float:
+        """Modeled work done when `attempt` starts training: the previous attempts' (trace s).
+
+        Work is kept at a stop (the runtime saves at the notice); a restore from an older
+        checkpoint loses the steps after it. Steps that an attempt made after its stop was due
+        count in the next attempt's span, so the modeled finish does not depend on wall timing.
+        """
+        per_step = self._per_step() or 0.0
+        work = 0.0
+        for a in self.db.attempts(self.job_id):
+            if a["state"] == AttemptState.NO_CAPACITY:
+                continue
+            work = min(work, (a["start_step"] or 0) * per_step)
+            if a["number"] == attempt["number"]:
+                return work
+            if a["trace_end_s"] is not None:
+                work += max(0.0, a["trace_end_s"] - a["trace_start_s"] - self._model_overhead_s())
+        return work  # after every attempt (`attempt` is the next one)
+
     def _work_s(self) -> float:
         if self.spec.work_h:
             return self.spec.work_h * 3600.0
@@ -141,27 +241,37 @@ class AttemptPlanner:
             return self._trace_s_per_step * self._total_steps
         return (self.spec.deadline_h * 3600.0 / 2) if self.spec.deadline_h else 3600.0
 
-    def context(self, attempt: dict | None) -> Context:
+    def _work_done_s(self, attempt: dict | None, at_s: float, work_s: float) -> float:
+        if not self._per_step():
+            return work_s * self._step / self._total_steps if self._total_steps else 0.0
+        if attempt is None:
+            return self._base_work_s({"number": -1})
+        base = self._base_work_s(attempt)
+        if attempt["number"] not in self._trained:
+            return base
+        return base + max(0.0, at_s - attempt["trace_start_s"] - self._model_overhead_s())
+
+    def context(self, attempt: dict | None, at_s: float | None = None) -> Context:
+        """What the policy sees at trace second `at_s` (default: now)."""
+        at_s = self.now_s() if at_s is None else at_s
         work_s = self._work_s()
-        done = work_s * self._step / self._total_steps if self._total_steps else 0.0
-        overhead_s = self.spec.market.overhead_h * 3600.0
-        now_rel = self.now_s() - self._trace_origin
+        done = self._work_done_s(attempt, at_s, work_s)
         deadline_s = self.spec.deadline_h * 3600.0 if self.spec.deadline_h else 2 * work_s + 86400.0
         mode, left = NONE, 0.0
         if attempt is not None:
             mode = spot(attempt["zone"]) if attempt["market"] == "spot" else ON_DEMAND
-            left = max(0.0, overhead_s - (self.now_s() - attempt["trace_start_s"]))
+            left = max(0.0, self._model_overhead_s() - (at_s - attempt["trace_start_s"]))
         attempts = self.db.attempts(self.job_id)
         preempted = (attempt is None and bool(attempts)
                      and attempts[-1]["state"] in (AttemptState.PREEMPTED, AttemptState.KILLED))
         replay = self._replay()
-        return Context(now_s=now_rel, gap_s=replay.gap_s, work_s=work_s, work_done_s=min(done, work_s),
-                       deadline_s=deadline_s, overhead_s=overhead_s, mode=mode, overhead_left_s=left,
-                       market=self._view(), zones=tuple(replay.zones),
+        return Context(now_s=at_s - self._trace_origin, gap_s=replay.gap_s, work_s=work_s,
+                       work_done_s=min(done, work_s), deadline_s=deadline_s, overhead_s=self.overhead_s(),
+                       mode=mode, overhead_left_s=left, market=self._view(at_s), zones=tuple(replay.zones),
                        preempted=preempted)
 
-    def decide(self, attempt: dict | None, progress: dict) -> tuple[str, str | None] | None:
-        """(market, zone) to run on now, or None to wait."""
+    def decide(self, attempt: dict | None, progress: dict, at_s: float | None = None) -> tuple[str, str | None] | None:
+        """(market, zone) to run on now (or at trace second `at_s`), or None to wait."""
         if self.replay is None:
             if not self.spec.resources.spot:
                 return "on_demand", None
@@ -171,12 +281,92 @@ class AttemptPlanner:
             return ("spot", zones[0]) if zones else None
         if not self.spec.resources.spot:
             return "on_demand", None
-        decision: Decision = self.policy.decide(self.context(attempt))
+        decision: Decision = self.policy.decide(self.context(attempt, at_s))
         if decision.kind is Kind.NONE:
             return None
         if decision.kind is Kind.ON_DEMAND:
             return "on_demand", None
         return "spot", decision.zone
+
+    # -- ticks: the policy is asked once per tick, at the tick's start, as in the simulator -------
+
+    def _tick_start_s(self, tick: int) -> float:
+        replay = self._replay()
+        return max(replay._first_s + tick * replay.gap_s, replay.origin_s)
+
+    def decide_idle(self) -> tuple[str, str | None] | None:
+        """With no live attempt: what to launch, asking the policy at each tick start passed.
+
+        A launch holds the clock at its tick's start until the attempt trains. A switch decided
+        while the last attempt ran is launched at the tick it was decided at, without asking again.
+        """
+        if self.replay is None:
+            return self.decide(None, {})
+        if self._pending is not None:  # the clock still holds at the switch's tick start
+            pending, self._pending = self._pending, None
+            self.clock.hold(self.clock.now_s())
+            return pending
+        if not self.clock.running:
+            self.clock.run_on_wall(self.clock.now_s())
+        for tick in range(self._next_tick, self.replay.tick_at(self.now_s()) + 1):
+            at_s = self._tick_start_s(tick)
+            self._next_tick = tick + 1
+            decision = self.decide(None, {}, at_s)
+            if decision is not None:
+                self.clock.hold(max(at_s, self._idle_since_s))
+                return decision
+        return None
+
+    def resume_now(self) -> None:
+        """A paused job goes on: the next decision is asked now, not at the ticks it sat out."""
+        if self.replay is not None:
+            self._idle_since_s = self.now_s()
+            self._next_tick = self.replay.tick_at(self._idle_since_s)
+
+    def market_event(self, attempt: dict) -> tuple[str, float] | None:
+        """For a live attempt: ("preempted" | "switch", trace s) at the first tick start passed that ends it.
+
+        The clock holds at that tick's start: the attempt is billed until then, and the next
+        launch starts there. Spot that is gone at a tick's start preempts before the policy is
+        asked; a switch is remembered for `decide_idle`.
+        """
+        if self.replay is None:
+            return None
+        for tick in range(self._next_tick, self.replay.tick_at(self.now_s()) + 1):
+            at_s = self._tick_start_s(tick)
+            if at_s <= attempt["trace_start_s"]:
+                self._next_tick = tick + 1
+                continue
+            if attempt["market"] == "spot" and not self.replay.available(attempt["zone"], at_s):
+                self._next_tick = tick
+                return self._stop_at(attempt, "preempted", at_s)
+            self._next_tick = tick + 1
+            decision = self.decide(attempt, {}, at_s)
+            if decision is None or not self.same_mode(attempt, decision):
+                self._pending = decision
+                return self._stop_at(attempt, "switch", at_s)
+        return None
+
+    def _stop_at(self, attempt: dict, why: str, at_s: float) -> tuple[str, float]:
+        self.clock.hold(at_s)
+        self._stopping = attempt["number"]
+        return why, at_s
+
+    def pending_text(self) -> str:
+        return "wait" if self._pending is None else " ".join(p for p in self._pending if p)
+
+    def attempt_ended(self, market_stop: bool) -> None:
+        """An attempt ended: a stop the market or the policy made holds the clock at its tick
+        until the next launch; after any other (done, failed, injected, rule) the clock runs on
+        from its end, and the next decision is asked in this tick."""
+        if self.replay is None:
+            return
+        self._stopping = None
+        if not market_stop:
+            self._pending = None
+            self.clock.run_on_wall(self.clock.now_s(step=self._step))
+            self._next_tick = self.replay.tick_at(self.clock.now_s())
+        self._idle_since_s = self.clock.now_s()  # a launch never starts before this end (its bill ends there)
 
     def mark_no_capacity(self, zone: str | None) -> None:
         """A launch in `zone` found no capacity: the next decisions skip it for a while.
@@ -185,6 +375,8 @@ class AttemptPlanner:
         another zone, on-demand or waiting); without one it is skipped for NO_CAPACITY_RETRY_S.
         """
         self._no_capacity[zone] = self.now_s()
+        if self.replay is not None:  # ask again in this tick, with the zone down
+            self._next_tick = self.replay.tick_at(self.now_s())
 
     def _blocked(self) -> set[str | None]:
         now = self.now_s()
@@ -198,10 +390,10 @@ class AttemptPlanner:
             raise RuntimeError("the policy is asked only when the job has a market trace")
         return self.replay
 
-    def _view(self) -> MarketView:
-        """The market as the policy sees it now: zones that just had no capacity are down."""
+    def _view(self, at_s: float) -> MarketView:
+        """The market as the policy sees it at `at_s`: zones that just had no capacity are down."""
         replay = self._replay()
-        view = replay.view(self.now_s())
+        view = replay.view(at_s)
         blocked = [z for z in self._blocked() if z is not None and z in replay.zones]
         if not blocked:
             return view

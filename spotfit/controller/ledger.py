@@ -26,8 +26,10 @@ from spotfit.states import AttemptState
 
 
 def _overhead_s(attempt: dict) -> float:
-    """Trace seconds from launch to the end of the first step (process, import, restore, step)."""
+    """Trace seconds of restart overhead: the modeled one a replay billed, else launch to first step."""
     info = attempt.get("info") or {}
+    if info.get("overhead_s") is not None:
+        return float(info["overhead_s"])
     first = (info.get("timings") or {}).get("first_step_s")
     if first is None:
         return float(attempt.get("billed_s") or 0.0) if not _steps(attempt) else 0.0

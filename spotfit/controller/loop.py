@@ -59,6 +59,7 @@ class Controller:
         self._failures = sum(1 for a in db.attempts(job_id) if a["state"] == outcome.FAILED)
         self._notified: set[int] = set()
         self._switching: set[int] = set()
+        self._market_stops: set[int] = set()  # attempts the policy stopped at a tick start (a switch)
         # Rules that already paused or stopped this job do not fire again when it resumes.
         fired = {e["data"]["index"] for e in db.events(job_id)
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
@@ -159,6 +160,7 @@ class Controller:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
+            result = self._market_end(attempt, result)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code)
             return
@@ -168,14 +170,14 @@ class Controller:
             if progress.get("phase") == "holding" and (progress.get("step") or 0) >= inj.at_step:
                 self.plan.mark_injected(inj, number)
                 self.backend.preempt(handle, inj.notice_s)
-        # The replayed market: the zone's spot capacity is gone.
-        if (attempt["market"] == "spot" and number not in self._notified
-                and not self.plan.spot_available(attempt["zone"])):
+        # The replayed market, tick by tick: the zone's spot capacity is gone, or the policy switches.
+        event = None if number in self._notified or number in self._switching else self.plan.market_event(attempt)
+        if event is not None and event[0] == "preempted":
             self._notified.add(number)
             self.db.add_event(self.job_id, "preemption_notice",
                               f"spot capacity in {attempt['zone']} reclaimed (trace)", attempt=number,
-                              trace_s=self.plan.now_s())
-            self.backend.preempt(handle, self.plan.notice_s())
+                              trace_s=event[1])
+            self.backend.preempt(handle, self.plan.market_notice_s())
             return
         if self._over_budget_limit(attempt):
             self.backend.stop(handle, grace_s=0.0)
@@ -183,14 +185,40 @@ class Controller:
         if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
             del self._stop_sent[number]
             self.backend.preempt(handle, self.plan.notice_s())
-        if number not in self._notified and number not in self._switching and self.plan.new_tick():
-            decision = self.plan.decide(attempt, progress)
-            if decision is not None and not self.plan.same_mode(attempt, decision):
-                self._switching.add(number)
-                self.db.add_event(self.job_id, "switch", f"policy switches to {decision}", attempt=number)
-                self.backend.preempt(handle, self.plan.notice_s())
+        if event is not None:
+            self._switching.add(number)
+            self._market_stops.add(number)
+            self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
+                              attempt=number, trace_s=event[1])
+            self.backend.preempt(handle, self.plan.market_notice_s())
         if self.watchdog.active and number not in self._switching:
             self._apply_rules(attempt, progress)
+
+    def _market_end(self, attempt: dict, result: AttemptState) -> AttemptState:
+        """An attempt that ended by itself past a tick where the market or the policy ended it.
+
+        The local process may run ahead of the modeled instance (a replay with `work_h` counts
+        trace time by steps): the attempt ends at that tick instead, and the next one goes on
+        from its checkpoint, completing at once if it had completed.
+        """
+        number = attempt["number"]
+        self.plan.observe_end(attempt, self._progress(number))
+        if number in self._notified or number in self._switching:
+            return result
+        event = self.plan.market_event(attempt)
+        if event is None:
+            return result
+        if event[0] == "preempted":
+            self._notified.add(number)
+            self.db.add_event(self.job_id, "preemption_notice", f"spot capacity in {attempt['zone']} reclaimed "
+                              "(trace)", attempt=number, trace_s=event[1])
+        else:
+            self._market_stops.add(number)
+            self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
+                              attempt=number, trace_s=event[1])
+        if result != outcome.COMPLETED:
+            return result
+        return outcome.PREEMPTED if event[0] == "preempted" else outcome.STOPPED
 
     def _finish(self, attempt: dict, result: str, code: int | None, why: str = "") -> None:
         number = attempt["number"]
@@ -199,10 +227,12 @@ class Controller:
         end_s = self.plan.now_s()  # one reading: the span billed is the span recorded
         billed_s, cost = self.plan.bill(attempt, end_s)
         info = {"timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
-                "on_demand_usd_per_h": self.plan.on_demand_usd_per_h()}
+                "on_demand_usd_per_h": self.plan.on_demand_usd_per_h(),
+                "overhead_s": self.plan.billed_overhead_s(attempt, end_s)}
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
+        self.plan.attempt_ended(market_stop=number in self._notified or number in self._market_stops)
         self._ingest()
         message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"
         if code not in (None, 0):
@@ -257,7 +287,7 @@ class Controller:
         except classify.ConfigError as exc:  # gone since the job was submitted
             self._config_error = self._config_failed(exc)
             return
-        decision = self.plan.decide(None, {})
+        decision = self.plan.decide_idle()
         if decision is None:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.plan.waiting_reason())
             return
@@ -431,6 +461,7 @@ class Controller:
         price = min(prices, default=None)
         if cap is None or (price is not None and price <= cap):
             self._price_paused = False
+            self.plan.resume_now()
             self.watchdog.engine.rearm("price_cap")
             self.db.update_job(self.job_id, state=JobState.WAITING, message="price back under the cap")
             why = "the price cap was removed" if cap is None or price is None else \
@@ -507,7 +538,7 @@ class Controller:
         if current is not None:
             progress = self._progress(current["number"])
             if progress:
-                self.plan.observe(progress)
+                self.plan.observe(progress, current)
                 self.db.update_job(self.job_id, step=progress.get("step") or 0,
                                    total_steps=progress.get("total_steps"), loss=progress.get("loss"))
 
