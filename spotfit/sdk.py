@@ -187,6 +187,8 @@ def status(ref: str) -> dict:
         "message": job["message"],
         "step": job["step"],
         "total_steps": job["total_steps"],
+        # Until the script ends, a later `fit` call may add steps: the runtime's total is its plan so far.
+        "total_steps_estimated": active and job["total_steps"] is not None,
         "loss": job["loss"],
         "attempts": rows,
         "cost_usd": round(running_cost, 6),

@@ -39,6 +39,8 @@ def _h(seconds: float | None) -> str:
 
 def status_table(doc: dict) -> Table:
     total = doc["total_steps"] or "?"
+    if doc.get("total_steps_estimated"):
+        total = f"~{total} (estimate)"
     title = f"{doc['id']}  [bold]{doc['state']}[/]  step {doc['step']}/{total}  cost {_usd(doc['cost_usd'])}"
     table = Table(title=title, title_justify="left")
     for col in ("#", "state", "market", "zone", "steps", "billed h", "cost"):
