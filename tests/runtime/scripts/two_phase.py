@@ -1,4 +1,5 @@
-"""Two `fit` calls (frozen base, then fine-tuned) with Keras's stateful callbacks and two of the user's.
+"""Two `fit` calls (frozen base, then fine-tuned) with Keras's stateful callbacks (ModelCheckpoint
+included) and two of the user's.
 
 EarlyStopping ends each call early (its `min_delta` is larger than any improvement), so the
 job's step count depends on the callbacks' counters; ReduceLROnPlateau and a multiplicative
@@ -55,6 +56,9 @@ def stop_early():
 
 
 counter, lr_log = BatchCounter(), LrLog()
+# mode "max": the best is an early epoch, so a `best` lost at a later preemption would change.
+best = keras.callbacks.ModelCheckpoint("best.weights.h5", monitor="val_loss", mode="max", save_best_only=True,
+                                       save_weights_only=True)
 base.trainable = False
 model.compile(keras.optimizers.Adam(0.01), "mse")
 first = model.fit(x, y, batch_size=16, epochs=6, validation_split=0.25, shuffle=True, verbose=0,
@@ -67,7 +71,8 @@ second = model.fit(
     callbacks=[counter, lr_log, stop_early(),
                keras.callbacks.ReduceLROnPlateau(monitor="loss", min_delta=100.0, patience=1, factor=0.5),
                keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.9),
-               keras.callbacks.CSVLogger("phase2.csv"), keras.callbacks.TensorBoard("tb", update_freq=1)])
+               keras.callbacks.CSVLogger("phase2.csv"), keras.callbacks.TensorBoard("tb", update_freq=1), best])
 with open("summary.json", "w") as f:
     json.dump({"epochs": [len(first.epoch), len(second.epoch)], "batches": counter.batches, "rates": lr_log.rates,
-               "lr": float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))}, f)
+               "lr": float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)),
+               "best_val_loss": float(best.best)}, f)  # ModelCheckpoint's best survives the preemptions
