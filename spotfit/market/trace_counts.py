@@ -84,7 +84,7 @@ def catalog_prices(path: Path, instance_type: str, zone: str) -> tuple[float, fl
     from spotfit.market.trace import DATA_DIR
 
     region = re.sub(r"[a-z]$", "", zone)
-    rows = [o for o in read_catalog(DATA_DIR / CATALOGS["aws"][0], "aws")
+    rows = [o for name in CATALOGS["aws"] for o in read_catalog(DATA_DIR / name, "aws")
             if o.instance_type == instance_type and o.region == region]
     spots = [o.spot_usd_per_h for o in rows if o.spot_usd_per_h is not None]
     ods = [o.on_demand_usd_per_h for o in rows if o.on_demand_usd_per_h is not None]
