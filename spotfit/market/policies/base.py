@@ -152,6 +152,23 @@ def near_deadline(ctx: Context, extra_s: float) -> bool:
     return need_ticks >= left_ticks
 
 
+def deadline_safety(ctx: Context, choice: Decision, spot_choice: Decision | None) -> Decision:
+    """The published baselines' safety rules on top of `choice` (`spot_choice`: spot now, if up).
+
+    Off spot, go on-demand once the work left plus two restarts no longer fits; with one restart,
+    keep riding a running spot launch, else on-demand (spot again when restarts are free).
+    """
+    d, mode = ctx.overhead_s, ctx.mode.kind
+    if mode is not Kind.SPOT and near_deadline(ctx, 2 * d):
+        choice = ON_DEMAND
+    if near_deadline(ctx, d):
+        riding = mode is Kind.SPOT and ctx.overhead_left_s < 1e-3
+        choice = ctx.mode if riding else ON_DEMAND
+        if d == 0 and spot_choice is not None:
+            choice = spot_choice
+    return choice
+
+
 def gain_if_continued(ctx: Context) -> float:
     """Progress this tick if the current launch keeps running."""
     if ctx.mode.kind is Kind.NONE:

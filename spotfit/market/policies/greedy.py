@@ -21,12 +21,10 @@ from __future__ import annotations
 
 from spotfit.market.policies.base import (
     NONE,
-    ON_DEMAND,
     BasePolicy,
     Context,
     Decision,
-    Kind,
-    near_deadline,
+    deadline_safety,
     spot,
 )
 
@@ -37,14 +35,5 @@ class Greedy(BasePolicy):
     def decide(self, ctx: Context) -> Decision:
         zone = ctx.zones[0]
         has_spot = ctx.market.is_available(zone)
-        mode = ctx.mode.kind
-        d = ctx.overhead_s
         choice = spot(zone) if has_spot else NONE
-        if mode is not Kind.SPOT and near_deadline(ctx, 2 * d):
-            choice = ON_DEMAND
-        if near_deadline(ctx, d):
-            riding = mode is Kind.SPOT and ctx.overhead_left_s < 1e-3
-            choice = ctx.mode if riding else ON_DEMAND
-            if d == 0 and has_spot:
-                choice = spot(zone)
-        return choice
+        return deadline_safety(ctx, choice, spot(zone) if has_spot else None)

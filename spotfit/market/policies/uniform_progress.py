@@ -31,7 +31,7 @@ from spotfit.market.policies.base import (
     Context,
     Decision,
     Kind,
-    near_deadline,
+    deadline_safety,
     spot,
 )
 
@@ -50,11 +50,4 @@ class UniformProgress(BasePolicy):
             choice = ON_DEMAND
         if mode is Kind.ON_DEMAND and (not has_spot or ctx.work_done_s < rate * (ctx.now_s + 2 * d)):
             choice = ON_DEMAND
-        if mode is not Kind.SPOT and near_deadline(ctx, 2 * d):
-            choice = ON_DEMAND
-        if near_deadline(ctx, d):
-            riding = mode is Kind.SPOT and ctx.overhead_left_s < 1e-3
-            choice = ctx.mode if riding else ON_DEMAND
-            if d == 0 and has_spot:
-                choice = spot(zone)
-        return choice
+        return deadline_safety(ctx, choice, spot(zone) if has_spot else None)
