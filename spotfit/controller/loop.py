@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 
 from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
-from spotfit.controller import classify, crashpoints, notify, outcome
+from spotfit.controller import budget, classify, crashpoints, notify, outcome
 from spotfit.controller.attempts import AttemptPlanner
+from spotfit.controller.job_files import JobFiles
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
-from spotfit.errors import NoCapacityError, NotFoundError, SpotfitError, UsageError
-from spotfit.rulespec import Budget
+from spotfit.errors import NoCapacityError, SpotfitError, UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
@@ -43,6 +43,7 @@ class Controller:
         self.job_url = job["store_url"]
         self.store = open_store(self.job_url)
         self.guard = StoreGuard(self.job_url, lambda kind, message: db.add_event(job_id, kind, message))
+        self.files = JobFiles(self.store, self.guard)
         self.backend = backend or make_backend(self.spec.backend)
         self.poll_s = poll_s
         self.on_update = on_update or (lambda: None)
@@ -52,7 +53,6 @@ class Controller:
         except UsageError as exc:
             raise self._config_failed(classify.as_config_error(exc)) from exc
         self._config_error: classify.ConfigError | None = None  # set when the runtime reports one
-        self._progress_seen: dict[int, dict] = {}  # the last progress read per attempt (the store may be away)
         self._seen_events: set[str] = {
             e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
         }
@@ -63,7 +63,7 @@ class Controller:
         # Rules that already paused or stopped this job do not fire again when it resumes.
         fired = {e["data"]["index"] for e in db.events(job_id)
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
-        self.watchdog = Watchdog(_rules_of(self.spec), fired)
+        self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
         self.webhook = notify.webhook_url(self.spec.notify.webhook if self.spec.notify else None)
         self._halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
         self._price_paused = False
@@ -132,7 +132,7 @@ class Controller:
         if current["handle"] is None:
             handle = self.backend.find(self._request(number, current["market"], current["zone"]))
             if handle is None:
-                code = self._recorded_exit(number)
+                code = self.files.recorded_exit(number)
                 if code is None:
                     self._finish(current, outcome.KILLED, None, "its launch was interrupted and nothing it "
                                                                 "started was found")
@@ -154,7 +154,7 @@ class Controller:
         if not status.running:
             code = status.exit_code
             if code is None and status.signal is None:
-                code = self._recorded_exit(number)
+                code = self.files.recorded_exit(number)
             result = outcome.classify(code, status.signal)
             if number in self._switching and result != outcome.COMPLETED:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
@@ -164,7 +164,7 @@ class Controller:
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code)
             return
-        progress = self._progress(number)
+        progress = self.files.progress(number)
         # Injected preemptions: the runtime holds at the step; deliver the signal now.
         for inj in self.plan.pending_injections():
             if progress.get("phase") == "holding" and (progress.get("step") or 0) >= inj.at_step:
@@ -202,7 +202,7 @@ class Controller:
         from its checkpoint, completing at once if it had completed.
         """
         number = attempt["number"]
-        self.plan.observe_end(attempt, self._progress(number))
+        self.plan.observe_end(attempt, self.files.progress(number))
         if number in self._notified or number in self._switching:
             return result
         event = self.plan.market_event(attempt)
@@ -222,7 +222,7 @@ class Controller:
 
     def _finish(self, attempt: dict, result: str, code: int | None, why: str = "") -> None:
         number = attempt["number"]
-        progress = self._progress(number)
+        progress = self.files.progress(number)
         end_step = progress.get("step", attempt.get("start_step") or 0)
         end_s = self.plan.now_s()  # one reading: the span billed is the span recorded
         billed_s, cost = self.plan.bill(attempt, end_s)
@@ -351,25 +351,18 @@ class Controller:
 
     # -- rules ----------------------------------------------------------------------------------
 
-    def _budget_rules(self) -> list[tuple[int, Budget]]:
-        """(index, rule) of the budget rules that pause or stop the job."""
-        return [(i, r) for i, r in enumerate(self.watchdog.engine.rules)
-                if r.rule == "budget" and r.action in ("pause", "stop")]
-
     def _spent_usd(self, but: int | None = None) -> float:
         return sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != but)
 
     def _halt_before_launch(self) -> bool:
         """Whether a stop or pause holds the next launch: one already decided, or a budget spent."""
         if self._halt is None:
-            spent = self._spent_usd()
-            for index, rule in self._budget_rules():
-                if spent >= rule.usd:
-                    message = f"budget: cost ${spent:.4f} reached the budget ${rule.usd:g} -> {rule.action} " \
-                              "(checked before launching)"
-                    self.db.add_event(self.job_id, "rule", message, rule="budget", index=index, action=rule.action)
-                    self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
-                    break
+            crossed = budget.crossed_before_launch(budget.holding_rules(self.watchdog.engine.rules),
+                                                   self._spent_usd())
+            if crossed is not None:
+                index, rule, message = crossed
+                self.db.add_event(self.job_id, "rule", message, rule="budget", index=index, action=rule.action)
+                self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
         if self._halt is None:
             return False
         state, why = self._halt
@@ -378,22 +371,17 @@ class Controller:
         return True
 
     def _over_budget_limit(self, attempt: dict) -> bool:
-        """Whether the attempt must end now: its cost passed a budget plus half a billing minimum.
-
-        A budget stop asks the attempt to save and stop; one that takes longer than the money
-        allows (TF start-up ignoring the signal, a slow save) is ended at once, so that a job
-        never spends more than its budget plus one billing minimum.
-        """
-        rules = self._budget_rules()
+        """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
+        rules = budget.holding_rules(self.watchdog.engine.rules)
         number = attempt["number"]
         if not rules or number in self._cut_off:
             return False
         now = self.plan.now_s()
         cost = self._spent_usd(but=number) + self.plan.bill(attempt, now)[1]
-        minimum_usd = self.plan.bill({**attempt, "trace_start_s": now}, now)[1]
-        index, rule = min(rules, key=lambda ir: ir[1].usd)
-        if cost < rule.usd + minimum_usd / 2:
+        over = budget.over_limit(rules, cost, self.plan.bill({**attempt, "trace_start_s": now}, now)[1])
+        if over is None:
             return False
+        index, rule = over
         self._cut_off.add(number)
         self._switching.add(number)
         message = (f"budget: cost ${cost:.4f} passed the budget ${rule.usd:g} plus half a billing minimum: "
@@ -406,8 +394,7 @@ class Controller:
 
     def _apply_rules(self, attempt: dict, progress: dict) -> None:
         """Evaluate the watchdog rules; notify, pause or stop as they say."""
-        spent = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != attempt["number"])
-        cost = spent + self.plan.bill(attempt)[1]
+        cost = self._spent_usd(but=attempt["number"]) + self.plan.bill(attempt)[1]
         price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == "spot" else None
         for verdict in self.watchdog.check(progress, cost, price):
             saved = f" (saves ~${verdict.saved_usd:.4f})" if verdict.saved_usd else ""
@@ -448,9 +435,7 @@ class Controller:
     def _notify(self, verdict, message: str) -> None:
         if not self.webhook:
             return
-        payload = {"text": f"spotfit job {self.job_id}: {message}", "job": self.job_id, "rule": verdict.rule,
-                   "action": verdict.action, "message": verdict.message, "saved_usd": verdict.saved_usd}
-        error = notify.send(self.webhook, payload)
+        error = notify.send(self.webhook, notify.rule_payload(self.job_id, verdict, message))
         if error:
             self.db.add_event(self.job_id, "notify_failed", f"webhook delivery failed: {error}")
 
@@ -481,44 +466,14 @@ class Controller:
 
     # -- reading the store ----------------------------------------------------------------------
 
-    def _read_json(self, key: str) -> dict | None:
-        """The object `key` as JSON; None when it is missing, damaged or the store is away."""
-        try:
-            doc = self.guard.call(lambda: json.loads(self.store.read_bytes(key)), fallback=None)
-        except (NotFoundError, ValueError):
-            return None
-        return doc if isinstance(doc, dict) else None
-
     def _read_result(self) -> dict:
         """`result.json` of a completed attempt, waiting (with backoff) while the store is away."""
-        deadline = time.time() + RESULT_WAIT_S
-        while True:
-            try:
-                doc = self.guard.call(lambda: json.loads(self.store.read_bytes("result.json")), fallback=None)
-            except (NotFoundError, ValueError):
-                return {}
-            if doc is not None:
-                return doc if isinstance(doc, dict) else {}
-            if time.time() > deadline:
-                self.db.add_event(self.job_id, "result_unread",
-                                  f"result.json could not be read for {RESULT_WAIT_S:g}s: the job completes without it")
-                return {}
-            self.db.update_job(self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time())
-            time.sleep(self.poll_s)
-
-    def _progress(self, attempt: int) -> dict:
-        doc = self._read_json("progress.json")
-        if doc is None:  # the last one read stands in while the store is away
-            return self._progress_seen.get(attempt, {}) if not self.guard.healthy else {}
-        if doc.get("attempt") != attempt:
-            return {}
-        self._progress_seen = {attempt: doc}
-        return doc
-
-    def _recorded_exit(self, attempt: int) -> int | None:
-        doc = self._read_json(f"attempts/{attempt:04d}/exit.json")
-        code = doc.get("code") if doc else None
-        return code if isinstance(code, int) else None
+        doc = self.files.read_result(RESULT_WAIT_S, self.poll_s, keep_alive=lambda: self.db.update_job(
+            self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time()))
+        if doc is None:
+            self.db.add_event(self.job_id, "result_unread",
+                              f"result.json could not be read for {RESULT_WAIT_S:g}s: the job completes without it")
+        return doc or {}
 
     def _ingest(self) -> None:
         """Copy new runtime events into the DB and the latest progress into the job row."""
@@ -526,7 +481,7 @@ class Controller:
         for key in keys:
             if key in self._seen_events:
                 continue
-            doc = self._read_json(key)
+            doc = self.files.read_json(key)
             if doc is None:
                 continue
             self._seen_events.add(key)
@@ -536,16 +491,9 @@ class Controller:
                 self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])
         current = self._current()
         if current is not None:
-            progress = self._progress(current["number"])
+            progress = self.files.progress(current["number"])
             if progress:
                 self.plan.observe(progress, current)
                 self.db.update_job(self.job_id, step=progress.get("step") or 0,
                                    total_steps=progress.get("total_steps"), loss=progress.get("loss"))
 
-
-def _rules_of(spec: JobSpec) -> list:
-    """The spec's rules; a top-level `budget_usd` is a `budget` rule that stops the job."""
-    rules = list(spec.rules)
-    if spec.budget_usd is not None and not any(r.rule == "budget" for r in rules):
-        rules.append(Budget(rule="budget", usd=spec.budget_usd, action="stop"))
-    return rules

@@ -27,6 +27,12 @@ def webhook_url(spec_webhook: str | None) -> str | None:
     return ((config.get("notify") or {}).get("webhook")) or None
 
 
+def rule_payload(job_id: str, verdict, message: str) -> dict:
+    """The webhook's JSON for a rule that fired (Slack reads `text`; the rest is for programs)."""
+    return {"text": f"spotfit job {job_id}: {message}", "job": job_id, "rule": verdict.rule,
+            "action": verdict.action, "message": verdict.message, "saved_usd": verdict.saved_usd}
+
+
 def send(url: str, payload: dict, timeout_s: float = 5.0) -> str | None:
     """POST `payload` as JSON; returns None on success or the error as one line."""
     request = urllib.request.Request(

@@ -1,0 +1,60 @@
+"""What the controller reads of a job's store: JSON documents, the attempt's progress, exit codes.
+
+Every read goes through the `StoreGuard`, so an unreachable store is an event and a `None`,
+never an exception; the last progress read stands in while the store is away.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+from spotfit.controller.store_guard import StoreGuard
+from spotfit.errors import NotFoundError
+
+
+class JobFiles:
+    def __init__(self, store, guard: StoreGuard):
+        self.store = store
+        self.guard = guard
+        self._progress_seen: dict[int, dict] = {}  # the last progress read per attempt
+
+    def read_json(self, key: str) -> dict | None:
+        """The object `key` as JSON; None when it is missing, damaged or the store is away."""
+        try:
+            doc = self.guard.call(lambda: json.loads(self.store.read_bytes(key)), fallback=None)
+        except (NotFoundError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def progress(self, attempt: int) -> dict:
+        """The attempt's `progress.json`; {} when it is another attempt's or none was read yet."""
+        doc = self.read_json("progress.json")
+        if doc is None:  # the last one read stands in while the store is away
+            return self._progress_seen.get(attempt, {}) if not self.guard.healthy else {}
+        if doc.get("attempt") != attempt:
+            return {}
+        self._progress_seen = {attempt: doc}
+        return doc
+
+    def recorded_exit(self, attempt: int) -> int | None:
+        """The exit code the attempt's runtime recorded, if any."""
+        doc = self.read_json(f"attempts/{attempt:04d}/exit.json")
+        code = doc.get("code") if doc else None
+        return code if isinstance(code, int) else None
+
+    def read_result(self, wait_s: float, poll_s: float, keep_alive: Callable[[], None]) -> dict | None:
+        """`result.json` ({} when missing or damaged), waiting up to `wait_s` while the store is away (None)."""
+        deadline = time.time() + wait_s
+        while True:
+            try:
+                doc = self.guard.call(lambda: json.loads(self.store.read_bytes("result.json")), fallback=None)
+            except (NotFoundError, ValueError):
+                return {}
+            if doc is not None:
+                return doc if isinstance(doc, dict) else {}
+            if time.time() > deadline:
+                return None
+            keep_alive()
+            time.sleep(poll_s)
