@@ -55,13 +55,13 @@ def run(session: Session, model: Any, data: Iterable | Callable[[], Iterable], s
 
 
 def _skip(session: Session, model: Any, record: Any) -> None:
-    from spotfit.runtime import instrument
+    from spotfit.runtime import model_state
 
     index = session.calls.index
     if record is None:
         session.reporter.event("fit_skipped", f"loop {index} finished before the checkpoint; its end state was "
                                "not recorded, the next call restores the checkpoint")
         return
-    instrument.restore(model, record.arrays, record.meta)
+    model_state.restore(model, record.arrays, record.meta)
     session.reporter.event("fit_skipped", f"loop {index} finished before the checkpoint: restored its end "
                            f"state at step {record.meta['step']}", fit_index=index, step=record.meta["step"])

@@ -19,7 +19,6 @@ resumed run never skips an epoch end.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import math
 import random
@@ -43,6 +42,12 @@ from spotfit.runtime import (
 )
 from spotfit.runtime.checkpoint import Checkpoint
 from spotfit.runtime.fit_calls import FitCalls
+from spotfit.runtime.model_state import (
+    _set_python_rng,
+    capture,
+    restore,
+    restore_metrics,
+)
 from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.tensorboard import TensorBoardLogger
 
@@ -53,77 +58,6 @@ _original_fit = keras.Model.fit
 TARGET_ENDS_KEPT = 8  # epoch ends meeting a stopping target whose weights an export may need
 SAVE_RETRY_S = 10.0  # `interval: auto` before any save succeeded: wait this long after a failure
 _FIT_SIGNATURE = inspect.signature(_original_fit)
-
-
-def weights_sha256(model: keras.Model) -> str:
-    """sha256 over the model's weights in their fixed order (names, shapes, dtypes, values)."""
-    h = hashlib.sha256()
-    for v in model.weights:
-        value = np.ascontiguousarray(_numpy(v))
-        h.update(f"{v.path}:{value.dtype}:{value.shape};".encode())
-        h.update(value.tobytes())
-    return h.hexdigest()
-
-
-def _numpy(variable) -> np.ndarray:
-    """A variable's value; a distributed variable's is its first local copy (all are equal)."""
-    value = variable.value
-    components = getattr(value, "values", None)  # tf.distribute's MirroredVariable and kin
-    if isinstance(components, tuple) and components:
-        value = components[0]
-    return keras.ops.convert_to_numpy(value)
-
-
-def _state_variables(model: keras.Model) -> list:
-    """Everything that must come back on resume: weights, seed states, optimizer slots."""
-    variables = list(model.variables)
-    if model.optimizer is not None:
-        variables += list(model.optimizer.variables)
-    return variables
-
-
-def capture(model: keras.Model) -> dict[str, np.ndarray]:
-    """Variables (`v…`), metric accumulators (`m…`, the epoch's running means) and NumPy's RNG."""
-    arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
-    arrays.update({f"m{i:05d}": _numpy(v) for i, v in enumerate(model.metrics_variables)})
-    keys, pos = np.random.get_state()[1:3]  # type: ignore[index]  # the legacy tuple form
-    arrays["numpy_rng_keys"] = np.asarray(keys)
-    arrays["numpy_rng_pos"] = np.asarray([pos])
-    return arrays
-
-
-def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
-    """Put the epoch's running metric sums back (after Keras reset them); False if they do not match."""
-    saved = sorted(k for k in arrays if k.startswith("m"))
-    variables = list(model.metrics_variables)
-    if len(saved) != len(variables):
-        return False
-    for key, var in zip(saved, variables, strict=True):
-        var.assign(arrays[key])
-    return True
-
-
-def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> None:
-    if model.optimizer is not None and not model.optimizer.built:
-        # Keras builds the optimizer lazily at the first step; its slots must exist to restore.
-        model.optimizer.build(model.trainable_variables)
-    variables = _state_variables(model)
-    saved = sorted(k for k in arrays if k.startswith("v"))
-    if len(saved) != len(variables):
-        raise RuntimeError(
-            f"checkpoint holds {len(saved)} variables but the model and optimizer have "
-            f"{len(variables)}: the script's model changed since the checkpoint was written"
-        )
-    for key, var in zip(saved, variables, strict=True):
-        var.assign(arrays[key])
-    np.random.set_state(("MT19937", arrays["numpy_rng_keys"], int(arrays["numpy_rng_pos"][0]), 0, 0.0))
-    if meta.get("python_rng") is not None:
-        _set_python_rng(meta["python_rng"])
-
-
-def _set_python_rng(saved: list) -> None:
-    version, state, gauss = saved
-    random.setstate((version, tuple(state), gauss))
 
 
 class SpotfitCallback(keras.callbacks.Callback):

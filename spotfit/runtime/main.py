@@ -52,7 +52,7 @@ def run(job_url: str, attempt: int) -> int:
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
         session.load_checkpoint()
-        from spotfit.runtime import instrument
+        from spotfit.runtime import instrument, model_state
 
         instrument.install(session)
         sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
@@ -62,7 +62,7 @@ def run(job_url: str, attempt: int) -> int:
             return code
         result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics}
         if session.model is not None:
-            result["weights_sha256"] = instrument.weights_sha256(session.model)
+            result["weights_sha256"] = model_state.weights_sha256(session.model)
             # Steps trained, as counted by the callback: Keras's `optimizer.iterations` also counts
             # the empty call that ends an epoch on a dataset of unknown size.
             result["step"] = rep.state["step"]
@@ -102,7 +102,7 @@ def _held_target(session: Session) -> dict:
     The rule fired on that epoch's metrics; training went on until the stop request was read.
     Without a matching epoch end the model is exported as it stopped.
     """
-    from spotfit.runtime import instrument
+    from spotfit.runtime import model_state
 
     model = session.model
     assert model is not None, "an export needs the model that trained"
@@ -112,7 +112,7 @@ def _held_target(session: Session) -> dict:
         if end_step == at_step:
             model.set_weights(weights)
             step, session.last_metrics = end_step, metrics
-    return {"step": step, "weights_sha256": instrument.weights_sha256(model), "metrics": session.last_metrics}
+    return {"step": step, "weights_sha256": model_state.weights_sha256(model), "metrics": session.last_metrics}
 
 
 def _speedups(session: Session):
