@@ -179,7 +179,7 @@ class Controller:
                               trace_s=event[1])
             self.backend.preempt(handle, self.plan.market_notice_s())
             return
-        if self._over_budget_limit(attempt):
+        if self._over_budget_limit(attempt, progress):
             self.backend.stop(handle, grace_s=0.0)
             return
         if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
@@ -370,7 +370,7 @@ class Controller:
         self.db.update_job(self.job_id, state=state, message=why)
         return True
 
-    def _over_budget_limit(self, attempt: dict) -> bool:
+    def _over_budget_limit(self, attempt: dict, progress: dict) -> bool:
         """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
         rules = budget.holding_rules(self.watchdog.engine.rules)
         number = attempt["number"]
@@ -378,10 +378,11 @@ class Controller:
             return False
         now = self.plan.now_s()
         cost = self._spent_usd(but=number) + self.plan.bill(attempt, now)[1]
-        over = budget.over_limit(rules, cost, self.plan.bill({**attempt, "trace_start_s": now}, now)[1])
-        if over is None:
+        if (over := budget.over_limit(rules, cost, self.plan.bill({**attempt, "trace_start_s": now}, now)[1])) is None:
             return False
         index, rule = over
+        if self.watchdog.active and number not in self._switching:  # a busy pass ran past the rule: it fires first
+            self._apply_rules(attempt, progress)
         self._cut_off.add(number)
         self._switching.add(number)
         message = (f"budget: cost ${cost:.4f} passed the budget ${rule.usd:g} plus half a billing minimum: "
