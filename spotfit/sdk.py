@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, cast
 
 from spotfit import arguments, scriptcheck
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.home import default_store_url, home
-from spotfit.state import StateDB, _alive
+from spotfit.home import default_store_url, home, state_is_shared, state_target
+from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
 
 if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use: `status` needs neither
@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first u
 
 
 def db() -> StateDB:
-    return StateDB(home() / "state.db")
+    """The state DB: `$SPOTFIT_STATE_URL` (a team's PostgreSQL, a file on a volume), else the home's."""
+    return StateDB(state_target())
 
 
 def _find(state_db: StateDB, ref: str | None) -> dict:
@@ -120,8 +121,14 @@ def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
     return status(job_id)
 
 
-def start_detached(job_id: str) -> int:
-    """Start the job's controller as a detached process (survives this shell); returns its pid."""
+def start_detached(job_id: str) -> int | None:
+    """Start the job's controller as a detached process (survives this shell); returns its pid.
+
+    On a shared state (`$SPOTFIT_STATE_URL`) nothing starts here: the long-running
+    `spotfit controller`s drive the job (None), so this machine may close at once.
+    """
+    if state_is_shared():
+        return None
     log = home() / "logs" / job_id / "controller.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -131,6 +138,17 @@ def start_detached(job_id: str) -> int:
             start_new_session=True, env={**os.environ},
         )
     return proc.pid
+
+
+def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 32,
+                     log: Callable[[str], None] = print) -> None:
+    """Run a long-running controller on this state until the process ends (`spotfit controller`)."""
+    from spotfit.controller.service import Service
+
+    arguments.number("--scan-s", scan_s, low=0, high=3600, low_open=True, hint="Pass --scan-s 2.")
+    arguments.number("--poll-s", poll_s, low=0, high=60, low_open=True, hint="Pass --poll-s 1.")
+    arguments.number("--max-jobs", max_jobs, low=1, high=10_000, hint="Pass --max-jobs 32.")
+    Service(state_target(), scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, log=log).run()
 
 
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
@@ -148,15 +166,24 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
         )
     if job["state"] == JobState.STOPPED:  # stopped by a rule: it goes on from its checkpoint
         db().update_job(job["id"], state=JobState.PAUSED, message="resuming a stopped job")
+    if detach and state_is_shared() and job["state"] in (JobState.PAUSED, JobState.STOPPED):
+        # The long-running controllers pick up waiting jobs, not paused ones.
+        db().update_job(job["id"], state=JobState.WAITING, message="resumed")
+        db().add_event(job["id"], "resumed", "paused job resumed")
     if detach:
         start_detached(job["id"])
         return status(job["id"])
     return run_job(job["id"], on_update)
 
 
-def controller_alive(job: dict) -> bool:
-    pid = job.get("controller_pid")
-    return pid is not None and _alive(pid) and time.time() - (job.get("controller_seen_at") or 0) < 15.0
+def controller_alive(job: dict, state_db: StateDB | None = None) -> bool:
+    """Whether a controller holds the job's lease now (on this host: its process is alive)."""
+    return (state_db or db()).lease_live(job)
+
+
+def live_controllers(within_s: float = 60.0) -> list[dict]:
+    """The long-running `spotfit controller`s seen on this state in the last `within_s` seconds."""
+    return db().live_controllers(within_s)
 
 
 def status(ref: str) -> dict:
@@ -176,7 +203,7 @@ def status(ref: str) -> dict:
         })
         running_cost += a["cost_usd"] or 0.0
     active = not JobState(job["state"]).is_terminal()
-    controller = ("alive" if controller_alive(job) else "gone") if active else "finished"
+    controller = ("alive" if controller_alive(job, state_db) else "gone") if active else "finished"
     paused = _paused(state_db, job)
     if paused is not None and controller == "gone":  # a rule's pause ends the controller on purpose
         controller = "none (paused)"
@@ -212,7 +239,7 @@ def _paused(state_db: StateDB, job: dict) -> dict | None:
     rule = last["data"].get("rule", "budget") if last else None
     # A rule event reads "RULE: WHY -> pause (saves ~$X)": the reason is WHY.
     reason = last["message"].split(": ", 1)[-1].rsplit(" -> ", 1)[0] if last else job["message"]
-    resume = None if controller_alive(job) else f"spotfit resume {job['id']}"
+    resume = None if controller_alive(job, state_db) else f"spotfit resume {job['id']}"
     return {"rule": rule, "reason": reason, "resume": resume}
 
 
@@ -274,7 +301,7 @@ def cancel(ref: str) -> dict:
         return status(job["id"])
     state_db.update_job(job["id"], cancel_requested=1)
     state_db.add_event(job["id"], "cancel_requested", "cancel requested by the user")
-    if not controller_alive(job):
+    if not controller_alive(job, state_db):
         _cancel_orphan(state_db, job)
     return status(job["id"])
 

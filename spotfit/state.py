@@ -1,9 +1,11 @@
-"""Persistent state in SQLite: jobs, attempts and events.
+"""Persistent state: jobs, attempts and events, in SQLite or PostgreSQL.
 
-One database file under `$SPOTFIT_HOME`, in WAL mode so that readers never block the writer;
-every write is a short `BEGIN IMMEDIATE` transaction, so two CLI processes (a controller and a
-`spotfit cancel` from another shell) can write at once without losing a row. The schema is
-versioned with `PRAGMA user_version` and migrated forward on open.
+By default one SQLite file under `$SPOTFIT_HOME`, in WAL mode so that readers never block the
+writer; every write is a short `BEGIN IMMEDIATE` transaction, so two CLI processes (a controller
+and a `spotfit cancel` from another shell) can write at once without losing a row. A team points
+`SPOTFIT_STATE_URL` at PostgreSQL instead: the same schema and queries (`state_dialect.py`
+translates), row locks where a write reads first. The schema is versioned and migrated forward
+on open. Each job has a lease (`spotfit/lease.py`): the one controller that drives it.
 
 Example:
 
@@ -17,16 +19,17 @@ Example:
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
+from spotfit.state_dialect import connect, display_target, execute
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE jobs (
@@ -81,72 +84,86 @@ CREATE TABLE events (
 CREATE INDEX events_job ON events(job_id, id);
 """
 
-_MIGRATIONS = {1: _SCHEMA_V1}
+# Version 2: the lease (who drives the job, until when) and the long-running controllers.
+_SCHEMA_V2 = """
+ALTER TABLE jobs ADD COLUMN lease_owner TEXT;
+ALTER TABLE jobs ADD COLUMN lease_expires_at REAL;
+CREATE TABLE controllers (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at REAL NOT NULL,
+    seen_at REAL NOT NULL,
+    jobs INTEGER NOT NULL DEFAULT 0
+)
+"""
 
+_MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+ACTIVE_STATES = ("pending", "waiting", "running")  # what a long-running controller picks up
 
 
 class StateDB:
-    """The state database; open one per process (connections are not shared)."""
+    """The state database; open one per process or thread (connections are not shared).
 
-    def __init__(self, path: str | Path):
-        self.path = str(path)
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        self._conn.execute("PRAGMA foreign_keys=ON")
+    `target` is a SQLite file path or a `postgresql://` URL (`home.state_target()` picks it).
+    """
+
+    def __init__(self, target: str | Path):
+        self.path = display_target(target)  # what errors name (a URL's password masked)
+        self._db = connect(target)
+        self.dialect = self._db.name
+        self.IntegrityError = self._db.IntegrityError  # a duplicate id, an unknown job
         self._migrate()
 
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
+
+    def _q(self, text: str, params: tuple[Any, ...] = ()) -> Any:
+        return execute(self._db, text, params)
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[None]:
         """A write transaction that takes the write lock at once (no upgrade deadlocks)."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+        with self._db.transaction():
+            yield
+
+    def now(self) -> float:
+        """The state DB's clock (the server's, on PostgreSQL): leases are compared on it."""
+        return self._db.now()
 
     def _migrate(self) -> None:
         try:
             self._migrate_in_transaction()
         except SpotfitError:
-            self._conn.close()
+            self._db.close()
             raise
 
     def _migrate_in_transaction(self) -> None:
-        with self.transaction() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        with self.transaction():
+            self._db.lock_schema()
+            version = self._db.version()
             if version > SCHEMA_VERSION:
                 raise SpotfitError(
                     f"State DB {self.path} has schema version {version}, newer than this "
                     f"spotfit understands ({SCHEMA_VERSION}).",
-                    hint="Upgrade spotfit, or point SPOTFIT_HOME at another folder.",
+                    hint="Upgrade spotfit, or point SPOTFIT_HOME (or SPOTFIT_STATE_URL) elsewhere.",
                 )
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                # One statement at a time: executescript() would commit the transaction.
+                # One statement at a time: SQLite's executescript() would commit the transaction.
                 for statement in filter(str.strip, _MIGRATIONS[target].split(";")):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version={target}")
+                    self._q(self._db.schema(statement))
+                self._db.set_version(target)
 
     # jobs ---------------------------------------------------------------------------------
 
     def create_job(self, job_id: str, name: str, spec_json: str, store_url: str) -> None:
         now = time.time()
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO jobs (id, name, spec_json, store_url, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (job_id, name, spec_json, store_url, now, now),
-            )
+        with self.transaction():
+            self._q("INSERT INTO jobs (id, name, spec_json, store_url, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (job_id, name, spec_json, store_url, now, now))
 
     def get_job(self, job_id: str) -> dict[str, Any]:
-        row = self._conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        row = self._q("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
             raise NotFoundError(
                 f"No job {job_id!r} in {self.path}.",
@@ -156,7 +173,7 @@ class StateDB:
 
     def find_job(self, ref: str) -> dict[str, Any]:
         """A job by id, id prefix, or name (the newest job of that name)."""
-        rows = self._conn.execute(
+        rows = self._q(
             "SELECT * FROM jobs WHERE id = ? OR name = ? OR substr(id, 1, ?) = ? ORDER BY created_at DESC",
             (ref, ref, len(ref), ref),
         ).fetchall()
@@ -177,9 +194,7 @@ class StateDB:
         return dict(rows[0])
 
     def list_jobs(self, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self._conn.execute(
-            "SELECT * FROM jobs ORDER BY created_at DESC LIMIT ?", (limit,)
-        ).fetchall()
+        rows = self._q("SELECT * FROM jobs ORDER BY created_at DESC LIMIT ?", (limit,)).fetchall()
         return [dict(r) for r in rows]
 
     def update_job(self, job_id: str, **fields: Any) -> None:
@@ -187,57 +202,110 @@ class StateDB:
             return
         fields["updated_at"] = time.time()
         cols = ", ".join(f"{k} = ?" for k in fields)
-        with self.transaction() as conn:
-            conn.execute(f"UPDATE jobs SET {cols} WHERE id = ?", (*fields.values(), job_id))
+        with self.transaction():
+            self._q(f"UPDATE jobs SET {cols} WHERE id = ?", (*fields.values(), job_id))
 
-    def claim_controller(self, job_id: str, pid: int, stale_s: float) -> bool:
-        """Make `pid` the job's controller unless another live one holds it (atomic)."""
-        now = time.time()
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT controller_pid, controller_seen_at FROM jobs WHERE id = ?", (job_id,)
-            ).fetchone()
+    # the lease (spotfit/lease.py) -----------------------------------------------------------
+
+    def claim_lease(self, job_id: str, holder: lease.Holder, ttl_s: float) -> bool:
+        """Make `holder` the job's one controller for `ttl_s`, unless another live holder has it.
+
+        Under the job row's lock, so of two controllers claiming at once exactly one wins.
+        """
+        with self.transaction():
+            row = self._q("SELECT lease_owner, lease_expires_at FROM jobs WHERE id = ?" + self._db.for_update,
+                          (job_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"No job {job_id!r} in {self.path}.", hint="`spotfit list` shows the known jobs.")
-            holder, seen = row["controller_pid"], row["controller_seen_at"] or 0
-            if holder not in (None, pid) and now - seen < stale_s and _alive(holder):
+            now = self._db.now()
+            if lease.held_by_other(row["lease_owner"], row["lease_expires_at"], now, holder):
                 return False
-            conn.execute(
-                "UPDATE jobs SET controller_pid = ?, controller_seen_at = ?, updated_at = ? WHERE id = ?",
-                (pid, now, now, job_id),
-            )
+            self._q("UPDATE jobs SET lease_owner = ?, lease_expires_at = ?, controller_pid = ?, "
+                    "controller_seen_at = ?, updated_at = ? WHERE id = ?",
+                    (holder.key, now + ttl_s, holder.pid, now, time.time(), job_id))
             return True
+
+    def renew_lease(self, job_id: str, holder: lease.Holder, ttl_s: float, **fields: Any) -> None:
+        """The heartbeat: extend `holder`'s lease (and set `fields`); `LeaseLost` if it is not its own."""
+        now = self._db.now()
+        fields = {**fields, "lease_expires_at": now + ttl_s, "controller_pid": holder.pid,
+                  "controller_seen_at": now, "updated_at": time.time()}
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        with self.transaction():
+            cursor = self._q(f"UPDATE jobs SET {cols} WHERE id = ? AND lease_owner = ?",
+                             (*fields.values(), job_id, holder.key))
+        if cursor.rowcount == 0:
+            owner = self.get_job(job_id)["lease_owner"]
+            raise lease.LeaseLost(f"Job {job_id} is driven by another controller now ({owner}); "
+                                  f"this one ({holder.key}) stops driving it.",
+                                  hint=f"Watch it with `spotfit status {job_id}`.")
+
+    def release_lease(self, job_id: str, holder: lease.Holder, **fields: Any) -> None:
+        """Give the job up (and set `fields`), if `holder` still has it: another controller may take it at once."""
+        fields = {**fields, "lease_owner": None, "lease_expires_at": None, "updated_at": time.time()}
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        with self.transaction():
+            self._q(f"UPDATE jobs SET {cols} WHERE id = ? AND lease_owner = ?", (*fields.values(), job_id, holder.key))
+
+    def lease_live(self, job: dict[str, Any]) -> bool:
+        """Whether a controller holds the lease of `job` (a row from `get_job`) now."""
+        nobody = lease.Holder(lease.this_host(), -1, "")  # no holder's key: only the lease itself counts
+        return lease.held_by_other(job.get("lease_owner"), job.get("lease_expires_at"), self.now(), nobody)
+
+    def claimable_jobs(self, holder: lease.Holder) -> list[str]:
+        """Active jobs, oldest first, whose lease `holder` could claim now (`claim_lease` decides)."""
+        rows = self._q(f"SELECT id, lease_owner, lease_expires_at FROM jobs WHERE state IN "
+                       f"({', '.join('?' * len(ACTIVE_STATES))}) ORDER BY created_at", ACTIVE_STATES).fetchall()
+        now = self._db.now()
+        return [r["id"] for r in rows if not lease.held_by_other(r["lease_owner"], r["lease_expires_at"], now, holder)]
+
+    # long-running controllers ------------------------------------------------------------------
+
+    def controller_seen(self, holder: lease.Holder, jobs: int) -> None:
+        """A `spotfit controller`'s heartbeat (what `spotfit run --detach` checks on a shared state)."""
+        now = self._db.now()
+        with self.transaction():
+            cursor = self._q("UPDATE controllers SET seen_at = ?, jobs = ? WHERE id = ?", (now, jobs, holder.key))
+            if cursor.rowcount == 0:
+                self._q("INSERT INTO controllers (id, host, pid, started_at, seen_at, jobs) VALUES (?, ?, ?, ?, ?, ?)",
+                        (holder.key, holder.host, holder.pid, now, now, jobs))
+
+    def live_controllers(self, within_s: float) -> list[dict[str, Any]]:
+        """The long-running controllers seen in the last `within_s` seconds."""
+        rows = self._q("SELECT * FROM controllers WHERE seen_at > ? ORDER BY started_at",
+                       (self._db.now() - within_s,)).fetchall()
+        return [dict(r) for r in rows]
+
+    def controller_gone(self, holder: lease.Holder) -> None:
+        with self.transaction():
+            self._q("DELETE FROM controllers WHERE id = ?", (holder.key,))
 
     # attempts -----------------------------------------------------------------------------
 
     def add_attempt(self, job_id: str, **fields: Any) -> int:
         """Insert the job's next attempt; returns its number (1, 2, ...)."""
-        with self.transaction() as conn:
-            number = conn.execute(
-                "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE job_id = ?", (job_id,)
-            ).fetchone()[0]
+        with self.transaction():
+            # The job row's lock numbers attempts one at a time on PostgreSQL too (SQLite: the write lock).
+            self._q("SELECT id FROM jobs WHERE id = ?" + self._db.for_update, (job_id,))
+            number = self._q("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM attempts WHERE job_id = ?",
+                             (job_id,)).fetchone()["next"]
             fields = {"job_id": job_id, "number": number, "started_at": time.time(), **fields}
             if "info" in fields:
                 fields["info_json"] = json.dumps(fields.pop("info"))
             cols = ", ".join(fields)
             marks = ", ".join("?" for _ in fields)
-            conn.execute(f"INSERT INTO attempts ({cols}) VALUES ({marks})", tuple(fields.values()))
-        return number
+            self._q(f"INSERT INTO attempts ({cols}) VALUES ({marks})", tuple(fields.values()))
+        return int(number)
 
     def update_attempt(self, job_id: str, number: int, **fields: Any) -> None:
         if "info" in fields:
             fields["info_json"] = json.dumps(fields.pop("info"))
         cols = ", ".join(f"{k} = ?" for k in fields)
-        with self.transaction() as conn:
-            conn.execute(
-                f"UPDATE attempts SET {cols} WHERE job_id = ? AND number = ?",
-                (*fields.values(), job_id, number),
-            )
+        with self.transaction():
+            self._q(f"UPDATE attempts SET {cols} WHERE job_id = ? AND number = ?", (*fields.values(), job_id, number))
 
     def attempts(self, job_id: str) -> list[dict[str, Any]]:
-        rows = self._conn.execute(
-            "SELECT * FROM attempts WHERE job_id = ? ORDER BY number", (job_id,)
-        ).fetchall()
+        rows = self._q("SELECT * FROM attempts WHERE job_id = ? ORDER BY number", (job_id,)).fetchall()
         out = []
         for r in rows:
             d = dict(r)
@@ -250,38 +318,24 @@ class StateDB:
     def add_event(
         self, job_id: str, kind: str, message: str, attempt: int | None = None, **data: Any
     ) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO events (job_id, attempt, ts, kind, message, data_json) VALUES (?, ?, ?, ?, ?, ?)",
-                (job_id, attempt, time.time(), kind, message, json.dumps(data, default=str)),
-            )
+        with self.transaction():
+            self._q("INSERT INTO events (job_id, attempt, ts, kind, message, data_json) VALUES (?, ?, ?, ?, ?, ?)",
+                    (job_id, attempt, time.time(), kind, message, json.dumps(data, default=str)))
 
     def events(self, job_id: str, after_id: int = 0) -> list[dict[str, Any]]:
-        rows = self._conn.execute(
-            "SELECT * FROM events WHERE job_id = ? AND id > ? ORDER BY id", (job_id, after_id)
-        ).fetchall()
+        rows = self._q("SELECT * FROM events WHERE job_id = ? AND id > ? ORDER BY id", (job_id, after_id)).fetchall()
         return [_event(r) for r in rows]
 
     def last_event(self, job_id: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
         """The job's newest event of one of `kinds` (what `status` shows), without reading the rest."""
-        row = self._conn.execute(
+        row = self._q(
             f"SELECT * FROM events WHERE job_id = ? AND kind IN ({', '.join('?' * len(kinds))}) "
             "ORDER BY id DESC LIMIT 1", (job_id, *kinds)
         ).fetchone()
         return None if row is None else _event(row)
 
 
-def _event(row: sqlite3.Row) -> dict[str, Any]:
+def _event(row: Any) -> dict[str, Any]:
     d = dict(row)
     d["data"] = json.loads(d.pop("data_json") or "{}")
     return d
-
-
-def _alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

@@ -2,8 +2,9 @@
 
 Fixtures here: `spotfit_home` (autouse), `job_spec` (a spec folder beside a script), and the
 SeaweedFS servers `seaweed` (one per session), `s3_env` (this process pointed at it) and
-`own_seaweed` (a server of one test alone, which the test may stop and start). Helpers are
-imported by module path from `tests.support`.
+`own_seaweed` (a server of one test alone, which the test may stop and start), and `postgres`
+(one PostgreSQL server per session, on 127.0.0.1). Helpers are imported by module path from
+`tests.support`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.jobs import DIGITS, write_spec
+from tests.support.postgres import PostgresServer
 from tests.support.seaweed import SeaweedServer, require_weed, seaweed_env
 
 # Never let TF probe a metadata server (DESIGN.md): a closed loopback port.
@@ -65,3 +67,14 @@ def own_seaweed(tmp_path, monkeypatch) -> Iterator[SeaweedServer]:
         monkeypatch.setenv(name, value)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole session (tests use schemas of their own: `schema_url`)."""
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

@@ -29,7 +29,8 @@ def validate(spec: SpecPath, json_: JsonFlag = False) -> None:
 def run(
     spec: SpecPath,
     detach: Annotated[bool, typer.Option(
-        "--detach", "-d", help="Return the job id at once; the job goes on.")] = False,
+        "--detach", "-d", help="Return the job id at once; the job goes on (on a shared state "
+                               "$SPOTFIT_STATE_URL, a `spotfit controller` drives it).")] = False,
     preempt_at: Annotated[str | None, typer.Option(
         "--preempt-at", metavar="STEP[:NOTICE_S],...",
         help="Inject preemptions at these steps (SIGTERM, SIGKILL after NOTICE_S; 0 = SIGKILL at once).")] = None,
@@ -52,7 +53,9 @@ def run(
         if event["kind"] == "nothing_checkpointed":
             typer.echo(f"warning: {event['message']}", err=True)
     if detach:
-        sdk.start_detached(job_id)
+        if sdk.start_detached(job_id) is None and not sdk.live_controllers():  # a shared state: no controller here
+            typer.echo(f"warning: no `spotfit controller` has been seen on this state in the last minute: "
+                       f"job {job_id} waits until one runs (docs/team-state.md)", err=True)
         if json_:
             print_json({"id": job_id, "state": "pending"})
         else:

@@ -3,12 +3,12 @@
 import sys
 
 from spotfit.controller.loop import Controller
-from spotfit.home import home
+from spotfit.home import state_target
 from spotfit.state import StateDB
 
 
 def main() -> None:
-    db = StateDB(home() / "state.db")
+    db = StateDB(state_target())
     Controller(db, sys.argv[1]).run()
 
 

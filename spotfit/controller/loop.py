@@ -1,10 +1,9 @@
 """The controller loop: the one place that launches, watches, signals, sleeps and writes state.
 
-Each pass (every `poll_s` wall seconds) it reads the attempt's progress and events from the
-store, delivers preemptions (the replayed market's, and the injected ones of the spec), asks
-the policy what to run at each new trace tick, launches or stops attempts, and records every
-attempt's end and cost in the state DB. Decisions themselves are pure (the policy, `classify`,
-the replay's prices); this module only carries them out.
+Each pass (every `poll_s` wall seconds) renews the job's lease, reads the attempt's progress and
+events from the store, delivers preemptions (the replay's and the spec's injected ones), asks the
+policy what to run at each new trace tick, launches or stops attempts, and records each attempt's
+end and cost. Decisions are pure (policy, `classify`, prices); this module carries them out.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 
+from spotfit import lease
 from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
 from spotfit.controller import budget, classify, crashpoints, notify, outcome
 from spotfit.controller.attempts import AttemptPlanner
@@ -26,7 +26,6 @@ from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
 from spotfit.stores import open_store
 
-CONTROLLER_STALE_S = 10.0
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
 STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 
@@ -46,6 +45,7 @@ class Controller:
         self.files = JobFiles(self.store, self.guard)
         self.backend = backend or make_backend(self.spec.backend)
         self.poll_s = poll_s
+        self.holder, self.lease_s = lease.this_process(), lease.ttl_s()  # the one controller of the job
         self.on_update = on_update or (lambda: None)
         try:
             classify.preflight(self.spec)
@@ -74,11 +74,14 @@ class Controller:
 
     def run(self) -> str:
         """Run until the job is completed, failed, cancelled or stopped; return that state."""
-        if not self.db.claim_controller(self.job_id, os.getpid(), CONTROLLER_STALE_S):
-            raise SpotfitError(
-                f"Job {self.job_id} already has a live controller.",
-                hint=f"Watch it with `spotfit status {self.job_id}`.",
-            )
+        if not self.db.claim_lease(self.job_id, self.holder, self.lease_s):
+            raise lease.LeaseTaken.of(self.job_id)
+        try:
+            return self._drive()
+        finally:  # a controller that stops for any reason frees the job at once (if it still holds it)
+            self.db.release_lease(self.job_id, self.holder)
+
+    def _drive(self) -> str:
         self.plan.start_clock()
         self._adopt()
         if self.db.get_job(self.job_id)["state"] == JobState.PAUSED:
@@ -91,11 +94,9 @@ class Controller:
                 if self._config_error is not None:
                     raise self._config_error
                 return state
-            if state is JobState.PAUSED and not self._price_paused:
-                self.db.update_job(self.job_id, controller_pid=None)  # no controller until `spotfit resume JOB`
+            if state is JobState.PAUSED and not self._price_paused:  # no controller until `spotfit resume JOB`
                 return state
-            self.db.update_job(self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time(),
-                               trace_now_s=self.plan.now_s())
+            self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
             self._ingest()
             current = self._current()
             if job["cancel_requested"]:
@@ -142,8 +143,8 @@ class Controller:
             self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
             self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} adopted")
             how = f", found by the {self.backend.name} backend after an interrupted launch"
-        self.db.add_event(self.job_id, "adopted", f"controller {os.getpid()} adopted attempt {number}{how}",
-                          attempt=number)
+        self.db.add_event(self.job_id, "adopted", f"controller {self.holder.host}/{os.getpid()} adopted attempt "
+                          f"{number}{how}", attempt=number)
 
     # -- watching a running attempt -------------------------------------------------------------
 
@@ -273,9 +274,8 @@ class Controller:
 
     def _complete(self) -> None:
         result = self._read_result()
-        self.db.update_job(self.job_id, state=JobState.COMPLETED, result_json=json.dumps(result),
-                           step=result.get("step") or self.db.get_job(self.job_id)["step"],
-                           message="completed")
+        self.db.update_job(self.job_id, state=JobState.COMPLETED, result_json=json.dumps(result), message="completed",
+                           step=result.get("step") or self.db.get_job(self.job_id)["step"])
 
     # -- launching ------------------------------------------------------------------------------
 
@@ -469,8 +469,8 @@ class Controller:
 
     def _read_result(self) -> dict:
         """`result.json` of a completed attempt, waiting (with backoff) while the store is away."""
-        doc = self.files.read_result(RESULT_WAIT_S, self.poll_s, keep_alive=lambda: self.db.update_job(
-            self.job_id, controller_pid=os.getpid(), controller_seen_at=time.time()))
+        doc = self.files.read_result(RESULT_WAIT_S, self.poll_s, keep_alive=lambda: self.db.renew_lease(
+            self.job_id, self.holder, self.lease_s))
         if doc is None:
             self.db.add_event(self.job_id, "result_unread",
                               f"result.json could not be read for {RESULT_WAIT_S:g}s: the job completes without it")

@@ -1,0 +1,142 @@
+"""A team's state on PostgreSQL: submitted from a "laptop", driven by long-running controllers.
+
+A real PostgreSQL server on 127.0.0.1 (the session's `postgres` fixture) holds the state. The
+laptop submits with `spotfit run --detach` and starts nothing; two `spotfit controller`
+processes, posing as two hosts (`SPOTFIT_CONTROLLER_HOST`, so that neither can see the other's
+pid and only the lease decides), race for the job. Exactly one drives it; the test kills that
+one by PID while the job's script waits for a `go` file (the test, not the machine's speed,
+decides when training starts), and the other takes the job over once the lease has expired,
+adopts the running attempt and drives it to the end. The laptop's `status`, `logs` and `cost`
+read it all from the shared state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from spotfit.state import StateDB
+from tests.support.jobs import spotfit_cmd
+from tests.support.postgres import schema_url
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = '''
+import os
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+go = Path(os.environ["SHARED_GO"])
+deadline = time.monotonic() + 300
+while not go.exists():
+    if time.monotonic() > deadline:
+        raise SystemExit(f"the test never created {go}")
+    time.sleep(0.05)
+rng = np.random.default_rng(0)
+x = rng.standard_normal((64, 4)).astype("float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+model.compile("adam", "sparse_categorical_crossentropy")
+model.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs=2, verbose=2)
+'''
+LEASE_TTL_S = "3"  # short, so that the takeover comes soon; the test waits on it, never on a margin
+
+
+@pytest.fixture
+def processes():
+    """Controllers the test started, and the runtimes they started: those still running are killed at the end."""
+    started: list[psutil.Process] = []
+    yield started
+    for proc in started:
+        if proc.is_running():  # the same process (pid and start time), not a later one with its pid
+            os.killpg(proc.pid, signal.SIGKILL)  # each leads its own process group
+
+
+def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(spotfit_cmd(*args), capture_output=True, text=True, env=env, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def _json(env: dict, *args: str) -> dict:
+    out = _cli(env, *args, "--json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def _controller(env: dict, host: str, log: Path) -> psutil.Process:
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(spotfit_cmd("controller", "--scan-s", "0.2", "--poll-s", "0.1"),
+                                env={**env, "SPOTFIT_CONTROLLER_HOST": host, "SPOTFIT_LEASE_TTL_S": LEASE_TTL_S},
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    return psutil.Process(proc.pid)
+
+
+def test_job_submitted_from_a_laptop_is_driven_by_one_controller_then_taken_over(
+        postgres, tmp_path, processes):
+    url = schema_url(postgres.url, "t_shared_e2e")
+    env = {**os.environ, "SPOTFIT_STATE_URL": url}
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "train.py").write_text(SCRIPT)
+    go = tmp_path / "go"
+    (folder / "spotfit.yaml").write_text(
+        f"name: shared\nscript: train.py\nmarket: {{trace: null}}\nenv: {{SHARED_GO: '{go}'}}\n")
+
+    # The laptop submits and starts no controller: the job waits for one, and says so.
+    out = _cli(env, "run", str(folder / "spotfit.yaml"), "--detach", "--json")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "no `spotfit controller` has been seen" in out.stderr
+    job_id = json.loads(out.stdout)["id"]
+    pending = _json(env, "status", job_id)
+    assert (pending["state"], pending["attempts"]) == ("pending", [])
+    db = StateDB(url)
+    assert db.get_job(job_id)["lease_owner"] is None
+
+    # Two controllers on two "hosts" race for it: exactly one drives it.
+    logs = {host: tmp_path / f"controller-{host}.log" for host in ("node-a", "node-b")}
+    controllers = {host: _controller(env, host, log) for host, log in logs.items()}
+    processes.extend(controllers.values())
+    job = wait_for(lambda: (j := db.get_job(job_id))["state"] == "running" and j, 240,
+                   "one controller to lease the job and launch its attempt")
+    holder = job["lease_owner"].split("/")[0]
+    other = "node-b" if holder == "node-a" else "node-a"
+    wait_for(lambda: len(db.live_controllers(60.0)) == 2, 120, "both controllers' heartbeats in the state")
+    runtime = psutil.Process(json.loads(db.attempts(job_id)[0]["handle"])["pid"])
+    processes.append(runtime)
+
+    # The holder dies (SIGKILL: no goodbye); its lease runs out, and only then the other takes over.
+    expires_at = db.get_job(job_id)["lease_expires_at"]
+    controllers[holder].send_signal(signal.SIGKILL)
+    controllers[holder].wait(60)
+    assert f"{job_id}: leased" not in logs[other].read_text()  # it never drove the job while the holder lived
+    adopted = wait_for(lambda: next((e for e in db.events(job_id) if e["kind"] == "adopted"), None), 120,
+                       f"the controller on {other} to take the job over after the lease expired")
+    assert adopted["ts"] >= expires_at, "taken over before the holder's lease expired"
+    assert f"controller {other}/" in adopted["message"]
+    assert db.get_job(job_id)["lease_owner"].startswith(f"{other}/")
+
+    go.write_text("go")
+    final = wait_for(lambda: (d := _json(env, "status", job_id))["state"] == "completed" and d, 300,
+                     "the job to complete under the second controller")
+    assert [a["state"] for a in final["attempts"]] == ["completed"]  # adopted, not launched again
+    assert sum(e["kind"] == "launch" for e in db.events(job_id)) == 1
+    assert f"{job_id}: leased, driving it" in logs[other].read_text()
+    assert f"{job_id}: completed" in logs[other].read_text()
+
+    # The laptop reads the outcome from the shared state.
+    events = _json(env, "logs", job_id)["events"]
+    assert {"launch", "adopted", "attempt_completed"} <= {e["kind"] for e in events}
+    cost = _json(env, "cost", job_id)
+    assert cost["id"] == job_id and len(cost["rows"]) == 1
+    assert cost["totals"]["spent_usd"] == pytest.approx(final["cost_usd"])
+    db.close()
