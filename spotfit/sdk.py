@@ -104,7 +104,12 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
-    open_store(store_url).write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
+    store = open_store(store_url)
+    store.write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
+    if state_is_shared():  # the controller that drives it may run elsewhere: the script's folder goes along
+        from spotfit.controller import shipped_code
+
+        shipped_code.ship(spec, store)
     doc = {**spec.model_dump(mode="json"), "base_dir": spec.base_dir}
     db().create_job(job_id, spec.name, json.dumps(doc), store_url)
     warning = scriptcheck.warning_for(spec.script_path)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from spotfit import lease
 from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
-from spotfit.controller import budget, classify, crashpoints, notify, outcome
+from spotfit.controller import budget, classify, crashpoints, notify, outcome, shipped_code
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.store_guard import StoreGuard
@@ -38,9 +38,9 @@ class Controller:
         self.db = db
         self.job_id = job_id
         job = db.get_job(job_id)
-        self.spec = JobSpec.model_validate(json.loads(job["spec_json"]))
         self.job_url = job["store_url"]
         self.store = open_store(self.job_url)
+        self.spec = shipped_code.localize(JobSpec.model_validate(json.loads(job["spec_json"])), self.store, job_id)
         self.guard = StoreGuard(self.job_url, lambda kind, message: db.add_event(job_id, kind, message))
         self.files = JobFiles(self.store, self.guard)
         self.backend = backend or make_backend(self.spec.backend)
