@@ -21,12 +21,15 @@ Example (one scan of an empty state):
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 
 from spotfit import lease
 from spotfit.errors import SpotfitError
 from spotfit.state import StateDB
+
+CRASH_REST_S = 60.0  # a job whose driver crashed is not picked up again by this process for this long
 
 
 class Service:
@@ -43,6 +46,7 @@ class Service:
         self.lease_s = lease.ttl_s()
         self.db = StateDB(target)
         self.drivers: dict[str, threading.Thread] = {}
+        self.resting: dict[str, float] = {}  # job -> monotonic time until which a crashed job is left alone
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Scan and drive until `stop` is set (or the process ends)."""
@@ -62,11 +66,14 @@ class Service:
         self.drivers = {job: t for job, t in self.drivers.items() if t.is_alive()}
         self.db.controller_seen(self.holder, len(self.drivers))
         started = []
+        now = time.monotonic()
         for job_id in self.db.claimable_jobs(self.holder):
             if len(self.drivers) >= self.max_jobs:
                 break
-            if job_id in self.drivers or not self.db.claim_lease(job_id, self.holder, self.lease_s):
-                continue  # ours already, or another controller won the row lock
+            if job_id in self.drivers or self.resting.get(job_id, 0.0) > now:
+                continue  # ours already, or it just crashed here
+            if not self.db.claim_lease(job_id, self.holder, self.lease_s):
+                continue  # another controller won the row lock
             driver = threading.Thread(target=self._drive, args=(job_id,), name=f"drive-{job_id}", daemon=True)
             self.drivers[job_id] = driver
             driver.start()
@@ -87,6 +94,9 @@ class Service:
         except SpotfitError as exc:
             self.log(f"{job_id}: stopped driving: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
         except Exception:  # noqa: BLE001  (one job's bug must not end the controller of every other job)
-            self.log(f"{job_id}: controller crashed; another scan picks it up again:\n{traceback.format_exc()}")
+            self.resting[job_id] = time.monotonic() + CRASH_REST_S
+            self.log(f"{job_id}: controller crashed; this process tries it again in {CRASH_REST_S:g} s, "
+                     f"another controller may sooner:\n{traceback.format_exc()}")
         finally:
+            db.release_lease(job_id, self.holder)  # a no-op when the loop released it or another holder has it
             db.close()

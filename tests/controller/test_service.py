@@ -1,0 +1,67 @@
+"""`spotfit controller`'s scan: which jobs it takes, what a crash does, and its bad input.
+
+The full run (two controller processes, a kill, a takeover) is tests/controller/test_shared_state.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from spotfit import lease
+from spotfit.cli import app
+from spotfit.controller.service import Service
+from spotfit.state import StateDB
+
+ELSEWHERE = lease.Holder("node-b", 4242, "other")
+
+
+def _service(tmp_path, lines: list[str]) -> Service:
+    return Service(str(tmp_path / "state.db"), log=lines.append)
+
+
+def _job(db: StateDB, job_id: str, spec: dict | None = None, state: str | None = None) -> None:
+    db.create_job(job_id, job_id, spec_json=json.dumps(spec or {}), store_url="memory://s")
+    if state:
+        db.update_job(job_id, state=state)
+
+
+def test_a_scan_leaves_alone_what_another_holds_and_what_is_not_active(tmp_path):
+    lines: list[str] = []
+    service = _service(tmp_path, lines)
+    db = StateDB(tmp_path / "state.db")
+    _job(db, "held-1")
+    assert db.claim_lease("held-1", ELSEWHERE, ttl_s=600.0)
+    _job(db, "paused-1", state="paused")
+    _job(db, "done-1", state="completed")
+    assert service.scan() == []
+    (me,) = db.live_controllers(60.0)
+    assert me["id"] == service.holder.key and me["jobs"] == 0
+
+
+def test_a_job_whose_driver_crashes_is_released_and_rests(tmp_path):
+    lines: list[str] = []
+    service = _service(tmp_path, lines)
+    db = StateDB(tmp_path / "state.db")
+    _job(db, "bad-1", spec={"not": "a spec"})  # does not validate: the driver crashes at once
+    assert service.scan() == ["bad-1"]
+    service.drivers["bad-1"].join(60)
+    assert not service.drivers["bad-1"].is_alive(), "the crashed driver to end"
+    assert any("bad-1: controller crashed" in line for line in lines), lines
+    assert db.get_job("bad-1")["lease_owner"] is None  # another controller may take it at once
+    assert service.scan() == []  # this one leaves it alone for a while: no crash loop
+
+
+def test_bad_controller_flags_and_settings_end_in_one_error_line(monkeypatch):
+    runner = CliRunner()
+    out = runner.invoke(app, ["controller", "--scan-s", "0"])
+    assert out.exit_code == 2 and "Invalid `--scan-s`: received 0.0" in out.output
+    monkeypatch.setenv("SPOTFIT_STATE_URL", "mysql://team:s3cret@db/spotfit")
+    out = runner.invoke(app, ["list"])
+    assert out.exit_code == 2 and "Invalid SPOTFIT_STATE_URL" in out.output
+    assert "s3cret" not in out.output
+    monkeypatch.delenv("SPOTFIT_STATE_URL")
+    monkeypatch.setenv("SPOTFIT_LEASE_TTL_S", "-1")
+    out = runner.invoke(app, ["controller"])
+    assert out.exit_code == 2 and "Invalid SPOTFIT_LEASE_TTL_S: received '-1'" in out.output
