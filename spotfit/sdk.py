@@ -166,7 +166,7 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
         )
     if controller_alive(job):
         raise UsageError(
-            f"Job {job['id']} already has a live controller (pid {job['controller_pid']}).",
+            f"Job {job['id']} already has a live controller ({job['lease_owner']}: host/pid/token).",
             hint=f"Watch it with `spotfit status {job['id']}`.",
         )
     if job["state"] == JobState.STOPPED:  # stopped by a rule: it goes on from its checkpoint
