@@ -110,15 +110,24 @@ def test_job_submitted_from_a_laptop_is_driven_by_one_controller_then_taken_over
                    "one controller to lease the job and launch its attempt")
     holder = job["lease_owner"].split("/")[0]
     other = "node-b" if holder == "node-a" else "node-a"
-    wait_for(lambda: len(db.live_controllers(60.0)) == 2, 120, "both controllers' heartbeats in the state")
     runtime = psutil.Process(json.loads(db.attempts(job_id)[0]["handle"])["pid"])
     processes.append(runtime)
+    # The other controller scans while the holder lives (a heartbeat starts each scan: two heartbeats
+    # after this moment mean a whole scan ran), and leaves the job alone.
+    def heartbeat_after(t: float) -> float | None:
+        return next((c["seen_at"] for c in db.live_controllers(60.0) if c["host"] == other and c["seen_at"] > t),
+                    None)
+
+    start = db.now()
+    first = wait_for(lambda: heartbeat_after(start), 120, f"a heartbeat of the controller on {other}")
+    wait_for(lambda: heartbeat_after(first), 120, f"the next heartbeat of the controller on {other}")
+    assert f"{job_id}: leased" not in logs[other].read_text()
+    assert db.get_job(job_id)["lease_owner"].startswith(f"{holder}/")
 
     # The holder dies (SIGKILL: no goodbye); its lease runs out, and only then the other takes over.
     expires_at = db.get_job(job_id)["lease_expires_at"]
     controllers[holder].send_signal(signal.SIGKILL)
     controllers[holder].wait(60)
-    assert f"{job_id}: leased" not in logs[other].read_text()  # it never drove the job while the holder lived
     adopted = wait_for(lambda: next((e for e in db.events(job_id) if e["kind"] == "adopted"), None), 120,
                        f"the controller on {other} to take the job over after the lease expired")
     assert adopted["ts"] >= expires_at, "taken over before the holder's lease expired"
