@@ -208,9 +208,10 @@ def status(ref: str) -> dict:
         })
         running_cost += a["cost_usd"] or 0.0
     active = not JobState(job["state"]).is_terminal()
-    controller = ("alive" if controller_alive(job, state_db) else "gone") if active else "finished"
+    gone = "waiting for one" if state_is_shared() else "gone"  # a shared state's `spotfit controller`s take it
+    controller = ("alive" if controller_alive(job, state_db) else gone) if active else "finished"
     paused = _paused(state_db, job)
-    if paused is not None and controller == "gone":  # a rule's pause ends the controller on purpose
+    if paused is not None and controller == gone:  # a rule's pause ends the controller on purpose
         controller = "none (paused)"
     return {
         "id": job["id"],

@@ -98,7 +98,7 @@ def test_job_submitted_from_a_laptop_is_driven_by_one_controller_then_taken_over
     assert "no `spotfit controller` has been seen" in out.stderr
     job_id = json.loads(out.stdout)["id"]
     pending = _json(env, "status", job_id)
-    assert (pending["state"], pending["attempts"]) == ("pending", [])
+    assert (pending["state"], pending["attempts"], pending["controller"]) == ("pending", [], "waiting for one")
     db = StateDB(url)
     assert db.get_job(job_id)["lease_owner"] is None
 
