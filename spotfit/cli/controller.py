@@ -18,9 +18,13 @@ def controller(
 ) -> None:
     """Run until stopped, driving every job of the state whose lease this process can take.
 
-    The state is $SPOTFIT_STATE_URL (a team's PostgreSQL, or sqlite:////PATH on a volume), else
-    $SPOTFIT_HOME/state.db. Several controllers may share a state: each job is driven by exactly
-    one (a lease, renewed every pass, taken over when it expires). See docs/team-state.md.
+    State: $SPOTFIT_STATE_URL (postgresql://... or sqlite:////PATH), else $SPOTFIT_HOME/state.db.
+
+    Each job is driven by exactly one controller: a lease, renewed every pass, taken over when it expires.
+
+    SPOTFIT_LEASE_TTL_S: the lease's length (default 15 s). SPOTFIT_CONTROLLER_HOST: this host's name.
+
+    See docs/team-state.md.
     """
     sdk.serve_controller(scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs,
                          log=lambda line: typer.echo(line))

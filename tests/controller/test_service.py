@@ -65,3 +65,15 @@ def test_bad_controller_flags_and_settings_end_in_one_error_line(monkeypatch):
     monkeypatch.setenv("SPOTFIT_LEASE_TTL_S", "-1")
     out = runner.invoke(app, ["controller"])
     assert out.exit_code == 2 and "Invalid SPOTFIT_LEASE_TTL_S: received '-1'" in out.output
+
+
+def test_resume_detach_on_a_shared_state_hands_a_paused_job_back_to_the_controllers(tmp_path, monkeypatch):
+    from spotfit import sdk
+
+    monkeypatch.setenv("SPOTFIT_STATE_URL", f"sqlite:///{tmp_path / 'team.db'}")
+    db = sdk.db()
+    _job(db, "paused-1", state="paused")
+    doc = sdk.resume("paused-1", detach=True)  # starts no process: the shared state's controllers take it
+    assert (doc["state"], doc["controller"]) == ("waiting", "waiting for one")
+    assert db.events("paused-1")[-1]["kind"] == "resumed"
+    assert db.claimable_jobs(lease.this_process()) == ["paused-1"]
