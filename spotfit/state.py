@@ -28,6 +28,7 @@ from typing import Any
 from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state_dialect import connect, display_target, execute
+from spotfit.states import JobState
 
 SCHEMA_VERSION = 2
 
@@ -99,7 +100,8 @@ CREATE TABLE controllers (
 """
 
 _MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
-ACTIVE_STATES = ("pending", "waiting", "running")  # what a long-running controller picks up
+# What a long-running controller picks up: not paused (that waits for `spotfit resume`), not terminal.
+ACTIVE_STATES = tuple(str(s) for s in (JobState.PENDING, JobState.WAITING, JobState.RUNNING))
 
 
 class StateDB:
