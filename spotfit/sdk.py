@@ -99,6 +99,7 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
             hint="Use --backend local (the embedded default), aws or kubernetes.",
         )
     spec.backend = cast("BackendName", chosen)  # checked against the registry above
+    notes = _backend_preflight(spec)
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -109,7 +110,17 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     warning = scriptcheck.warning_for(spec.script_path)
     if warning is not None:
         db().add_event(job_id, "nothing_checkpointed", warning)
+    for note in notes:
+        db().add_event(job_id, "backend_note", note)
     return job_id
+
+
+def _backend_preflight(spec: JobSpec) -> list[str]:
+    """The backend's checks before anything is recorded (kubeconfig, context, TFJob CRD); its notes."""
+    from spotfit.backends.base import backend_options, make_backend
+
+    check = getattr(make_backend(spec.backend), "preflight", None)
+    return check(backend_options(spec), spec.resources.workers) if check is not None else []
 
 
 def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:

@@ -62,6 +62,33 @@ class KubernetesBackend:
 
     # -- resolving an attempt -----------------------------------------------------------------------
 
+    def preflight(self, options: dict, workers: int) -> list[str]:
+        """Check before a job is recorded: the kubeconfig and context, and for several workers the TFJob CRD.
+
+        Bad input raises a `UsageError` (exit 2); the notes returned say what was chosen instead
+        (the Indexed Job fallback).
+        """
+        self.client(options.get("kubeconfig"), options.get("context"))
+        if workers <= 1 or (options.get("multi_worker") or "auto") == "indexed":
+            return []
+        if self.multi_worker_kind(options, workers) == "tfjob":
+            return []
+        return [f"the cluster has no TFJob CRD ({mf.TFJOB_CRD}): the job's {workers} workers run as an Indexed "
+                "Job behind a headless Service, each pod building TF_CONFIG from its index"]
+
+    def multi_worker_kind(self, options: dict, workers: int, has_tfjob: bool | None = None) -> str:
+        """"tfjob" or "indexed" for `workers` > 1, by `kubernetes.multi_worker` and the cluster's CRDs."""
+        multi = options.get("multi_worker") or "auto"
+        if multi == "indexed":
+            return "indexed"
+        has = self.has_tfjob(options) if has_tfjob is None else has_tfjob
+        if multi == "tfjob" and not has:
+            raise UsageError(f"Invalid `kubernetes.multi_worker`: received 'tfjob', but the cluster has no TFJob "
+                             f"CRD ({mf.TFJOB_CRD}) for the job's {workers} workers.",
+                             hint="Install Kubeflow's Training Operator, or set `kubernetes.multi_worker: auto` "
+                                  "(an Indexed Job + headless Service when the CRD is missing).")
+        return "tfjob" if has else "indexed"
+
     def has_tfjob(self, options: dict) -> bool:
         """Whether the cluster has Kubeflow's TFJob CRD (`tfjobs.kubeflow.org`)."""
         k8s = kc.load_kubernetes().client
@@ -71,7 +98,12 @@ class KubernetesBackend:
         except Exception as exc:
             if kc.status_code(exc) == 404:
                 return False
-            raise
+            how = kc.failure(exc)
+            if how is None:
+                raise
+            raise BackendError(f"Could not ask the cluster ({api.configuration.host}) for the TFJob CRD: {how}",
+                               hint="Check that the cluster is reachable (`kubectl get crd`) and that your "
+                                    "user may read CustomResourceDefinitions.") from exc
         return True
 
     def settings(self, request: LaunchRequest, tfjob: bool | None = None) -> mf.AttemptSettings:
@@ -80,15 +112,7 @@ class KubernetesBackend:
 
         opts = request.options
         check_env(request.env, opts.get("secret_env") or [])
-        multi = opts.get("multi_worker") or "auto"
-        if request.workers > 1 and multi != "indexed":
-            has = self.has_tfjob(opts) if tfjob is None else tfjob
-            if multi == "tfjob" and not has:
-                raise UsageError(f"Invalid `kubernetes.multi_worker`: received 'tfjob', but the cluster has no "
-                                 f"TFJob CRD ({mf.TFJOB_CRD}) for the job's {request.workers} workers.",
-                                 hint="Install Kubeflow's Training Operator, or set `kubernetes.multi_worker: "
-                                      "auto` (Indexed Job + headless Service when the CRD is missing).")
-            multi = "tfjob" if has else "indexed"
+        multi = self.multi_worker_kind(opts, request.workers, tfjob) if request.workers > 1 else "indexed"
         gpus = 0 if request.accelerator.upper() == "CPU" else request.accelerator_count
         return mf.AttemptSettings(
             job_id=request.job_id, attempt=request.attempt, job_url=request.job_url,
@@ -98,7 +122,7 @@ class KubernetesBackend:
                                                                                                or 120),
             service_account=opts.get("service_account"), env=dict(request.env),
             secret_env=tuple(opts.get("secret_env") or ()), env_from_secrets=tuple(opts.get("env_from_secrets") or ()),
-            worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi if multi != "auto" else "indexed")
+            worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi)
 
     # -- the Backend protocol -----------------------------------------------------------------------
 
@@ -133,8 +157,11 @@ class KubernetesBackend:
 
     def find(self, request: LaunchRequest) -> KubernetesHandle | None:
         """The attempt's objects, found by their name; None when its Job (TFJob) does not exist."""
-        for kind in (("TFJob", "IndexedJob") if request.workers > 1 else ("Job",)):
-            s = self.settings(request, tfjob=kind == "TFJob")
+        for tfjob in ((True, False) if request.workers > 1 else (False,)):
+            try:
+                s = self.settings(request, tfjob=tfjob)
+            except UsageError:  # `multi_worker: tfjob` and the CRD asked about is gone: not this kind
+                continue
             handle = self._handle(request, s)
             if self._owner_exists(handle):
                 return handle
