@@ -58,9 +58,10 @@ def _status(code: int, reason: str, message: str) -> dict:
 class FakeCluster:
     """The API server, Job controller and kubelet of one test (see the module doc)."""
 
-    def __init__(self, folder: Path, tfjob_crd: bool = False):
+    def __init__(self, folder: Path, tfjob_crd: bool = False, run_pods: bool = True):
         self.folder = folder
         self.tfjob_crd = tfjob_crd
+        self.run_pods = run_pods  # False: pods stay Pending (no node has room), as the scheduler leaves them
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name) -> object
         self.requests: list[tuple[str, str]] = []  # (method, path) in order
         self._procs: dict[str, subprocess.Popen] = {}  # pod name -> its container's process
@@ -254,6 +255,9 @@ class FakeCluster:
             self._terminate(obj, int(obj["spec"].get("terminationGracePeriodSeconds", 30)) if grace_s is None
                             else grace_s, remove=True)
             return obj
+        if key[0] == "pods" and obj["status"]["phase"] in ("Pending", "Running"):  # never ran: failed at once
+            obj["status"]["phase"] = "Failed"
+            self._pod_ended(obj)
         del self.objects[key]
         if key[0] in ("jobs", "tfjobs"):  # the garbage collector: the owner's pods go with it
             for pod_key, pod in list(self.objects.items()):
@@ -285,9 +289,13 @@ class FakeCluster:
         pod["metadata"]["deletionTimestamp"] = pod["metadata"].get("deletionTimestamp") or _now()
         if remove:
             pod["metadata"]["remove"] = True
-        if name not in self._procs:  # never started: nothing to signal
+        if name not in self._procs:  # never started: nothing to signal, it fails at once
+            if pod["status"]["phase"] == "Pending":
+                pod["status"]["phase"] = "Failed"
+                self._touch(pod)
+                self._pod_ended(pod)
             if remove:
-                self.objects.pop(("pods", pod["metadata"]["namespace"], name), None)
+                del self.objects[("pods", pod["metadata"]["namespace"], name)]
             return
         self._kill_tree(name, signal.SIGTERM if grace_s > 0 else signal.SIGKILL, container_only=True)
         self._kill_at.setdefault(name, time.monotonic() + grace_s)
@@ -322,7 +330,8 @@ class FakeCluster:
         name = key[2]
         status = pod["status"]
         if status["phase"] == "Pending" and "deletionTimestamp" not in pod["metadata"]:
-            self._run(pod)
+            if self.run_pods:
+                self._run(pod)
             return
         proc = self._procs.get(name)
         if proc is None:
@@ -354,11 +363,11 @@ class FakeCluster:
         if "JOB_COMPLETION_INDEX" not in env and pod["metadata"].get("annotations", {}).get(
                 "batch.kubernetes.io/job-completion-index"):
             env["JOB_COMPLETION_INDEX"] = pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
-        log = open(self.folder / f"{pod['metadata']['name']}.log", "ab")  # the child keeps its own copy of the descriptor
-        self._procs[pod["metadata"]["name"]] = subprocess.Popen(
-            [sys.executable, "-m", "spotfit.backends.kubernetes.pod", env["SPOTFIT_JOB_URL"], env["SPOTFIT_ATTEMPT"]],
-            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
+        with open(self.folder / f"{pod['metadata']['name']}.log", "ab") as log:
+            self._procs[pod["metadata"]["name"]] = subprocess.Popen(
+                [sys.executable, "-m", "spotfit.backends.kubernetes.pod", env["SPOTFIT_JOB_URL"],
+                 env["SPOTFIT_ATTEMPT"]],
+                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         pod["status"] |= {"phase": "Running", "startTime": _now(),
                           "containerStatuses": [{"name": container["name"], "ready": True, "restartCount": 0,
                                                  "image": container["image"], "imageID": "",

@@ -25,7 +25,7 @@ from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.backends.kubernetes.install import container_script
-from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted
+from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
 from spotfit.errors import BackendError, UsageError
 
@@ -163,7 +163,7 @@ class KubernetesBackend:
             except UsageError:  # `multi_worker: tfjob` and the CRD asked about is gone: not this kind
                 continue
             handle = self._handle(request, s)
-            if self._owner_exists(handle):
+            if self._owner(handle) is not None:
                 return handle
         return None
 
@@ -171,7 +171,8 @@ class KubernetesBackend:
         pods = self._pods(handle)
         if any(disrupted(p) for p in pods):
             self._disrupted.add(handle.name)
-        status = attempt_status(pods, handle.workers, self._owner_exists(handle))
+        owner = self._owner(handle)
+        status = attempt_status(pods, handle.workers, owner is not None and not owner_finished(owner))
         if not status.running and handle.name in self._disrupted:
             status = replace(status, disrupted=True)
         return status
@@ -210,19 +211,18 @@ class KubernetesBackend:
         listing = core.list_namespaced_pod(handle.namespace, label_selector=f"{mf.LABEL_NAME}={handle.name}")
         return [kc.to_dict(api, p) for p in listing.items]
 
-    def _owner_exists(self, handle: KubernetesHandle) -> bool:
-        _, _, batch, custom = self._apis(handle)
+    def _owner(self, handle: KubernetesHandle) -> dict | None:
+        """The attempt's Job (TFJob) as a dict, None when it does not exist."""
+        api, _, batch, custom = self._apis(handle)
         try:
             if handle.kind == "TFJob":
-                custom.get_namespaced_custom_object(mf.TFJOB_GROUP, mf.TFJOB_VERSION, handle.namespace,
-                                                    mf.TFJOB_PLURAL, handle.name)
-            else:
-                batch.read_namespaced_job(handle.name, handle.namespace)
+                return custom.get_namespaced_custom_object(mf.TFJOB_GROUP, mf.TFJOB_VERSION, handle.namespace,
+                                                           mf.TFJOB_PLURAL, handle.name)
+            return kc.to_dict(api, batch.read_namespaced_job(handle.name, handle.namespace))
         except Exception as exc:
             if kc.status_code(exc) == 404:
-                return False
+                return None
             raise
-        return True
 
     def _check_store(self, job_url: str) -> None:
         if not self.allow_local_store and job_url.split("://", 1)[0] in ("file", "memory"):

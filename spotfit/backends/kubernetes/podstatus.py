@@ -11,7 +11,7 @@ controller then stops the others); ones that end done wait for the rest.
 >>> pod = {"metadata": {"labels": {}}, "status": {"phase": "Failed", "conditions": [
 ...        {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}],
 ...        "containerStatuses": [{"name": "spotfit", "state": {"terminated": {"exitCode": 75}}}]}}
->>> attempt_status([pod], workers=1, owner_exists=True)
+>>> attempt_status([pod], workers=1, owner_active=True)
 AttemptStatus(running=False, exit_code=75, signal=None, disrupted=True)
 """
 
@@ -51,21 +51,31 @@ def exit_code(pod: dict) -> int | None:
     return None
 
 
+def owner_finished(owner: dict) -> bool:
+    """Whether a Job (Complete, Failed) or TFJob (Succeeded, Failed) has finished.
+
+    >>> owner_finished({"status": {"conditions": [{"type": "Failed", "status": "True"}]}})
+    True
+    """
+    return any(c.get("type") in ("Complete", "Succeeded", "Failed") and c.get("status") == "True"
+               for c in (owner.get("status") or {}).get("conditions") or [])
+
+
 def finished(pod: dict) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or exit_code(pod) is not None
 
 
-def attempt_status(pods: list[dict], workers: int, owner_exists: bool) -> AttemptStatus:
-    """The attempt's status from its pods; `owner_exists`: its Job (TFJob) is still there."""
+def attempt_status(pods: list[dict], workers: int, owner_active: bool) -> AttemptStatus:
+    """The attempt's status from its pods; `owner_active`: its Job (TFJob) exists and has not finished."""
     was_disrupted = any(disrupted(p) for p in pods)
     done = {worker_index(p): exit_code(p) for p in pods if finished(p)}
     if not pods or not done:
-        if owner_exists:
+        if owner_active:
             return AttemptStatus(running=True)
         return AttemptStatus(running=False, disrupted=was_disrupted)  # the exit record in the store tells
     failed = [c for c in done.values() if c is not None and c not in _ENDED_OK]
     stopped_early = any(c in (75, 76) for c in done.values())
-    if len(done) < max(workers, 1) and not failed and not stopped_early and not was_disrupted and owner_exists:
+    if len(done) < max(workers, 1) and not failed and not stopped_early and not was_disrupted and owner_active:
         return AttemptStatus(running=True)
     if failed and not was_disrupted:
         return AttemptStatus(running=False, exit_code=failed[0])
