@@ -40,7 +40,7 @@ from urllib.parse import parse_qs, urlparse
 
 import psutil
 
-POD_ENTRY = 'exec python -m spotfit.backends.kubernetes.pod "$SPOTFIT_JOB_URL" "$SPOTFIT_ATTEMPT"'
+POD_ENTRY = 'exec python3 -m spotfit.backends.kubernetes.pod "$SPOTFIT_JOB_URL" "$SPOTFIT_ATTEMPT"'
 _PATH = re.compile(r"^/(?:api/v1|apis/(?P<group>[^/]+)/(?P<version>[^/]+))/namespaces/(?P<ns>[^/]+)/"
                    r"(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$")
 _CRD = re.compile(r"^/apis/apiextensions.k8s.io/v1/customresourcedefinitions/(?P<name>[^/]+)$")

@@ -21,6 +21,7 @@ from spotfit import sdk
 from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.backends.kubernetes.manifests import LABEL_ATTEMPT
 from spotfit.controller.loop import Controller
+from spotfit.stores import open_store
 from tests.support.jobs import write_spec
 from tests.support.kube import FakeCluster
 from tests.support.wait import wait_for
@@ -122,3 +123,6 @@ def test_a_reclaimed_spot_node_preempts_the_attempt_and_the_next_resumes_exactly
     assert second["start_step"] == first["end_step"] >= 7  # saved at the step: nothing redone
     assert doc["weights_sha256"] == base["weights_sha256"]
     assert len(base["attempts"]) == 1
+    store = open_store(doc["store"])  # the pod entry copied each attempt's output for `spotfit logs`
+    assert store.exists("logs/attempt-0001.log") and store.exists("logs/attempt-0002.log")
+    assert cluster.objects == {}  # each ended attempt's Job, pods and the rest were deleted
