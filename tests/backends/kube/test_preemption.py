@@ -1,11 +1,13 @@
-"""A spot node reclaimed under a running attempt, end to end on the Kubernetes emulator.
+"""A spot node reclaimed under a running attempt, then an eviction, end to end on the Kubernetes emulator.
 
 The controller loop and the kubernetes backend are the real ones, and so is everything in the
 pod: the emulator's kubelet (tests/support/kube.py) runs the pod entry as a local process,
 which runs the real runtime and the Keras script. The node goes away as under the graceful
 node shutdown: the pod gets `DisruptionTarget`, the pod entry gets SIGTERM and forwards it, the
 runtime saves at the step and exits 75. The controller must call the attempt preempted (not
-failed), launch a new Job, and the job must end with the same weights as one never interrupted.
+failed), launch a new Job; the controller's own preemption of that one (an eviction, as for a
+replayed market) must do the same; and the job must end with the same weights as one never
+interrupted.
 
 The script holds at one step of the first attempt until the test has reclaimed the node, so the
 signal lands mid-training whatever the machine's speed (no timing margin).
@@ -87,16 +89,16 @@ def _drive(job_id: str) -> dict:
     return {"thread": thread, "outcome": outcome}
 
 
-def _job(tmp_path, name: str, cluster: FakeCluster, gate: str) -> str:
+def _job(tmp_path, name: str, cluster: FakeCluster, gate: str, preempt_at: str | None = None) -> str:
     src = tmp_path / "src" / "train.py"
     src.parent.mkdir(parents=True, exist_ok=True)
     src.write_text(SCRIPT)
     kubeconfig = cluster.write_kubeconfig(tmp_path / f"{name}.kubeconfig")
     spec = write_spec(tmp_path / name, SPEC.format(gate=gate, kubeconfig=kubeconfig), script=src)
-    return sdk.submit(str(spec))
+    return sdk.submit(str(spec), preempt_at=preempt_at)
 
 
-def test_a_reclaimed_spot_node_preempts_the_attempt_and_the_next_resumes_exactly(tmp_path):
+def test_a_reclaimed_node_and_an_eviction_preempt_and_the_job_resumes_exactly(tmp_path):
     gate, folder = tmp_path / "gate", tmp_path / "cluster"
     gate.mkdir()
     folder.mkdir()
@@ -106,7 +108,9 @@ def test_a_reclaimed_spot_node_preempts_the_attempt_and_the_next_resumes_exactly
         run["thread"].join(DEADLINE_S)
         assert run["outcome"].get("state") == "completed", sdk.status(baseline)
 
-        job_id = _job(tmp_path, "reclaimed", cluster, gate=str(gate))
+        # Then, at step 12 of the second attempt, the controller's own preemption (what a replayed
+        # market or a policy switch sends): an eviction with 5 s of grace.
+        job_id = _job(tmp_path, "reclaimed", cluster, gate=str(gate), preempt_at="12:5")
         run = _drive(job_id)
         wait_for(lambda: (gate / "reached").exists(), DEADLINE_S, "the first attempt to reach step 7")
         [pod] = [p for p in cluster.pods(**{LABEL_ATTEMPT: "1"})
@@ -117,10 +121,11 @@ def test_a_reclaimed_spot_node_preempts_the_attempt_and_the_next_resumes_exactly
         assert run["outcome"].get("state") == "completed", sdk.status(job_id)
 
     doc, base = sdk.status(job_id), sdk.status(baseline)
-    first, second = doc["attempts"]
-    assert (first["state"], second["state"]) == ("preempted", "completed")
-    assert first["exit_code"] == 75
+    first, second, third = doc["attempts"]
+    assert [a["state"] for a in doc["attempts"]] == ["preempted", "preempted", "completed"]
+    assert first["exit_code"] == 75 and second["exit_code"] == 75
     assert second["start_step"] == first["end_step"] >= 7  # saved at the step: nothing redone
+    assert second["end_step"] == third["start_step"] == 12
     assert doc["weights_sha256"] == base["weights_sha256"]
     assert len(base["attempts"]) == 1
     store = open_store(doc["store"])  # the pod entry copied each attempt's output for `spotfit logs`
