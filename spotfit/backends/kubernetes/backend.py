@@ -28,6 +28,7 @@ from spotfit.backends.kubernetes.install import container_script
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
 from spotfit.errors import BackendError, UsageError
+from spotfit.spec import DEFAULT_IMAGE
 
 _STORE_CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                       "GOOGLE_APPLICATION_CREDENTIALS"}
@@ -116,12 +117,14 @@ class KubernetesBackend:
         gpus = 0 if request.accelerator.upper() == "CPU" else request.accelerator_count
         return mf.AttemptSettings(
             job_id=request.job_id, attempt=request.attempt, job_url=request.job_url,
-            namespace=opts.get("namespace") or "default", image=opts.get("image") or "",
-            script=container_script(opts.get("runtime_wheel"), __version__), workers=max(request.workers, 1),
-            gpus=gpus, placement=placement(opts.get("spot"), request.market, opts), grace_s=int(opts.get("grace_s")
-                                                                                               or 120),
+            namespace=opts.get("namespace") or "default", image=opts.get("image") or DEFAULT_IMAGE,
+            script=container_script(opts.get("runtime_wheel"), __version__),
+            workers=max(request.workers, 1), gpus=gpus,
+            placement=placement(opts.get("spot"), request.market, opts),
+            grace_s=int(opts.get("grace_s") or 120),
             service_account=opts.get("service_account"), env=dict(request.env),
-            secret_env=tuple(opts.get("secret_env") or ()), env_from_secrets=tuple(opts.get("env_from_secrets") or ()),
+            secret_env=tuple(opts.get("secret_env") or ()),
+            env_from_secrets=tuple(opts.get("env_from_secrets") or ()),
             worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi)
 
     # -- the Backend protocol -----------------------------------------------------------------------
