@@ -50,6 +50,14 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _field(obj: dict, path: str) -> str | None:
+    """The value at a field selector's dotted path (`involvedObject.name`)."""
+    value: object = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return None if value is None else str(value)
+
+
 def _status(code: int, reason: str, message: str) -> dict:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "code": code}
@@ -116,6 +124,25 @@ class FakeCluster:
             self._terminate(pod, int(pod["spec"].get("terminationGracePeriodSeconds", 30)))
             self._touch(pod)
 
+    def lose_node(self, pod_name: str, namespace: str = "default", reason: str = "RemovingNode") -> None:
+        """The pod's node vanishes without a drain: no condition, the pod ends failed (137), the node has an event."""
+        with self._lock:
+            pod = self.objects[("pods", namespace, pod_name)]
+            node = pod["spec"].setdefault("nodeName", f"node-{pod_name}")
+            if pod_name in self._procs:
+                self._kill_tree(pod_name, signal.SIGKILL)
+            pod["status"] |= {"phase": "Failed", "containerStatuses": [{
+                "name": pod["spec"]["containers"][0]["name"], "ready": False, "restartCount": 0,
+                "image": pod["spec"]["containers"][0]["image"], "imageID": "",
+                "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]}
+            self._touch(pod)
+            self._pod_ended(pod)
+            event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{node}.{reason.lower()}",
+                                                                       "namespace": "default"},
+                     "involvedObject": {"kind": "Node", "name": node}, "reason": reason,
+                     "message": f"Node {node} event: {reason}", "type": "Normal"}
+            self.objects[("events", "default", event["metadata"]["name"])] = event
+
     # -- the API server -------------------------------------------------------------------------
 
     def _handler(self):
@@ -163,7 +190,7 @@ class FakeCluster:
                                       "versions": [{"name": "v1", "served": True, "storage": True}]}}
             return 404, _status(404, "NotFound", f"customresourcedefinitions {crd['name']!r} not found")
         match = _PATH.match(path)
-        if not match or match["plural"] not in ("secrets", "services", "pods", "jobs", "tfjobs"):
+        if not match or match["plural"] not in ("secrets", "services", "pods", "jobs", "tfjobs", "events"):
             return 404, _status(404, "NotFound", f"no route {method} {path}")
         if match["plural"] == "tfjobs" and not self.tfjob_crd:
             return 404, _status(404, "NotFound", "the server could not find the requested resource")
@@ -176,8 +203,10 @@ class FakeCluster:
             key = (plural, ns, name or "")
             if method == "GET" and name is None:
                 selector = dict(p.split("=", 1) for p in query.get("labelSelector", [""])[0].split(",") if p)
+                fields = dict(p.split("=", 1) for p in query.get("fieldSelector", [""])[0].split(",") if p)
                 items = [o for (pl, n, _), o in self.objects.items() if pl == plural and n == ns
-                         and all(o["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())]
+                         and all(o["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())
+                         and all(_field(o, k) == v for k, v in fields.items())]
                 return 200, {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": str(self._version)},
                              "items": items}
             if key not in self.objects:

@@ -25,7 +25,7 @@ from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.backends.kubernetes.install import container_script
-from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, owner_finished
+from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
 from spotfit.errors import BackendError, UsageError
 from spotfit.spec import DEFAULT_IMAGE
@@ -176,9 +176,22 @@ class KubernetesBackend:
             self._disrupted.add(handle.name)
         owner = self._owner(handle)
         status = attempt_status(pods, handle.workers, owner is not None and not owner_finished(owner))
-        if not status.running and handle.name in self._disrupted:
-            status = replace(status, disrupted=True)
+        if status.running or status.disrupted or status.exit_code in (0, 75, 76):
+            return status
+        if handle.name in self._disrupted or self._node_gone(handle, pods):
+            return replace(status, disrupted=True)
         return status
+
+    def _node_gone(self, handle: KubernetesHandle, pods: list[dict]) -> bool:
+        """Whether events about the pods or their nodes say a node went away (an unexplained end only)."""
+        api, core, _, _ = self._apis(handle)
+        about = [(handle.namespace, p["metadata"]["name"]) for p in pods]
+        about += [("default", n) for n in {(p.get("spec") or {}).get("nodeName") for p in pods} if n]
+        for namespace, name in about:
+            listing = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
+            if node_gone([kc.to_dict(api, e) for e in listing.items]):
+                return True
+        return False
 
     def preempt(self, handle: KubernetesHandle, notice_s: float) -> None:
         """Evict the attempt's pods with `notice_s` of grace (0: at once), as a node drain does."""

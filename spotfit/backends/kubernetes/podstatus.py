@@ -2,8 +2,10 @@
 
 A pod was taken away by the platform (spot reclaim, node drain, preemption by the scheduler)
 when it carries the `DisruptionTarget` condition (Kubernetes ≥ 1.26 sets it before it sends
-SIGTERM), or when the kubelet ended it for a node shutdown (`status.reason`). Such an attempt
-is preempted whatever its exit code; the runtime's own 75 says the same after it saved.
+SIGTERM), when the kubelet ended it for a node shutdown (`status.reason`), or when events about
+the pod or its node say the node went away (`node_gone`: the backend asks for those only when
+an attempt ended otherwise unexplained). Such an attempt is preempted whatever its exit code;
+the runtime's own 75 says the same after it saved.
 
 Several workers train together: one that ends preempted or failed ends the attempt (the
 controller then stops the others); ones that end done wait for the rest.
@@ -21,6 +23,11 @@ from spotfit.backends.base import AttemptStatus
 
 _ENDED_OK = (0, 75, 76)
 _SHUTDOWN_REASONS = {"NodeShutdown", "Shutdown", "Terminated"}  # the kubelet's graceful node shutdown
+# Event reasons that say a pod's node went away: the node lifecycle controller and taint manager
+# (NodeNotReady, TaintManagerEviction, RemovingNode, DeletingNode), the kubelet's node shutdown
+# (NodeShutdown, Shutdown), AWS Node Termination Handler (SpotInterruption).
+NODE_GONE_REASONS = {"NodeNotReady", "TaintManagerEviction", "RemovingNode", "DeletingNode", "NodeShutdown",
+                     "Shutdown", "SpotInterruption"}
 _INDEX_KEYS = ("batch.kubernetes.io/job-completion-index", "training.kubeflow.org/replica-index")
 
 
@@ -59,6 +66,15 @@ def owner_finished(owner: dict) -> bool:
     """
     return any(c.get("type") in ("Complete", "Succeeded", "Failed") and c.get("status") == "True"
                for c in (owner.get("status") or {}).get("conditions") or [])
+
+
+def node_gone(events: list[dict]) -> bool:
+    """Whether `events` (about a pod or its node) say the node was reclaimed or lost.
+
+    >>> node_gone([{"reason": "Scheduled"}]), node_gone([{"reason": "RemovingNode"}])
+    (False, True)
+    """
+    return any(e.get("reason") in NODE_GONE_REASONS for e in events)
 
 
 def finished(pod: dict) -> bool:

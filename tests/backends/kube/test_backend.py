@@ -99,3 +99,21 @@ def test_store_credentials_in_the_spec_are_refused(tmp_path, cluster):
 def test_a_file_store_is_refused_for_real_clusters(tmp_path, cluster):
     with pytest.raises(UsageError, match="s3:// or gs://"):
         KubernetesBackend().launch(_request(tmp_path, cluster))
+
+
+def test_a_pod_lost_with_its_node_is_preempted_by_the_node_event(tmp_path, cluster):
+    backend = KubernetesBackend(allow_local_store=True)
+    handle = backend.launch(_request(tmp_path, cluster))
+    [pod] = cluster.pods()
+    cluster.lose_node(pod["metadata"]["name"], namespace="ml")
+    status = backend.status(handle)
+    assert (status.running, status.exit_code, status.disrupted) == (False, 137, True)
+
+
+def test_a_pod_that_failed_on_a_healthy_node_is_a_failure(tmp_path, cluster):
+    backend = KubernetesBackend(allow_local_store=True)
+    handle = backend.launch(_request(tmp_path, cluster))
+    [pod] = cluster.pods()
+    cluster.lose_node(pod["metadata"]["name"], namespace="ml", reason="Scheduled")  # an event that means nothing
+    status = backend.status(handle)
+    assert (status.running, status.exit_code, status.disrupted) == (False, 137, False)
