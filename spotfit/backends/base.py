@@ -7,6 +7,10 @@ as `handle.to_json()` text in the attempts table and reads it back with `load_ha
 a restarted controller can adopt the attempts of the one that died (`spotfit resume`). One
 that died inside `launch`, before it stored the handle, is covered by `find`: the backend
 recognizes what it launched by the request alone (a process's command line, EC2 tags).
+
+A backend may also define `preflight(options, workers) -> list[str]`: `spotfit run` calls it
+before it records a job, so that what cannot work (no kubeconfig) is one `UsageError`, and
+records the notes it returns (what it chose instead) as `backend_note` events.
 """
 
 from __future__ import annotations
