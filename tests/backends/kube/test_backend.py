@@ -61,10 +61,15 @@ def test_a_retried_launch_and_find_reuse_the_first_objects(tmp_path, cluster):
 
 
 def test_several_workers_with_the_crd_make_a_tfjob(tmp_path, cluster):
-    handle = KubernetesBackend(allow_local_store=True).launch(_request(tmp_path, cluster, workers=2))
-    assert handle.kind == "TFJob"
+    backend = KubernetesBackend(allow_local_store=True)
+    request = _request(tmp_path, cluster, workers=2)
+    handle = backend.launch(request)
+    assert handle.kind == "TFJob" and backend.find(request) == handle
     [tfjob] = [o for (plural, _, _), o in cluster.objects.items() if plural == "tfjobs"]
     assert tfjob["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert backend.status(handle).running  # no pods yet (the emulator runs no operator), the TFJob is there
+    backend.stop(handle, grace_s=0)
+    assert cluster.objects == {}
 
 
 def test_preempt_evicts_the_pods_and_the_attempt_ends(tmp_path, cluster):
