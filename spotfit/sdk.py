@@ -117,10 +117,10 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
 
 def _backend_preflight(spec: JobSpec) -> list[str]:
     """The backend's checks before anything is recorded (kubeconfig, context, TFJob CRD); its notes."""
-    from spotfit.backends.base import backend_options, make_backend
+    from spotfit.backends.base import make_backend
 
     check = getattr(make_backend(spec.backend), "preflight", None)
-    return check(backend_options(spec), spec.resources.workers) if check is not None else []
+    return check(spec) if check is not None else []
 
 
 def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:

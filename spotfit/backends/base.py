@@ -8,9 +8,9 @@ a restarted controller can adopt the attempts of the one that died (`spotfit res
 that died inside `launch`, before it stored the handle, is covered by `find`: the backend
 recognizes what it launched by the request alone (a process's command line, EC2 tags).
 
-A backend may also define `preflight(options, workers) -> list[str]`: `spotfit run` calls it
-before it records a job, so that what cannot work (no kubeconfig) is one `UsageError`, and
-records the notes it returns (what it chose instead) as `backend_note` events.
+A backend may also define `preflight(spec) -> list[str]`: `spotfit run` calls it with the job
+spec before it records the job, so that what cannot work (no kubeconfig) is one `UsageError`,
+and records the notes it returns (what it chose instead) as `backend_note` events.
 """
 
 from __future__ import annotations

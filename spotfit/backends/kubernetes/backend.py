@@ -63,12 +63,16 @@ class KubernetesBackend:
 
     # -- resolving an attempt -----------------------------------------------------------------------
 
-    def preflight(self, options: dict, workers: int) -> list[str]:
-        """Check before a job is recorded: the kubeconfig and context, and for several workers the TFJob CRD.
+    def preflight(self, spec: Any) -> list[str]:
+        """Check a job spec before it is recorded: no store credentials in it, the `secret_env`
+        variables set here, the kubeconfig and context, and for several workers the TFJob CRD.
 
         Bad input raises a `UsageError` (exit 2); the notes returned say what was chosen instead
         (the Indexed Job fallback).
         """
+        options, workers = spec.kubernetes.model_dump(), spec.resources.workers
+        check_env(dict(spec.env), options["secret_env"])
+        secret_values(tuple(options["secret_env"]))
         self.client(options.get("kubeconfig"), options.get("context"))
         if workers <= 1 or (options.get("multi_worker") or "auto") == "indexed":
             return []

@@ -75,3 +75,15 @@ def test_with_the_crd_several_workers_need_no_note(tmp_path):
         spec = write_spec(tmp_path / "job", SPEC.format(workers=2, kube=f"kubeconfig: '{config}'"))
         job_id = sdk.submit(str(spec))
     assert not [e for e in sdk.events(job_id) if e["kind"] == "backend_note"]
+
+
+def test_store_credentials_in_the_spec_are_exit_2(tmp_path):
+    spec = write_spec(tmp_path / "job", SPEC.format(workers=1, kube="namespace: ml")
+                      + "env: {AWS_SECRET_ACCESS_KEY: abc}\n")
+    _one_error_line(_run(spec), "AWS_SECRET_ACCESS_KEY", "store credentials come from the cluster")
+
+
+def test_a_secret_variable_missing_here_is_exit_2(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPOTFIT_TEST_TOKEN", raising=False)
+    spec = write_spec(tmp_path / "job", SPEC.format(workers=1, kube="secret_env: [SPOTFIT_TEST_TOKEN]"))
+    _one_error_line(_run(spec), "kubernetes.secret_env", "SPOTFIT_TEST_TOKEN")
