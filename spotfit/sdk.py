@@ -97,9 +97,10 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     if chosen not in registered_backends():
         raise UsageError(
             f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
-            hint="Use --backend local (the embedded default) or --backend aws.",
+            hint="Use --backend local (the embedded default), aws or kubernetes.",
         )
     spec.backend = cast("BackendName", chosen)  # checked against the registry above
+    notes = _backend_preflight(spec)
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -115,7 +116,17 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     warning = scriptcheck.warning_for(spec.script_path)
     if warning is not None:
         db().add_event(job_id, "nothing_checkpointed", warning)
+    for note in notes:
+        db().add_event(job_id, "backend_note", note)
     return job_id
+
+
+def _backend_preflight(spec: JobSpec) -> list[str]:
+    """The backend's checks before anything is recorded (kubeconfig, context, TFJob CRD); its notes."""
+    from spotfit.backends.base import make_backend
+
+    check = getattr(make_backend(spec.backend), "preflight", None)
+    return check(spec) if check is not None else []
 
 
 def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
@@ -459,9 +470,14 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
 def dry_run(path: str, backend: str | None = None) -> dict:
     """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
     chosen = validate(path).backend if backend is None else backend
-    if chosen != "aws":  # the one backend that sends cloud requests
-        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws (the only backend "
-                         "that sends cloud requests).", hint="Add --backend aws, or leave --dry-run out.")
+    if chosen == "kubernetes":
+        from spotfit.backends.kubernetes.dryrun import dry_run as plan_objects
+
+        return plan_objects(path)
+    if chosen != "aws":  # the backends that send cloud requests
+        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws or kubernetes (the "
+                         "backends that send cloud requests).", hint="Add --backend aws (or kubernetes), or leave "
+                                                                     "--dry-run out.")
     from spotfit.backends.aws.dryrun import dry_run as plan_requests
 
     return plan_requests(path)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from spotfit.errors import SpecError
 from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
@@ -232,6 +232,48 @@ class Aws(_Section):
         return value
 
 
+KubernetesProfile = Literal["eks", "gke", "aks", "custom"]
+MultiWorker = Literal["auto", "tfjob", "indexed"]
+DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0-gpu"
+
+
+class Kubernetes(_Section):
+    """The `kubernetes` backend's settings (docs/kubernetes.md)."""
+
+    kubeconfig: str | None = Field(None, description="kubeconfig path; default $KUBECONFIG, ~/.kube/config, in-cluster")
+    context: str | None = Field(None, description="kubeconfig context; default the current one")
+    namespace: str = Field("default", description="namespace of the attempts' objects")
+    spot: KubernetesProfile | None = Field(None, description="node pool profile: eks, gke, aks or custom")
+    spot_selector: dict[str, str] = Field(default_factory=dict, description="custom: node labels of spot nodes")
+    on_demand_selector: dict[str, str] = Field(default_factory=dict,
+                                               description="custom: node labels of on-demand nodes")
+    spot_tolerations: list[dict[str, str]] = Field(default_factory=list, description="custom: tolerations for spot")
+    image: str = Field(DEFAULT_IMAGE, description="container image with TensorFlow and Python 3.11")
+    runtime_wheel: str | None = Field(None, description="store URL of the spotfit wheel the pod installs")
+    service_account: str | None = Field(None, description="service account with storage access (IRSA, workload "
+                                                          "identity)")
+    secret_env: list[str] = Field(default_factory=list, description="variables copied from the controller's "
+                                                                    "environment into the attempt's Secret")
+    env_from_secrets: list[str] = Field(default_factory=list, description="existing Secrets passed as environment")
+    multi_worker: MultiWorker = Field("auto", description="several workers: tfjob, indexed, or auto (TFJob if its "
+                                                          "CRD is installed)")
+    grace_s: int = Field(120, ge=10, le=3600, description="terminationGracePeriodSeconds: time to checkpoint")
+    worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port")
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", value):
+            raise ValueError("expected a namespace name: lowercase letters, digits and `-`, at most 63")
+        return value
+
+    @model_validator(mode="after")
+    def _custom_needs_selector(self) -> Kubernetes:
+        if self.spot == "custom" and not self.spot_selector:
+            raise ValueError("`spot: custom` needs `spot_selector` (the node labels of your spot pool)")
+        return self
+
+
 class JobSpec(_Section):
     """A training job: a Keras script plus where, how and within which limits to run it."""
 
@@ -253,6 +295,7 @@ class JobSpec(_Section):
     notify: Notify | None = None
     export: Export | None = None
     aws: Aws = Field(default_factory=Aws)
+    kubernetes: Kubernetes = Field(default_factory=Kubernetes)
 
     # Not part of the YAML: where the spec file lives (script paths are relative to it).
     base_dir: str = Field(".", exclude=True, repr=False)

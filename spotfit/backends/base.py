@@ -7,6 +7,10 @@ as `handle.to_json()` text in the attempts table and reads it back with `load_ha
 a restarted controller can adopt the attempts of the one that died (`spotfit resume`). One
 that died inside `launch`, before it stored the handle, is covered by `find`: the backend
 recognizes what it launched by the request alone (a process's command line, EC2 tags).
+
+A backend may also define `preflight(spec) -> list[str]`: `spotfit run` calls it with the job
+spec before it records the job, so that what cannot work (no kubeconfig) is one `UsageError`,
+and records the notes it returns (what it chose instead) as `backend_note` events.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class AttemptStatus:
     running: bool
     exit_code: int | None = None  # None while running, or when the exit went unobserved
     signal: int | None = None  # the signal that ended it, if any
+    disrupted: bool = False  # the platform said it took the machine away (Kubernetes' DisruptionTarget)
 
 
 class Handle(Protocol):
@@ -83,12 +88,19 @@ class Backend(Protocol[H]):
 _BACKENDS = {
     "local": "spotfit.backends.local:LocalBackend",
     "aws": "spotfit.backends.aws.backend:AwsBackend",
+    "kubernetes": "spotfit.backends.kubernetes.backend:KubernetesBackend",
 }
 
 
 def registered_backends() -> list[str]:
     """Names `make_backend` knows, sorted."""
     return sorted(_BACKENDS)
+
+
+def backend_options(spec: Any) -> dict[str, Any]:
+    """The spec's section of its backend (`aws:`, `kubernetes:`) as a dict; {} for a backend without one."""
+    section = getattr(spec, spec.backend, None)
+    return section.model_dump() if section is not None else {}
 
 
 def make_backend(name: str, **options) -> Backend:
@@ -98,7 +110,7 @@ def make_backend(name: str, **options) -> Backend:
     if name not in _BACKENDS:
         raise UsageError(
             f"Unknown backend {name!r}: expected one of {', '.join(sorted(_BACKENDS))}.",
-            hint="Set `backend: local` in the job spec (the others arrive with their extras).",
+            hint="Set `backend:` to local, aws or kubernetes in the job spec.",
         )
     module, cls = _BACKENDS[name].split(":")
     import importlib

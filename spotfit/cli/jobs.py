@@ -50,7 +50,7 @@ def run(
         return
     job_id = sdk.submit(str(spec), preempt_at=preempt_at, backend=backend)
     for event in sdk.events(job_id):  # said at once, on stderr: --json keeps stdout one document
-        if event["kind"] == "nothing_checkpointed":
+        if event["kind"] in ("nothing_checkpointed", "backend_note"):
             typer.echo(f"warning: {event['message']}", err=True)
     if detach:
         if sdk.start_detached(job_id) is None and not sdk.live_controllers():  # a shared state: no controller here

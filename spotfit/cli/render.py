@@ -283,7 +283,10 @@ def print_gc(console: Console, doc: dict) -> None:
 
 
 def print_dry_run(console: Console, doc: dict) -> None:
-    """`spotfit run --backend aws --dry-run`: the calls, in order (nothing was sent)."""
+    """`spotfit run --backend aws|kubernetes --dry-run`: the calls or manifests, in order (nothing was sent)."""
+    if "objects" in doc:
+        _print_manifests(console, doc)
+        return
     console.print(f"dry run: job {doc['job_id']} attempt 1 in {doc['zone'] or 'any zone'} — nothing sent",
                   highlight=False)
     for call in doc["calls"]:
@@ -296,3 +299,21 @@ def print_dry_run(console: Console, doc: dict) -> None:
             console.out(user_data, highlight=False)
     for warning in doc["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
+
+def _print_manifests(console: Console, doc: dict) -> None:
+    """The kubernetes dry run: the objects as one YAML stream, `kubectl apply -f -` ready."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        """Multi-line strings (the container's script) as `|` blocks."""
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    Dumper.add_representer(str, text)
+    console.print(f"# dry run: job {doc['job_id']} attempt 1 ({doc['market']}, {doc['kind']}) — nothing sent",
+                  highlight=False)
+    console.out(yaml.dump_all(doc["objects"], Dumper=Dumper, sort_keys=False), highlight=False)
+    for warning in doc["warnings"]:
+        console.print(f"# [yellow]warning:[/] {warning}", highlight=False)

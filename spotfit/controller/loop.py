@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from spotfit import lease
-from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
+from spotfit.backends.base import Backend, Handle, LaunchRequest, backend_options, make_backend
 from spotfit.controller import budget, classify, crashpoints, notify, outcome, shipped_code
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
@@ -156,7 +156,7 @@ class Controller:
             code = status.exit_code
             if code is None and status.signal is None:
                 code = self.files.recorded_exit(number)
-            result = outcome.classify(code, status.signal)
+            result = outcome.classify(code, status.signal, status.disrupted)
             if number in self._switching and result != outcome.COMPLETED:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
@@ -347,7 +347,7 @@ class Controller:
                              workers=self.spec.resources.workers, env=dict(self.spec.env),
                              accelerator=self.spec.resources.accelerator,
                              accelerator_count=self.spec.resources.count,
-                             options=self.spec.aws.model_dump() if self.spec.backend == "aws" else {})
+                             options=backend_options(self.spec))
 
     # -- rules ----------------------------------------------------------------------------------
 
