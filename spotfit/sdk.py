@@ -172,7 +172,7 @@ def status(ref: str) -> dict:
             "number": a["number"], "state": a["state"], "market": a["market"], "zone": a["zone"],
             "start_step": a["start_step"], "end_step": a["end_step"], "exit_code": a["exit_code"],
             "trace_start_s": a["trace_start_s"], "trace_end_s": a["trace_end_s"],
-            "billed_s": a["billed_s"], "cost_usd": a["cost_usd"],
+            "billed_s": a["billed_s"], "cost_usd": a["cost_usd"], "failure": a["info"].get("failure"),
         })
         running_cost += a["cost_usd"] or 0.0
     active = not JobState(job["state"]).is_terminal()
@@ -249,7 +249,7 @@ def logs(ref: str, attempt: int | None = None) -> dict:
     job = _find(db(), ref)
     attempts = db().attempts(job["id"])
     if not attempts:
-        return {"id": job["id"], "attempt": None, "log": "", "events": events(job["id"])}
+        return {"id": job["id"], "attempt": None, "log": "", "events": events(job["id"]), "boot_log_tail": ""}
     number = attempt or attempts[-1]["number"]
     if number not in {a["number"] for a in attempts}:
         raise NotFoundError(
@@ -263,7 +263,20 @@ def logs(ref: str, attempt: int | None = None) -> dict:
     except NotFoundError:
         local = home() / "logs" / job["id"] / key
         text = local.read_text(errors="replace") if local.exists() else ""
-    return {"id": job["id"], "attempt": number, "log": text, "events": events(job["id"])}
+    try:  # an instance's boot (install, agent) log, uploaded by the instance when it powers off
+        boot = store.read_bytes(boot_log_key(number)).decode(errors="replace")
+    except NotFoundError:
+        boot = ""
+    return {"id": job["id"], "attempt": number, "log": text, "events": events(job["id"]),
+            "boot_log_tail": "\n".join(boot.splitlines()[-BOOT_LOG_LINES:])}
+
+
+BOOT_LOG_LINES = 40
+
+
+def boot_log_key(attempt: int) -> str:
+    """Where an instance uploads its boot log (user-data and agent output) in the job's store."""
+    return f"logs/attempt-{attempt:04d}.boot.log"
 
 
 def cancel(ref: str) -> dict:

@@ -108,3 +108,11 @@ def as_config_error(exc: UsageError) -> ConfigError:
     if isinstance(exc, ConfigError):
         return exc
     return ConfigError(exc.message, hint=exc.hint or "Fix the `market:` section of the job spec.")
+
+
+def runtime_config_error(db, job_id: str, number: int) -> ConfigError:
+    """The configuration error attempt `number`'s runtime reported (its `failed` event)."""
+    failed = [e for e in db.events(job_id) if e["kind"] == "failed" and e["attempt"] == number]
+    if not failed:
+        return ConfigError(f"attempt {number} found a configuration error", hint=f"See `spotfit logs {job_id}`.")
+    return ConfigError(failed[-1]["message"], hint=failed[-1]["data"].get("hint"))

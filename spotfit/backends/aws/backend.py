@@ -26,12 +26,12 @@ import time
 from dataclasses import replace
 
 from spotfit.backends.aws import launch as rq
-from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3
+from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3, sdk_failure
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.base import AttemptStatus, LaunchRequest
-from spotfit.errors import BackendError, NoCapacityError, UsageError
+from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
 from spotfit.stores import open_store
 
 # RunInstances errors that mean "not here, not now": the policy should try another offer.
@@ -124,6 +124,21 @@ class AwsBackend:
     # -- the Backend protocol -----------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> AwsHandle:
+        """Launch the attempt; any AWS SDK error becomes one `BackendError` line, with nothing left running."""
+        try:
+            return self._launch(request)
+        except SpotfitError:
+            raise
+        except Exception as exc:
+            failure = sdk_failure(exc)  # no credentials, no endpoint, a timeout: not an API answer
+            if failure is None:
+                raise
+            where = request.zone or self.region or "the default region"
+            raise BackendError(f"The aws backend could not launch attempt {request.attempt} in {where}: {failure}",
+                               hint="Check the credentials (`aws sts get-caller-identity`), the region and "
+                                    "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy.") from exc
+
+    def _launch(self, request: LaunchRequest) -> AwsHandle:
         from spotfit.backends.aws import shipping
         from spotfit.backends.aws.userdata import user_data
 
@@ -146,10 +161,15 @@ class AwsBackend:
             self._release(ec2, handle)  # no instance yet: only the groups to delete
             raise
         instances.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
+        handle = replace(handle, instances=tuple(i["InstanceId"] for i in instances))
         if s.workers > 1:
-            shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances],
-                                   s.worker_port)
-        return replace(handle, instances=tuple(i["InstanceId"] for i in instances))
+            try:
+                shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances],
+                                       s.worker_port)
+            except Exception:
+                self.stop(handle, grace_s=0.0)  # the workers would wait for their addresses: end them now
+                raise
+        return handle
 
     def load_handle(self, text: str) -> AwsHandle:
         return AwsHandle.from_json(text)
