@@ -70,6 +70,8 @@ class Controller:
         self._price_paused = False
         self._stop_sent: dict[int, float] = {}
         self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
+        if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
+            db.add_event(job_id, "market", live)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -242,7 +244,8 @@ class Controller:
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
-        self.plan.attempt_ended(market_stop=number in self._notified or number in self._market_stops)
+        self.plan.attempt_ended(market_stop=number in self._notified or number in self._market_stops,
+                                preempted_in=attempt["zone"] if result == outcome.PREEMPTED else None)
         self._ingest()
         message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"
         if code not in (None, 0):

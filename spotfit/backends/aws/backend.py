@@ -121,6 +121,14 @@ class AwsBackend:
         text = user_data(request.job_url, request.attempt, runtime_pip(request.options))
         return rq.launch_requests(settings, request.job_id, request.attempt, text)
 
+    def live_market(self, request: LaunchRequest, zones: list[str]):
+        """Live spot prices of the job's instance type in its region (a `LiveMarket`), or None."""
+        from spotfit.backends.aws.prices import live_market
+
+        s = self.settings(request, lookup=False)
+        market = live_market(self.client("ec2", s.region), s.instance_type, zones)
+        return market if market is not None and market.zones else None
+
     # -- the Backend protocol -----------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> AwsHandle:
