@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from spotfit import arguments, scriptcheck
-from spotfit.errors import NotFoundError, UsageError
+from spotfit.errors import BackendError, NotFoundError, SpotfitError, UsageError
 from spotfit.home import default_store_url, home
 from spotfit.state import StateDB, _alive
 from spotfit.states import AttemptState, JobState
@@ -464,6 +464,30 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
     return collect(regions, keep=keep, job=job, dry_run=dry_run)
+
+
+def market_record(region: str, instance_type: str, zones: list[str] | None = None, trace: str | None = None,
+                  hours: float = 24.0, gap_s: int = 300) -> dict:
+    """Append `instance_type`'s live market in `region` to a trace file (`spotfit market record`)."""
+    from spotfit.backends.aws.client import load_boto3, sdk_failure
+    from spotfit.backends.aws.record import observed_outages, record
+
+    arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such as "
+                   "us-east-1", hint="Pass --region us-east-1.")
+    arguments.number("--hours", hours, low=0.1, high=24 * 90, hint="AWS keeps 90 days of spot price history.")
+    arguments.number("--gap-s", gap_s, low=60, high=86400, hint="Pass --gap-s 300 (five minutes).")
+    path = trace or f"{instance_type}_{region}.csv"
+    try:
+        ec2 = load_boto3().Session().client("ec2", region_name=region)
+        return record(ec2, instance_type, path, zones, observed_outages(db(), region, instance_type), hours, gap_s)
+    except SpotfitError:
+        raise
+    except Exception as exc:
+        if (reason := sdk_failure(exc)) is None:
+            raise
+        raise BackendError(f"Could not read the spot price history of {instance_type} in {region}: {reason}",
+                           hint="Check the credentials (`aws sts get-caller-identity`) and the region; the "
+                                "controller's IAM policy in docs/aws.md allows ec2:DescribeSpotPriceHistory.") from exc
 
 
 def doctor(store: str | None = None, registry: str | None = None) -> dict:
