@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from spotfit import arguments, scriptcheck
+from spotfit import arguments, job_secrets, scriptcheck
 from spotfit.errors import BackendError, NotFoundError, SpotfitError, UsageError
 from spotfit.home import default_store_url, home
 from spotfit.state import StateDB, _alive
@@ -101,8 +101,10 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     spec.backend = cast("BackendName", chosen)  # checked against the registry above
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
+    values = job_secrets.read_from_shell(spec.secrets)  # before anything is recorded
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
+    job_secrets.store_at_submit(chosen, job_id, spec, values, open_store(store_url))
     open_store(store_url).write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
     doc = {**spec.model_dump(mode="json"), "base_dir": spec.base_dir}
     db().create_job(job_id, spec.name, json.dumps(doc), store_url)

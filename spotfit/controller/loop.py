@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 
+from spotfit import job_secrets
 from spotfit.backends.base import Backend, Handle, LaunchRequest, make_backend
 from spotfit.controller import budget, classify, crashpoints, notify, outcome
 from spotfit.controller.attempts import AttemptPlanner
@@ -91,6 +92,7 @@ class Controller:
             job = self.db.get_job(self.job_id)
             state = JobState(job["state"])
             if state.is_terminal():
+                job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)
                 if self._config_error is not None:
                     raise self._config_error
                 return state
@@ -122,10 +124,9 @@ class Controller:
     def _adopt(self) -> None:
         """After a controller restart: keep watching the live attempt, or close the one that is over.
 
-        An attempt without a handle was being launched when the last controller died: before it
-        is called killed the backend looks for what the launch started (processes, instances).
-        What it finds is adopted; if it finds nothing, an exit record in the store means the
-        attempt ran and ended meanwhile; only with neither was the attempt killed.
+        An attempt without a handle was being launched when the last controller died: the backend
+        looks for what the launch started (processes, instances) and adopts it; else an exit record
+        in the store means it ran and ended meanwhile; only with neither was the attempt killed.
         """
         current = self._current()
         if current is None:

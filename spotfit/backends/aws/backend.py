@@ -121,6 +121,39 @@ class AwsBackend:
         text = user_data(request.job_url, request.attempt, runtime_pip(request.options))
         return rq.launch_requests(settings, request.job_id, request.attempt, text)
 
+    # -- secrets (backends/aws/secrets.py) ----------------------------------------------------------
+
+    def secrets_region(self, options: dict, zones: list[str]) -> str:
+        """Where a job's secrets live: the region of its first zone, else `aws.region`, else the default."""
+        return region_of(zones[0] if zones else None) or options.get("region") or self.region or DEFAULT_REGION
+
+    def put_secrets(self, job_id: str, values: dict[str, str], options: dict, zones: list[str], store) -> None:
+        """Store the values in SSM, and in the job's store where the agents find them (names only)."""
+        from spotfit.backends.aws import secrets
+
+        region = self.secrets_region(options, zones)
+        self._sdk_call(f"store the job's secrets in SSM ({region})",
+                       lambda: secrets.put(self.client("ssm", region), job_id, values))
+        secrets.write_pointer(store, job_id, region, sorted(values))
+
+    def delete_secrets(self, job_id: str, options: dict, zones: list[str]) -> None:
+        from spotfit.backends.aws import secrets
+
+        region = self.secrets_region(options, zones)
+        self._sdk_call(f"delete the job's secrets from SSM ({region})",
+                       lambda: secrets.delete(self.client("ssm", region), job_id))
+
+    @staticmethod
+    def _sdk_call(what: str, call):
+        try:
+            return call()
+        except Exception as exc:
+            reason = sdk_failure(exc)
+            if reason is None:
+                raise
+            raise BackendError(f"Could not {what}: {reason}", hint="Check the credentials and the controller's "
+                                                                    "IAM policy (docs/aws.md#secrets).") from exc
+
     def live_market(self, request: LaunchRequest, zones: list[str]):
         """Live spot prices of the job's instance type in its region (a `LiveMarket`), or None."""
         from spotfit.backends.aws.prices import live_market
