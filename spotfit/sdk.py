@@ -297,6 +297,7 @@ def cancel(ref: str) -> dict:
 def _cancel_orphan(state_db: StateDB, job: dict) -> None:
     """No controller: stop a still-running attempt directly, then mark the job cancelled."""
     from spotfit.backends.base import make_backend
+    from spotfit.spec import JobSpec
 
     backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
     for a in state_db.attempts(job["id"]):
@@ -304,6 +305,8 @@ def _cancel_orphan(state_db: StateDB, job: dict) -> None:
             backend.stop(backend.load_handle(a["handle"]))
             state_db.update_attempt(job["id"], a["number"], state=AttemptState.STOPPED, ended_at=time.time())
     state_db.update_job(job["id"], state=JobState.CANCELLED, message="cancelled by the user (no live controller)")
+    job_secrets.release(backend, state_db, job["id"], JobSpec.model_validate(json.loads(job["spec_json"])),
+                        JobState.CANCELLED)
 
 
 def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict:

@@ -10,6 +10,7 @@ instances themselves, every EC2 call and the controller are the real ones.
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 
 import boto3
 
@@ -18,7 +19,7 @@ from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.gc import find_leftovers
 from spotfit.controller.loop import Controller
 from spotfit.stores import open_store
-from tests.support.aws_moto import REGION, aws_backend, instances
+from tests.support.aws_moto import REGION, aws_backend, instances, publish_spot_prices
 from tests.support.wait import wait_for
 
 SPEC = """
@@ -67,6 +68,7 @@ def _nothing_left(aws, job_id: str) -> None:
 
 
 def test_a_crash_looping_job_fails_after_max_failures_with_backoff_and_boot_log(aws, job_spec):
+    publish_spot_prices(aws.session, "p3.2xlarge", {"us-west-2a": [(datetime.now(UTC) - timedelta(hours=1), 0.9)]})
     job_id = sdk.submit(str(job_spec(SPEC % "")))
     side = PowersOffAtBoot(aws.ec2, job_id, sdk.status(job_id)["store"])
     side.start()
@@ -85,6 +87,9 @@ def test_a_crash_looping_job_fails_after_max_failures_with_backoff_and_boot_log(
     assert len(tail) == sdk.BOOT_LOG_LINES and tail[-2].startswith("ERROR: No matching distribution")
     rows = sdk.cost(job_id)["rows"]
     assert [r["failure"] for r in rows] == ["no_exit_record"] * 3
+    # Each instance that booted is billed at the live spot price, with EC2's 60-second minimum.
+    assert all(r["billed_s"] >= 60.0 and r["cost_usd"] >= 60.0 / 3600 * 0.9 - 1e-9 for r in rows), rows
+    assert sdk.cost(job_id)["totals"]["spent_usd"] >= 3 * 60.0 / 3600 * 0.9 - 1e-6
     _nothing_left(aws, job_id)
 
 

@@ -76,3 +76,12 @@ def test_an_unset_secret_is_a_usage_error_before_anything_is_recorded(job_spec, 
     assert out.exit_code == 2, out.output
     assert f"Secret `{NAME}`" in out.output and f"export {NAME}=" in out.output
     assert sdk.db().list_jobs() == []
+
+
+def test_cancelling_a_job_without_a_controller_deletes_its_secrets(aws, job_spec, monkeypatch):
+    monkeypatch.setenv(NAME, CANARY)
+    job_id = sdk.submit(str(job_spec(SPEC + f"secrets: [{NAME}]\n")))
+    ssm = aws.session.client("ssm")
+    assert [p["Name"] for p in ssm.describe_parameters()["Parameters"]] == [f"/spotfit/{job_id}/{NAME}"]
+    assert sdk.cancel(job_id)["state"] == "cancelled"
+    assert ssm.describe_parameters()["Parameters"] == []
