@@ -205,9 +205,8 @@ class Controller:
     def _market_end(self, attempt: dict, result: AttemptState) -> AttemptState:
         """An attempt that ended by itself past a tick where the market or the policy ended it.
 
-        The local process may run ahead of the modeled instance (a replay with `work_h` counts
-        trace time by steps): the attempt ends at that tick instead, and the next one goes on
-        from its checkpoint, completing at once if it had completed.
+        The local process may run ahead of the modeled instance (`work_h` counts trace time by steps):
+        it ends at that tick instead, and the next one goes on from its checkpoint (or completes).
         """
         number = attempt["number"]
         self.plan.observe_end(attempt, self.files.progress(number))
@@ -272,6 +271,7 @@ class Controller:
             line = f"configuration error: {error.message}" + (f" {error.hint}" if error.hint else "")
             self.db.update_job(self.job_id, state=JobState.FAILED, message=line)
             self.db.add_event(self.job_id, "config_error", error.message, hint=error.hint)
+            job_secrets.release(self.backend, self.db, self.job_id, self.spec, JobState.FAILED)
         return error
 
     def _complete(self) -> None:
