@@ -36,9 +36,9 @@ def _publish(aws) -> None:
                                                    "us-west-2b": [(hour_ago, CHEAP)]})
 
 
-def _drive(aws, spec: str, total_steps: int) -> dict:
+def _drive(aws, spec: str, total_steps: int, interrupt_at: dict[int, int] | None = None) -> dict:
     job_id = sdk.submit(spec)
-    side = SimulatedInstances(aws.ec2, job_id, sdk.status(job_id)["store"], total_steps, interrupt_at={})
+    side = SimulatedInstances(aws.ec2, job_id, sdk.status(job_id)["store"], total_steps, interrupt_at or {})
     side.start()
     loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=aws_backend(aws), poll_s=0.02).run(),
                             daemon=True)
@@ -66,6 +66,15 @@ def test_the_policy_picks_the_cheapest_zone_and_the_ledger_bills_its_price(aws, 
     assert abs(done["cost_usd"] - done["billed_s"] / 3600.0 * DEAR) < 1e-6
     totals = sdk.cost(doc["id"])["totals"]
     assert totals["spent_usd"] == round(done["cost_usd"], 6) and totals["spent_usd"] > 0
+
+
+def test_an_observed_preemption_moves_the_next_launch_to_another_zone(aws, job_spec):
+    _publish(aws)
+    doc = _drive(aws, str(job_spec(SPEC)), total_steps=20, interrupt_at={1: 10})  # a spot interruption
+    assert doc["state"] == "completed", doc
+    # The cheap zone was preempted less than a tick ago: the policy sees it down and takes the other.
+    assert [(a["state"], a["zone"]) for a in doc["attempts"]] == [("preempted", "us-west-2b"),
+                                                                  ("completed", "us-west-2a")]
 
 
 def test_a_budget_rule_stops_an_aws_job_on_live_prices(aws, job_spec):
