@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from spotfit import arguments, scriptcheck
-from spotfit.errors import NotFoundError, UsageError
+from spotfit import arguments, job_secrets, scriptcheck
+from spotfit.errors import BackendError, NotFoundError, SpotfitError, UsageError
 from spotfit.home import default_store_url, home, state_is_shared, state_target
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
@@ -103,9 +103,11 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
     notes = _backend_preflight(spec)
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
+    values = job_secrets.read_from_shell(spec.secrets)  # before anything is recorded
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
     store = open_store(store_url)
+    job_secrets.store_at_submit(chosen, job_id, spec, values, store)
     store.write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
     if state_is_shared():  # the controller that drives it may run elsewhere: the script's folder goes along
         from spotfit.controller import shipped_code
@@ -215,7 +217,7 @@ def status(ref: str) -> dict:
             "number": a["number"], "state": a["state"], "market": a["market"], "zone": a["zone"],
             "start_step": a["start_step"], "end_step": a["end_step"], "exit_code": a["exit_code"],
             "trace_start_s": a["trace_start_s"], "trace_end_s": a["trace_end_s"],
-            "billed_s": a["billed_s"], "cost_usd": a["cost_usd"],
+            "billed_s": a["billed_s"], "cost_usd": a["cost_usd"], "failure": a["info"].get("failure"),
         })
         running_cost += a["cost_usd"] or 0.0
     active = not JobState(job["state"]).is_terminal()
@@ -293,7 +295,7 @@ def logs(ref: str, attempt: int | None = None) -> dict:
     job = _find(db(), ref)
     attempts = db().attempts(job["id"])
     if not attempts:
-        return {"id": job["id"], "attempt": None, "log": "", "events": events(job["id"])}
+        return {"id": job["id"], "attempt": None, "log": "", "events": events(job["id"]), "boot_log_tail": ""}
     number = attempt or attempts[-1]["number"]
     if number not in {a["number"] for a in attempts}:
         raise NotFoundError(
@@ -307,7 +309,20 @@ def logs(ref: str, attempt: int | None = None) -> dict:
     except NotFoundError:
         local = home() / "logs" / job["id"] / key
         text = local.read_text(errors="replace") if local.exists() else ""
-    return {"id": job["id"], "attempt": number, "log": text, "events": events(job["id"])}
+    try:  # an instance's boot (install, agent) log, uploaded by the instance when it powers off
+        boot = store.read_bytes(boot_log_key(number)).decode(errors="replace")
+    except NotFoundError:
+        boot = ""
+    return {"id": job["id"], "attempt": number, "log": text, "events": events(job["id"]),
+            "boot_log_tail": "\n".join(boot.splitlines()[-BOOT_LOG_LINES:])}
+
+
+BOOT_LOG_LINES = 40
+
+
+def boot_log_key(attempt: int) -> str:
+    """Where an instance uploads its boot log (user-data and agent output) in the job's store."""
+    return f"logs/attempt-{attempt:04d}.boot.log"
 
 
 def cancel(ref: str) -> dict:
@@ -326,6 +341,7 @@ def cancel(ref: str) -> dict:
 def _cancel_orphan(state_db: StateDB, job: dict) -> None:
     """No controller: stop a still-running attempt directly, then mark the job cancelled."""
     from spotfit.backends.base import make_backend
+    from spotfit.spec import JobSpec
 
     backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
     for a in state_db.attempts(job["id"]):
@@ -333,6 +349,8 @@ def _cancel_orphan(state_db: StateDB, job: dict) -> None:
             backend.stop(backend.load_handle(a["handle"]))
             state_db.update_attempt(job["id"], a["number"], state=AttemptState.STOPPED, ended_at=time.time())
     state_db.update_job(job["id"], state=JobState.CANCELLED, message="cancelled by the user (no live controller)")
+    job_secrets.release(backend, state_db, job["id"], JobSpec.model_validate(json.loads(job["spec_json"])),
+                        JobState.CANCELLED)
 
 
 def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict:
@@ -500,6 +518,30 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
     return collect(regions, keep=keep, job=job, dry_run=dry_run)
+
+
+def market_record(region: str, instance_type: str, zones: list[str] | None = None, trace: str | None = None,
+                  hours: float = 24.0, gap_s: int = 300) -> dict:
+    """Append `instance_type`'s live market in `region` to a trace file (`spotfit market record`)."""
+    from spotfit.backends.aws.client import load_boto3, sdk_failure
+    from spotfit.backends.aws.record import observed_outages, record
+
+    arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such as "
+                   "us-east-1", hint="Pass --region us-east-1.")
+    arguments.number("--hours", hours, low=0.1, high=24 * 90, hint="AWS keeps 90 days of spot price history.")
+    arguments.number("--gap-s", gap_s, low=60, high=86400, hint="Pass --gap-s 300 (five minutes).")
+    path = trace or f"{instance_type}_{region}.csv"
+    try:
+        ec2 = load_boto3().Session().client("ec2", region_name=region)
+        return record(ec2, instance_type, path, zones, observed_outages(db(), region, instance_type), hours, gap_s)
+    except SpotfitError:
+        raise
+    except Exception as exc:
+        if (reason := sdk_failure(exc)) is None:
+            raise
+        raise BackendError(f"Could not read the spot price history of {instance_type} in {region}: {reason}",
+                           hint="Check the credentials (`aws sts get-caller-identity`) and the region; the "
+                                "controller's IAM policy in docs/aws.md allows ec2:DescribeSpotPriceHistory.") from exc
 
 
 def doctor(store: str | None = None, registry: str | None = None) -> dict:

@@ -215,6 +215,7 @@ class Aws(_Section):
     iam_instance_profile: str | None = Field(None, description="instance profile (name or ARN) for storage access")
     runtime_pip: str | None = Field(None, description="what the instance pip-installs; default this spotfit version")
     worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port, open only inside the job's group")
+    boot_timeout_s: float = Field(1800.0, gt=0, description="an attempt with no runtime progress by then failed")
 
     @field_validator("ssh_cidr")
     @classmethod
@@ -290,7 +291,10 @@ class JobSpec(_Section):
     deadline_h: float | None = Field(None, gt=0, le=MAX_HOURS, description="finish within this many trace hours")
     work_h: float | None = Field(None, gt=0, le=MAX_HOURS, description="expected training time, for planning")
     budget_usd: float | None = Field(None, gt=0, description="stop when the job has cost this much")
-    max_failures: int = Field(3, ge=0, description="user-code failures retried before giving up")
+    max_failures: int = Field(3, ge=0, description="failures (script, launch, boot, lost, OOM) retried")
+    failure_backoff_s: float = Field(30.0, ge=0, description="wait after a failure, doubled for each one in a row")
+    secrets: list[str] = Field(default_factory=list, description="names of variables passed from the submitting "
+                                                                   "shell to the script, never stored in clear")
     rules: list[RuleSpec] = Field(default_factory=list, description="watchdog rules (docs/rules.md)")
     notify: Notify | None = None
     export: Export | None = None
@@ -305,6 +309,16 @@ class JobSpec(_Section):
     def _slug(cls, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", value):
             raise ValueError("expected 1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+                raise ValueError(f"expected environment variable names (letters, digits, `_`), received {name!r}")
+        if len(set(value)) != len(value):
+            raise ValueError("expected each name once")
         return value
 
     @property

@@ -122,6 +122,9 @@ def logs(
         return
     render.print_events(console, doc["events"])
     if doc["attempt"]:
+        if doc["boot_log_tail"]:
+            console.rule(f"attempt {doc['attempt']} boot log (last lines)")
+            console.out(doc["boot_log_tail"], highlight=False)
         console.rule(f"attempt {doc['attempt']} output")
         console.out(doc["log"], highlight=False)
 

@@ -69,3 +69,31 @@ def plan(
         print_json(doc)
     else:
         render.print_plan(console, doc)
+
+
+market_app = typer.Typer(help="Live market data: record an instance type's spot prices into a trace file.",
+                         no_args_is_help=True)
+app.add_typer(market_app, name="market")
+
+
+@market_app.command("record")
+def record(
+    region: Annotated[str, typer.Option("--region", help="AWS region, e.g. us-west-2.")],
+    instance_type: Annotated[str, typer.Option("--instance-type", help="e.g. p3.2xlarge.")],
+    zones: Annotated[list[str] | None, typer.Option(
+        "--zones", help="Zones to record: repeat the flag or separate them by commas (default: every zone).")] = None,
+    trace: Annotated[str | None, typer.Option(
+        "--trace", help="Trace CSV to append to (created if missing); default INSTANCE-TYPE_REGION.csv.")] = None,
+    hours: Annotated[float, typer.Option("--hours", help="History to record into a new file.")] = 24.0,
+    gap_s: Annotated[int, typer.Option("--gap-s", help="Tick length in seconds.")] = 300,
+    json_: JsonFlag = False,
+) -> None:
+    """Append spot price history and the preemptions and capacity errors seen here to a trace file."""
+    if zones is not None:
+        zones = [zone.strip() for given in zones for zone in given.split(",")]
+    doc = sdk.market_record(region, instance_type, zones=zones, trace=trace, hours=hours, gap_s=gap_s)
+    if json_:
+        print_json(doc)
+    else:
+        console.print(f"{doc['trace']}: {doc['rows']} rows appended for {', '.join(doc['zones']) or 'no zone'} "
+                      f"({doc['outages']} with capacity gone)")

@@ -3,7 +3,9 @@
 `AttemptPlanner` holds the job's clock (wall time mapped onto trace time), the replayed
 market, the policy and the injected preemptions, and turns them into answers the loop acts on:
 which market and zone to launch next (or wait), whether spot is still available, what an
-attempt cost, and the `RuntimeConfig` of the next attempt.
+attempt cost, and the `RuntimeConfig` of the next attempt. Without a trace, on a backend that
+publishes prices (aws), the live market (`connect_live`) prices attempts and the policy decides
+each launch on the prices and the outages seen so far; it does not switch a running attempt.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import math
 import time
 
 from spotfit.controller.clock import TraceClock
+from spotfit.errors import SpotfitError
+from spotfit.market.live import LiveMarket
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace, zone_stats
@@ -54,6 +58,24 @@ class AttemptPlanner:
         self._total_steps: int | None = None
         self._step = 0
         self._no_capacity: dict[str | None, float] = {}  # zone -> trace second of a failed launch
+        self.live: LiveMarket | None = None  # published prices and seen outages, without a trace
+
+    def connect_live(self, backend, request) -> str | None:
+        """Without a trace, use the backend's live prices (if it has them); returns what happened."""
+        if self.replay is not None or not hasattr(backend, "live_market"):
+            return None
+        try:
+            self.live = backend.live_market(request, list(self.spec.market.zones))
+        except SpotfitError as exc:
+            return f"no live prices: {exc.message}"
+        if self.live is None:
+            return "no live prices: none published for the job's instance type and zones"
+        return (f"live prices for {', '.join(self.live.zones)}: spot from the price history, on-demand "
+                f"${self.live.on_demand_usd_per_h:g}/h from the catalog")
+
+    def _epoch(self, trace_s: float) -> float:
+        """Epoch seconds of a trace second of a job without a trace (its clock is the wall)."""
+        return self._clock_origin + trace_s - self._trace_origin
 
     # -- clock ----------------------------------------------------------------------------------
 
@@ -89,7 +111,9 @@ class AttemptPlanner:
         return self.spec.market.time_scale if self.replay else 1.0
 
     def on_demand_usd_per_h(self) -> float | None:
-        return self.replay.on_demand_usd_per_h() if self.replay else None
+        if self.replay is not None:
+            return self.replay.on_demand_usd_per_h()
+        return self.live.on_demand_usd_per_h if self.live else None
 
     def notice_s(self) -> float:
         """Wall seconds between SIGTERM and SIGKILL: the cloud's notice, scaled to wall time."""
@@ -112,13 +136,17 @@ class AttemptPlanner:
 
     def spot_price(self, zone: str | None) -> float | None:
         """The zone's spot price now ($/h), or None without a market."""
-        if self.replay is None or zone is None:
+        if zone is None:
             return None
+        if self.replay is None:
+            return self.live.spot_usd_per_h(zone, self._epoch(self.now_s())) if self.live else None
         z = self.replay.trace.zone_index(zone)
         return float(self.replay.trace.spot_usd_per_h[z, self.replay.tick_at(self.now_s())])
 
     def zones(self) -> list[str]:
-        return list(self.replay.zones) if self.replay else []
+        if self.replay is not None:
+            return list(self.replay.zones)
+        return self.live.zones if self.live else []
 
     def bill(self, attempt: dict, end_s: float | None = None) -> tuple[float, float]:
         """(billed trace seconds, USD) of an attempt from its start until `end_s` (default: now).
@@ -128,6 +156,9 @@ class AttemptPlanner:
         other than the one it shows.
         """
         end_s = self.now_s() if end_s is None else end_s
+        if self.replay is None and self.live is not None:
+            start_s = attempt["trace_start_s"] or 0.0
+            return self.live.cost_usd(attempt["market"], attempt["zone"], self._epoch(start_s), self._epoch(end_s))
         if self.replay is None:
             return max(end_s - (attempt["trace_start_s"] or 0.0), 0.0), 0.0
         return self.replay.cost_usd(attempt["market"], attempt["zone"], attempt["trace_start_s"], end_s)
@@ -264,15 +295,18 @@ class AttemptPlanner:
         attempts = self.db.attempts(self.job_id)
         preempted = (attempt is None and bool(attempts)
                      and attempts[-1]["state"] in (AttemptState.PREEMPTED, AttemptState.KILLED))
-        replay = self._replay()
-        return Context(now_s=at_s - self._trace_origin, gap_s=replay.gap_s, work_s=work_s,
+        if self.replay is None and self.live is not None:
+            gap_s, zones, view = self.live.gap_s, tuple(self.live.zones), self.live.view(self._epoch(at_s))
+        else:
+            replay = self._replay()
+            gap_s, zones, view = replay.gap_s, tuple(replay.zones), self._view(at_s)
+        return Context(now_s=at_s - self._trace_origin, gap_s=gap_s, work_s=work_s,
                        work_done_s=min(done, work_s), deadline_s=deadline_s, overhead_s=self.overhead_s(),
-                       mode=mode, overhead_left_s=left, market=self._view(at_s), zones=tuple(replay.zones),
-                       preempted=preempted)
+                       mode=mode, overhead_left_s=left, market=view, zones=zones, preempted=preempted)
 
     def decide(self, attempt: dict | None, progress: dict, at_s: float | None = None) -> tuple[str, str | None] | None:
         """(market, zone) to run on now (or at trace second `at_s`), or None to wait."""
-        if self.replay is None:
+        if self.replay is None and not (self.live and self.live.zones):
             if not self.spec.resources.spot:
                 return "on_demand", None
             blocked = self._blocked()
@@ -355,11 +389,13 @@ class AttemptPlanner:
     def pending_text(self) -> str:
         return "wait" if self._pending is None else " ".join(p for p in self._pending if p)
 
-    def attempt_ended(self, market_stop: bool) -> None:
+    def attempt_ended(self, market_stop: bool, preempted_in: str | None = None) -> None:
         """An attempt ended: a stop the market or the policy made holds the clock at its tick
         until the next launch; after any other (done, failed, injected, rule) the clock runs on
         from its end, and the next decision is asked in this tick."""
         if self.replay is None:
+            if self.live is not None and preempted_in is not None:  # seen: the policy counts it
+                self.live.observe(preempted_in, "preempted", time.time())
             return
         self._stopping = None
         if not market_stop:
@@ -375,6 +411,8 @@ class AttemptPlanner:
         another zone, on-demand or waiting); without one it is skipped for NO_CAPACITY_RETRY_S.
         """
         self._no_capacity[zone] = self.now_s()
+        if self.live is not None:
+            self.live.observe(zone, "no_capacity", time.time())
         if self.replay is not None:  # ask again in this tick, with the zone down
             self._next_tick = self.replay.tick_at(self.now_s())
 
@@ -410,7 +448,7 @@ class AttemptPlanner:
         return attempt["market"] == market and (market != "spot" or attempt["zone"] == zone)
 
     def waiting_reason(self) -> str:
-        zones = ", ".join(self.replay.zones) if self.replay else "local"
+        zones = ", ".join(self.zones()) or "local"
         return f"waiting for spot capacity in {zones} (policy {self.policy.name})"
 
     # -- injected preemptions --------------------------------------------------------------------

@@ -23,6 +23,7 @@ Set `market.policy:` to one of default, greedy, on_demand, spotfit, uniform_prog
 from __future__ import annotations
 
 from spotfit.errors import SpotfitError, StoreError, TraceError, UsageError
+from spotfit.job_secrets import check_present
 from spotfit.market.policies.base import ALIASES, POLICIES, make_policy
 from spotfit.market.trace import resolve_trace
 from spotfit.runtime import EXIT_CONFIG
@@ -68,10 +69,15 @@ def check_trace(spec: JobSpec) -> None:
 
 
 def check_script(spec: JobSpec, local: bool) -> None:
-    """The script still exists where a local attempt will run it."""
+    """The script still exists where a local attempt will run it, and so do its secrets (the environment)."""
     if local and not spec.script_path.is_file():
         raise ConfigError(f"Invalid `script`: {str(spec.script_path)!r} no longer exists.",
                           hint="Put the script back, or fix `script:` and run the job again.")
+    if local:
+        try:
+            check_present(spec.secrets)
+        except UsageError as exc:
+            raise ConfigError(exc.message, hint=exc.hint) from exc
 
 
 def check_dataset(spec: JobSpec) -> None:
@@ -108,3 +114,11 @@ def as_config_error(exc: UsageError) -> ConfigError:
     if isinstance(exc, ConfigError):
         return exc
     return ConfigError(exc.message, hint=exc.hint or "Fix the `market:` section of the job spec.")
+
+
+def runtime_config_error(db, job_id: str, number: int) -> ConfigError:
+    """The configuration error attempt `number`'s runtime reported (its `failed` event)."""
+    failed = [e for e in db.events(job_id) if e["kind"] == "failed" and e["attempt"] == number]
+    if not failed:
+        return ConfigError(f"attempt {number} found a configuration error", hint=f"See `spotfit logs {job_id}`.")
+    return ConfigError(failed[-1]["message"], hint=failed[-1]["data"].get("hint"))

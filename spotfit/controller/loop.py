@@ -13,14 +13,15 @@ import os
 import time
 from collections.abc import Callable
 
-from spotfit import lease
+from spotfit import job_secrets, lease
 from spotfit.backends.base import Backend, Handle, LaunchRequest, backend_options, make_backend
 from spotfit.controller import budget, classify, crashpoints, notify, outcome, shipped_code
 from spotfit.controller.attempts import AttemptPlanner
+from spotfit.controller.failures import FailureTracker, describe
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
-from spotfit.errors import NoCapacityError, SpotfitError, UsageError
+from spotfit.errors import NoCapacityError, UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
@@ -56,7 +57,7 @@ class Controller:
         self._seen_events: set[str] = {
             e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
         }
-        self._failures = sum(1 for a in db.attempts(job_id) if a["state"] == outcome.FAILED)
+        self.failures = FailureTracker(db, job_id, self.spec)
         self._notified: set[int] = set()
         self._switching: set[int] = set()
         self._market_stops: set[int] = set()  # attempts the policy stopped at a tick start (a switch)
@@ -69,6 +70,8 @@ class Controller:
         self._price_paused = False
         self._stop_sent: dict[int, float] = {}
         self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
+        if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
+            db.add_event(job_id, "market", live)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -91,6 +94,7 @@ class Controller:
             job = self.db.get_job(self.job_id)
             state = JobState(job["state"])
             if state.is_terminal():
+                job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)
                 if self._config_error is not None:
                     raise self._config_error
                 return state
@@ -120,10 +124,9 @@ class Controller:
     def _adopt(self) -> None:
         """After a controller restart: keep watching the live attempt, or close the one that is over.
 
-        An attempt without a handle was being launched when the last controller died: before it
-        is called killed the backend looks for what the launch started (processes, instances).
-        What it finds is adopted; if it finds nothing, an exit record in the store means the
-        attempt ran and ended meanwhile; only with neither was the attempt killed.
+        An attempt without a handle was being launched when the last controller died: the backend
+        looks for what the launch started (processes, instances) and adopts it; else an exit record
+        in the store means it ran and ended meanwhile; only with neither was the attempt killed.
         """
         current = self._current()
         if current is None:
@@ -136,7 +139,7 @@ class Controller:
                 code = self.files.recorded_exit(number)
                 if code is None:
                     self._finish(current, outcome.KILLED, None, "its launch was interrupted and nothing it "
-                                                                "started was found")
+                                                                "started was found", unasked=False)
                 else:
                     self._finish(current, outcome.classify(code), code, "it ended while no controller watched")
                 return
@@ -163,9 +166,13 @@ class Controller:
                 result = outcome.STOPPED
             result = self._market_end(attempt, result)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
-            self._finish(attempt, result, code)
+            self._finish(attempt, result, code, signal=status.signal)
             return
         progress = self.files.progress(number)
+        if self.failures.boot_overdue(attempt, progress, time.time()):
+            self.backend.stop(handle, grace_s=0.0)
+            self._finish(attempt, outcome.FAILED, None, failure="boot_timeout")
+            return
         # Injected preemptions: the runtime holds at the step; deliver the signal now.
         for inj in self.plan.pending_injections():
             if progress.get("phase") == "holding" and (progress.get("step") or 0) >= inj.at_step:
@@ -198,9 +205,8 @@ class Controller:
     def _market_end(self, attempt: dict, result: AttemptState) -> AttemptState:
         """An attempt that ended by itself past a tick where the market or the policy ended it.
 
-        The local process may run ahead of the modeled instance (a replay with `work_h` counts
-        trace time by steps): the attempt ends at that tick instead, and the next one goes on
-        from its checkpoint, completing at once if it had completed.
+        The local process may run ahead of the modeled instance (`work_h` counts trace time by steps):
+        it ends at that tick instead, and the next one goes on from its checkpoint (or completes).
         """
         number = attempt["number"]
         self.plan.observe_end(attempt, self.files.progress(number))
@@ -221,34 +227,37 @@ class Controller:
             return result
         return outcome.PREEMPTED if event[0] == "preempted" else outcome.STOPPED
 
-    def _finish(self, attempt: dict, result: str, code: int | None, why: str = "") -> None:
+    def _finish(self, attempt: dict, result: str, code: int | None, why: str = "", signal: int | None = None,
+                failure: str | None = None, unasked: bool = True) -> None:
         number = attempt["number"]
+        asked = not unasked or number in self._switching or number in self._notified
+        if failure is None and code != classify.EXIT_CONFIG:
+            failure = self.failures.kind_of(number, result, code, signal, asked)
+        why = why or describe(failure or "", self.failures.boot_timeout_s)
         progress = self.files.progress(number)
         end_step = progress.get("step", attempt.get("start_step") or 0)
         end_s = self.plan.now_s()  # one reading: the span billed is the span recorded
         billed_s, cost = self.plan.bill(attempt, end_s)
         info = {"timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
                 "on_demand_usd_per_h": self.plan.on_demand_usd_per_h(),
-                "overhead_s": self.plan.billed_overhead_s(attempt, end_s)}
+                "overhead_s": self.plan.billed_overhead_s(attempt, end_s), **({"failure": failure} if failure else {})}
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
-        self.plan.attempt_ended(market_stop=number in self._notified or number in self._market_stops)
+        self.plan.attempt_ended(market_stop=number in self._notified or number in self._market_stops,
+                                preempted_in=attempt["zone"] if result == outcome.PREEMPTED else None)
         self._ingest()
         message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"
         if code not in (None, 0):
             message += f", exit {code}"
-        self.db.add_event(self.job_id, f"attempt_{result}", message, attempt=number)
+        self.db.add_event(self.job_id, f"attempt_{result}", message, attempt=number, failure=failure)
+        if code != classify.EXIT_CONFIG:
+            self.failures.ended(number, failure, time.time())
         if result == outcome.COMPLETED:
             self._complete()
         elif result == outcome.FAILED and code == classify.EXIT_CONFIG:
-            self._config_error = self._runtime_config_error(number)
+            self._config_error = classify.runtime_config_error(self.db, self.job_id, number)
             self._config_failed(self._config_error)
-        elif result == outcome.FAILED:
-            self._failures += 1
-            if self._failures > self.spec.max_failures:
-                why = f"the script failed {self._failures} times; see `spotfit logs {self.job_id}`"
-                self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
         elif result == outcome.STOPPED and self.db.get_job(self.job_id)["cancel_requested"]:
             self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
         elif result == outcome.STOPPED and self._halt is not None:
@@ -262,15 +271,8 @@ class Controller:
             line = f"configuration error: {error.message}" + (f" {error.hint}" if error.hint else "")
             self.db.update_job(self.job_id, state=JobState.FAILED, message=line)
             self.db.add_event(self.job_id, "config_error", error.message, hint=error.hint)
+            job_secrets.release(self.backend, self.db, self.job_id, self.spec, JobState.FAILED)
         return error
-
-    def _runtime_config_error(self, number: int) -> classify.ConfigError:
-        """The configuration error an attempt's runtime reported (its `failed` event)."""
-        failed = [e for e in self.db.events(self.job_id) if e["kind"] == "failed" and e["attempt"] == number]
-        if not failed:
-            return classify.ConfigError(f"attempt {number} found a configuration error",
-                                        hint=f"See `spotfit logs {self.job_id}`.")
-        return classify.ConfigError(failed[-1]["message"], hint=failed[-1]["data"].get("hint"))
 
     def _complete(self) -> None:
         result = self._read_result()
@@ -281,6 +283,9 @@ class Controller:
 
     def _decide_and_launch(self) -> None:
         if self._halt_before_launch():
+            return
+        if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
+            self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
             return
         try:
             classify.check_script(self.spec, local=self.backend.name == "local")
@@ -316,14 +321,8 @@ class Controller:
                                    trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
             self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {exc}", attempt=number)
             return
-        except SpotfitError as exc:  # credentials, quotas, bad parameters: a failed launch, not a crash
-            self.db.update_attempt(self.job_id, number, state=outcome.FAILED, ended_at=time.time(),
-                                   trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
-            self.db.add_event(self.job_id, "launch_failed", f"attempt {number}: {exc.message}", attempt=number,
-                              hint=exc.hint)
-            self._failures += 1
-            if self._failures > self.spec.max_failures:
-                self.db.update_job(self.job_id, state=JobState.FAILED, message=f"launch failed: {exc.message}")
+        except Exception as exc:  # noqa: BLE001 - credentials, quotas, SDK errors, bugs: a failed attempt, not a crash
+            self.failures.launch_failed(number, exc, self.plan.now_s(), time.time())
             return
         crashpoints.hold("launched")
         self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)

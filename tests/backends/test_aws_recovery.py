@@ -85,8 +85,8 @@ class SimulatedInstances(threading.Thread):
         self.ec2.terminate_instances(InstanceIds=[inst["InstanceId"]])  # shutdown -> terminate
 
 
-def _drive(aws, job_spec, interrupt_at: dict[int, int], total_steps: int = 40) -> dict:
-    job_id = sdk.submit(str(job_spec(SPEC)))
+def _drive(aws, job_spec, interrupt_at: dict[int, int], total_steps: int = 40, spec: str | None = None) -> dict:
+    job_id = sdk.submit(spec or str(job_spec(SPEC)))
     job_url = sdk.status(job_id)["store"]
     backend = aws_backend(aws)
     side = SimulatedInstances(aws.ec2, job_id, job_url, total_steps, interrupt_at)

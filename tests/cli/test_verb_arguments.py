@@ -55,6 +55,7 @@ def in_range(text: str, integer: bool, low: float, high: float, low_open: bool) 
     return False
 
 
+RECORD = ["market", "record", "--region", "us-west-2", "--instance-type", "p3.2xlarge"]
 # verb and arguments before the flag, flag, integer?, low, high, low bound excluded? (docs: `spotfit VERB --help`)
 NUMERIC_FLAGS = [
     (["list"], "--limit", True, 1, 1_000_000, False),
@@ -66,6 +67,8 @@ NUMERIC_FLAGS = [
     (["simulate"], "--gap-s", True, 1, 86_400, False),
     (["catalog"], "--count", True, 1, 16, False),
     (["tensorboard", JOB_ID], "--port", True, 1, 65_535, False),
+    (RECORD, "--hours", False, 0.1, 2160, False),
+    (RECORD, "--gap-s", True, 60, 86_400, False),
 ]
 
 

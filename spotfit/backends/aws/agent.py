@@ -30,6 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from spotfit.backends.aws.secrets import agent_env as agent_secrets
 from spotfit.errors import NotFoundError
 from spotfit.stores import open_store
 
@@ -91,6 +92,7 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
             tar.extractall(workdir, filter="data")
     imds = Imds(imds_url)
     env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
+    env.update(agent_secrets(store))  # the spec's `secrets:`, from SSM with the instance role
     index = 0
     if launch.get("workers", 1) > 1:
         cluster = _wait_cluster(store, prefix, poll_s)

@@ -26,12 +26,12 @@ import time
 from dataclasses import replace
 
 from spotfit.backends.aws import launch as rq
-from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3
+from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3, sdk_failure
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.base import AttemptStatus, LaunchRequest
-from spotfit.errors import BackendError, NoCapacityError, UsageError
+from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
 from spotfit.stores import open_store
 
 # RunInstances errors that mean "not here, not now": the policy should try another offer.
@@ -121,9 +121,65 @@ class AwsBackend:
         text = user_data(request.job_url, request.attempt, runtime_pip(request.options))
         return rq.launch_requests(settings, request.job_id, request.attempt, text)
 
+    # -- secrets (backends/aws/secrets.py) ----------------------------------------------------------
+
+    def secrets_region(self, options: dict, zones: list[str]) -> str:
+        """Where a job's secrets live: the region of its first zone, else `aws.region`, else the default."""
+        return region_of(zones[0] if zones else None) or options.get("region") or self.region or DEFAULT_REGION
+
+    def put_secrets(self, job_id: str, values: dict[str, str], options: dict, zones: list[str], store) -> None:
+        """Store the values in SSM, and in the job's store where the agents find them (names only)."""
+        from spotfit.backends.aws import secrets
+
+        region = self.secrets_region(options, zones)
+        self._sdk_call(f"store the job's secrets in SSM ({region})",
+                       lambda: secrets.put(self.client("ssm", region), job_id, values))
+        secrets.write_pointer(store, job_id, region, sorted(values))
+
+    def delete_secrets(self, job_id: str, options: dict, zones: list[str]) -> None:
+        from spotfit.backends.aws import secrets
+
+        region = self.secrets_region(options, zones)
+        self._sdk_call(f"delete the job's secrets from SSM ({region})",
+                       lambda: secrets.delete(self.client("ssm", region), job_id))
+
+    @staticmethod
+    def _sdk_call(what: str, call):
+        try:
+            return call()
+        except Exception as exc:
+            reason = sdk_failure(exc)
+            if reason is None:
+                raise
+            raise BackendError(f"Could not {what}: {reason}", hint="Check the credentials and the controller's "
+                                                                    "IAM policy (docs/aws.md#secrets).") from exc
+
+    def live_market(self, request: LaunchRequest, zones: list[str]):
+        """Live spot prices of the job's instance type in its region (a `LiveMarket`), or None."""
+        from spotfit.backends.aws.prices import live_market
+
+        s = self.settings(request, lookup=False)
+        market = live_market(self.client("ec2", s.region), s.instance_type, zones)
+        return market if market is not None and market.zones else None
+
     # -- the Backend protocol -----------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> AwsHandle:
+        """Launch the attempt; any AWS SDK error becomes one `BackendError` line, with nothing left running."""
+        try:
+            return self._launch(request)
+        except SpotfitError:
+            raise
+        except Exception as exc:
+            failure = sdk_failure(exc)  # no credentials, no endpoint, a timeout: not an API answer
+            if failure is None:
+                raise
+            where = request.zone or self.region or "the default region"
+            raise BackendError(f"The aws backend could not launch attempt {request.attempt} in {where}: {failure}",
+                               hint="Check the credentials (`aws sts get-caller-identity`), the region and "
+                                    "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy.") from exc
+
+    def _launch(self, request: LaunchRequest) -> AwsHandle:
         from spotfit.backends.aws import shipping
         from spotfit.backends.aws.userdata import user_data
 
@@ -146,10 +202,15 @@ class AwsBackend:
             self._release(ec2, handle)  # no instance yet: only the groups to delete
             raise
         instances.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
+        handle = replace(handle, instances=tuple(i["InstanceId"] for i in instances))
         if s.workers > 1:
-            shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances],
-                                   s.worker_port)
-        return replace(handle, instances=tuple(i["InstanceId"] for i in instances))
+            try:
+                shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances],
+                                       s.worker_port)
+            except Exception:
+                self.stop(handle, grace_s=0.0)  # the workers would wait for their addresses: end them now
+                raise
+        return handle
 
     def load_handle(self, text: str) -> AwsHandle:
         return AwsHandle.from_json(text)

@@ -98,3 +98,31 @@ def refresh_market(ec2, instance_type: str, path: str | Path, hours: float = 24.
         writer.writeheader()
         writer.writerows(market_rows(points, od, start, end, gap_s))
     return path
+
+
+def live_market(ec2, instance_type: str, zones: list[str], gap_s: int = 300):
+    """A `LiveMarket` of `instance_type` in `ec2`'s region, or None when it has no on-demand price.
+
+    Prices are fetched through `ec2` as the market needs them; a fetch the SDK cannot make (no
+    credentials, no endpoint) keeps the prices already known.
+    """
+    from spotfit.backends.aws.client import sdk_failure
+    from spotfit.market.live import LiveMarket
+
+    try:
+        od = on_demand_price(instance_type, ec2.meta.region_name)
+    except UsageError:
+        return None
+
+    def fetch(start_s: float, end_s: float) -> list[tuple[str, float, float]] | None:
+        start = datetime.fromtimestamp(start_s, UTC).replace(tzinfo=None)
+        end = datetime.fromtimestamp(end_s, UTC).replace(tzinfo=None)
+        try:
+            points = spot_price_history(ec2, instance_type, start, end)
+        except Exception as exc:
+            if sdk_failure(exc) is None:
+                raise
+            return None
+        return [(p.zone, p.timestamp.replace(tzinfo=UTC).timestamp(), p.spot_usd_per_h) for p in points]
+
+    return LiveMarket(zones, gap_s, od, fetch)

@@ -1,0 +1,162 @@
+"""Which attempt ends count toward `max_failures`, and how long to wait before the next launch.
+
+A script that exits with an error is a failure. So are three ends that say nothing about why,
+because retrying them without a bound launches (and bills) a new machine every time:
+
+- `boot_timeout`: no progress from the runtime within the boot timeout after the launch (an
+  install that hangs, an image without a driver);
+- `no_exit_record`: the attempt ended unasked and its runtime recorded no exit code (an
+  instance that powered off before the runtime ran: a failed install, a crashed agent);
+- `oom`: killed by SIGKILL (or exit 137, the shell's report of it) unasked, as the kernel's OOM
+  killer does.
+
+A preemption, a stop or kill the controller asked for (a switch, a rule, a cancel, an injected
+preemption), and a cloud without capacity are never failures. Failures are counted apart from
+preemptions, and each one doubles the wait before the next launch, up to `MAX_BACKOFF_S`.
+
+Example:
+
+>>> failure_kind("killed", None, None, asked=False), failure_kind("killed", None, 9, asked=False)
+('no_exit_record', 'oom')
+>>> failure_kind("killed", None, 9, asked=True), failure_kind("killed", None, 15, asked=False)
+(None, None)
+>>> failure_kind("failed", 1, None, asked=False), failure_kind("failed", 137, None, asked=False)
+('script', 'oom')
+>>> [backoff_s(n, base_s=30.0) for n in (0, 1, 2, 3)]
+[0.0, 30.0, 60.0, 120.0]
+"""
+
+from __future__ import annotations
+
+import signal as _signal
+
+from spotfit.states import AttemptState, JobState
+
+MAX_BACKOFF_S = 1800.0
+EXIT_SIGKILL_SHELL = 128 + _signal.SIGKILL  # how a shell (or an agent's wrapper) reports a SIGKILLed child
+KINDS = ("script", "launch", "boot_timeout", "no_exit_record", "oom")
+
+
+def failure_kind(result: str, exit_code: int | None, signal: int | None, asked: bool) -> str | None:
+    """The failure an attempt's end counts as (one of `KINDS`), or None when it is not one.
+
+    `asked`: the controller asked the attempt to end (preemption, switch, rule, cancel, injection).
+    """
+    if result == AttemptState.FAILED:
+        return "oom" if exit_code == EXIT_SIGKILL_SHELL and not asked else "script"
+    if result != AttemptState.KILLED or asked:
+        return None
+    if signal == _signal.SIGKILL or exit_code == EXIT_SIGKILL_SHELL:
+        return "oom"
+    # SIGTERM from elsewhere (a shutdown of this machine) is a stop, as a notice would be.
+    return "no_exit_record" if exit_code is None and signal is None else None
+
+
+def backoff_s(failures: int, base_s: float, max_s: float = MAX_BACKOFF_S) -> float:
+    """Seconds to wait before the launch that follows the `failures`-th failure in a row."""
+    if failures <= 0 or base_s <= 0:
+        return 0.0
+    return min(base_s * 2.0 ** (failures - 1), max_s)
+
+
+def counted(attempt: dict) -> bool:
+    """Whether a recorded attempt counted toward `max_failures`."""
+    return attempt["state"] == AttemptState.FAILED or bool((attempt.get("info") or {}).get("failure"))
+
+
+def failures_in_a_row(attempts: list[dict]) -> int:
+    """Failures since the last attempt that ended otherwise (capacity errors do not break a row)."""
+    n = 0
+    for attempt in reversed(attempts):
+        if attempt["state"] == AttemptState.NO_CAPACITY or AttemptState(attempt["state"]).is_live():
+            continue
+        if not counted(attempt):
+            break
+        n += 1
+    return n
+
+
+def describe(kind: str, boot_timeout_s: float | None = None) -> str:
+    """A few words for the attempt's end event."""
+    return {
+        "boot_timeout": f"no progress from the runtime within the boot timeout ({boot_timeout_s or 0:g}s)",
+        "no_exit_record": "it ended without an exit record: the runtime never ran or died without a word",
+        "oom": "killed by SIGKILL without being asked, as the OOM killer does",
+    }.get(kind, "")
+
+
+class FailureTracker:
+    """The job's failures so far: counts them, records each with its backoff, fails the job past the limit.
+
+    Counts and the backoff survive a controller restart: both are read back from the attempts.
+    """
+
+    def __init__(self, db, job_id: str, spec):
+        self.db = db
+        self.job_id = job_id
+        self.max_failures = spec.max_failures
+        self.base_s = spec.failure_backoff_s
+        self.boot_timeout_s = spec.aws.boot_timeout_s if spec.backend == "aws" else None
+        attempts = db.attempts(job_id)
+        self.count = sum(1 for a in attempts if counted(a))
+        self.in_a_row = failures_in_a_row(attempts)
+        last_end = max((a["ended_at"] or 0.0 for a in attempts if counted(a)), default=0.0)
+        self.backoff_until = last_end + backoff_s(self.in_a_row, self.base_s)
+
+    def kind_of(self, number: int, result: str, code: int | None, signal: int | None, asked: bool) -> str | None:
+        """The failure the end of attempt `number` counts as (an injected kill was asked for)."""
+        injected = any(e["kind"] == "injected_preemption" and e["attempt"] == number
+                       for e in self.db.events(self.job_id))
+        return failure_kind(result, code, signal, asked or injected)
+
+    def boot_overdue(self, attempt: dict, progress: dict, now: float) -> bool:
+        """The attempt has reported nothing from its runtime for longer than the boot timeout."""
+        if self.boot_timeout_s is None or progress:
+            return False
+        return now - attempt["started_at"] > self.boot_timeout_s
+
+    def backoff_left_s(self, now: float) -> float:
+        return max(0.0, self.backoff_until - now)
+
+    def waiting_message(self, wait_s: float) -> str:
+        return f"backing off {wait_s:.0f}s after {self.in_a_row} failure(s) in a row before the next launch"
+
+    def record(self, number: int, kind: str, now: float) -> bool:
+        """Count a failure of attempt `number`; record the backoff; True when the job must fail now."""
+        self.count += 1
+        self.in_a_row += 1
+        if self.count > self.max_failures:
+            why = (f"{self.count} failures (the last: {kind} in attempt {number}), more than max_failures="
+                   f"{self.max_failures}; see `spotfit logs {self.job_id}`")
+            self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
+            return True
+        delay = backoff_s(self.in_a_row, self.base_s)
+        self.backoff_until = now + delay
+        self.db.add_event(self.job_id, "backoff",
+                          f"failure {self.count} of at most {self.max_failures} ({kind}): next launch in {delay:g}s",
+                          attempt=number, failure=kind, delay_s=delay, failures=self.count)
+        return False
+
+    def success(self) -> None:
+        """An attempt ended otherwise (trained and was preempted, stopped, completed): the row is broken."""
+        self.in_a_row = 0
+
+    def ended(self, number: int, kind: str | None, now: float) -> bool:
+        """An attempt ended (not for lack of capacity): count it if it failed; True when the job must fail."""
+        if kind is None:
+            self.in_a_row = 0
+            return False
+        return self.record(number, kind, now)
+
+    def launch_failed(self, number: int, exc: BaseException, trace_end_s: float, now: float) -> None:
+        """A launch that raised: one event with the cause, a failed attempt, never a crashed controller."""
+        from spotfit.errors import SpotfitError
+
+        if isinstance(exc, SpotfitError):
+            message, hint = exc.message, exc.hint
+        else:  # a bug or an SDK error no backend translated: still one line
+            message, hint = f"{type(exc).__name__}: {' '.join(str(exc).split())}", None
+        self.db.update_attempt(self.job_id, number, state=AttemptState.FAILED, ended_at=now, trace_end_s=trace_end_s,
+                               billed_s=0.0, cost_usd=0.0, info={"failure": "launch"})
+        self.db.add_event(self.job_id, "launch_failed", f"attempt {number}: {message}", attempt=number, hint=hint)
+        self.record(number, "launch", now)
