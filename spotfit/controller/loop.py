@@ -347,7 +347,7 @@ class Controller:
                              workers=self.spec.resources.workers, env=dict(self.spec.env),
                              accelerator=self.spec.resources.accelerator,
                              accelerator_count=self.spec.resources.count,
-                             options=self.spec.aws.model_dump() if self.spec.backend == "aws" else {})
+                             options=self.spec.aws_options() if self.spec.backend == "aws" else {})
 
     # -- rules ----------------------------------------------------------------------------------
 
