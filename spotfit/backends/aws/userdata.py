@@ -58,7 +58,7 @@ trap 'echo "spotfit: attempt over, powering off"; shutdown -h now' EXIT
 echo "spotfit: boot at $(date +%s.%N)"
 if aws s3 cp --quiet {env_url} "$ROOT/env.tar.gz"; then
   tar -xzf "$ROOT/env.tar.gz" -C "$ROOT"
-  echo "spotfit: environment {key} unpacked from the cache"
+  echo "spotfit: environment {key} unpacked from the cache at $(date +%s.%N)"
 else
   if ! PY="$(command -v python3.11)"; then
     # No Python 3.11 on the image: uv installs one under $ROOT, where the cache archive keeps it.
@@ -73,7 +73,7 @@ else
      -r requirements.txt)
   tar -czf "$ROOT/env.tar.gz" -C "$ROOT" venv $([ -d "$ROOT/python" ] && echo python) \\
     && aws s3 cp --quiet "$ROOT/env.tar.gz" {env_url} || echo "spotfit: could not cache environment {key}"
-  echo "spotfit: environment {key} installed"
+  echo "spotfit: environment {key} installed at $(date +%s.%N)"
 fi
 "$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
 """
