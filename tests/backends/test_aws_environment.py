@@ -10,11 +10,13 @@ import pytest
 
 import spotfit
 from spotfit.backends.aws import environment
+from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.environment import cache_root, instance_env
 from spotfit.backends.aws.wheel import running_wheel
-from spotfit.errors import SpecError
+from spotfit.errors import SpecError, UsageError
 from spotfit.spec import load_spec, parse_spec
 from spotfit.stores import open_store
+from tests.support.aws_moto import launch_request
 
 
 def test_the_wheel_holds_exactly_the_running_package_and_its_dependencies(tmp_path):
@@ -66,3 +68,9 @@ def test_spec_environment_reads_the_requirements_file_and_refuses_unknown_keys(t
     (tmp_path / "job.yaml").write_text("name: j\nscript: train.py\nenvironment: {requirements: missing.txt}\n")
     with pytest.raises(SpecError, match="environment.requirements"):
         load_spec(tmp_path / "job.yaml")
+
+
+def test_launch_refuses_a_store_the_boot_script_cannot_fetch_from():
+    # The boot script fetches the wheel and the cached venv with `aws s3 cp`: only s3:// works.
+    with pytest.raises(UsageError, match="expected an s3:// URL"):
+        AwsBackend().launch(launch_request("gs://bucket/jobs/job-1"))

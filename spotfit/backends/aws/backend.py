@@ -222,9 +222,11 @@ class AwsBackend:
     # -- steps --------------------------------------------------------------------------------------
 
     def _check_store(self, job_url: str) -> None:
-        if not self.allow_local_store and job_url.split("://", 1)[0] in ("file", "memory"):
+        scheme = job_url.split("://", 1)[0]
+        if scheme != "s3" and not (self.allow_local_store and scheme in ("file", "memory")):
+            # The boot script fetches the runtime with the AWS CLI, before spotfit is installed.
             raise UsageError(f"Invalid job store for the aws backend: received {job_url!r}, expected an "
-                             "s3:// (or gs://) URL that the instances can reach.",
+                             "s3:// URL that the instances can reach.",
                              hint="Set `checkpoint.store: s3://BUCKET/PREFIX` (and the instance profile "
                                   "that may use it) in the job spec.")
 
