@@ -15,11 +15,14 @@ import os
 import subprocess
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 
 from spotfit import sdk
+from spotfit.backends.aws.wheel import running_wheel
 from spotfit.controller.loop import Controller
+from spotfit.runtime import main
 from spotfit.stores import open_store
 from tests.support.aws_moto import instances
 from tests.support.emulated_instance import PROBE, EmulatedCloud
@@ -97,7 +100,9 @@ def test_spot_interruption_on_emulated_instances_resumes_in_the_next_zone_with_i
     first, second = booted
     assert "installed" in first.boot_log and "unpacked from the cache" in second.boot_log, logs
     site = second.folder / "opt" / "spotfit" / "venv" / "lib" / "python3.11" / "site-packages"
-    assert (site / "spotfit" / "runtime" / "main.py").exists() and (site / PROBE.replace("-", "_")).is_dir()
+    version = running_wheel().filename.split("-")[1]  # 0.1.0+g<hash of this checkout's package>
+    assert (site / f"spotfit-{version}.dist-info").is_dir() and (site / PROBE.replace("-", "_")).is_dir()
+    assert (site / "spotfit" / "runtime" / "main.py").read_bytes() == Path(main.__file__).read_bytes()
     assert open_store(store).exists(f"jobs/{job_id}/attempts/0001/exit.json")
 
     # Everything the attempts created is gone.
