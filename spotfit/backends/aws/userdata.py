@@ -9,8 +9,9 @@ The script (see `environment.py` for what is installed and the cache key):
 
 1. fetches `<cache>/env/<key>.tar.gz` with the AWS CLI (on every Deep Learning AMI) and unpacks
    it as the virtual environment; if there is none yet, makes the venv with the image's
-   `python3 -m venv --system-site-packages`, pip-installs the shipped spotfit wheel and the
-   job's requirements, and uploads the venv for the next boot;
+   Python 3.11 (`python3.11 -m venv --system-site-packages`; without one, `uv` installs a
+   Python 3.11 under the root, where the archive keeps it), pip-installs the shipped spotfit
+   wheel and the job's requirements, and uploads the venv for the next boot;
 2. hands over to the instance agent (`python -m spotfit.backends.aws.agent`), which fetches the
    code, sets `TF_CONFIG`, runs the runtime and forwards spot interruption notices (IMDSv2) as
    SIGTERM;
