@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
-import spotfit
 from spotfit.backends.aws import environment
+from spotfit.backends.aws import wheel as wheel_module
 from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.environment import cache_root, instance_env
 from spotfit.backends.aws.wheel import running_wheel
@@ -26,10 +27,10 @@ def test_the_wheel_holds_exactly_the_running_package_and_its_dependencies(tmp_pa
         names = set(zf.namelist())
         meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         shipped = zf.read("spotfit/backends/aws/wheel.py")
-    assert shipped == open(spotfit.backends.aws.wheel.__file__, "rb").read()  # type: ignore[attr-defined]
+    assert shipped == Path(wheel_module.__file__).read_bytes()
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert "Requires-Dist: s3fs" in meta and 'extra == "tf-gpu"' in meta
-    # pip accepts it: a dry-run install resolves it with its extras from what is installed here.
+    # pip accepts it, extras included (a dry run, nothing fetched or installed).
     out = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps",
                           "--quiet", f"{tmp_path / wheel.filename}[s3]"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
