@@ -213,7 +213,9 @@ class Aws(_Section):
     ssh_cidr: str | None = Field(None, description="the one address SSH is open to, e.g. 203.0.113.7/32")
     subnet: str | None = Field(None, description="subnet id; default: the default VPC")
     iam_instance_profile: str | None = Field(None, description="instance profile (name or ARN) for storage access")
-    runtime_pip: str | None = Field(None, description="what the instance pip-installs; default this spotfit version")
+    runtime_pip: str | None = Field(None, description="a published spotfit to pip-install instead of the shipped wheel")
+    runtime_extras: list[str] = Field(default_factory=lambda: ["tf-gpu", "s3"],
+                                      description="extras of the shipped wheel; [s3] on an image with TF")
     worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port, open only inside the job's group")
     boot_timeout_s: float = Field(1800.0, gt=0, description="an attempt with no runtime progress by then failed")
 
@@ -275,6 +277,13 @@ class Kubernetes(_Section):
         return self
 
 
+class Environment(_Section):
+    """Python packages the script needs on a cloud instance, installed on top of spotfit."""
+
+    requirements: str | None = Field(None, description="a pip requirements file, relative to the spec file")
+    pip: list[str] = Field(default_factory=list, description="pip requirement specifiers, e.g. 'pandas>=2,<3'")
+
+
 class JobSpec(_Section):
     """A training job: a Keras script plus where, how and within which limits to run it."""
 
@@ -300,6 +309,7 @@ class JobSpec(_Section):
     export: Export | None = None
     aws: Aws = Field(default_factory=Aws)
     kubernetes: Kubernetes = Field(default_factory=Kubernetes)
+    environment: Environment = Field(default_factory=Environment)
 
     # Not part of the YAML: where the spec file lives (script paths are relative to it).
     base_dir: str = Field(".", exclude=True, repr=False)
@@ -326,6 +336,20 @@ class JobSpec(_Section):
         """Absolute path of the training script."""
         return (Path(self.base_dir) / self.script).resolve()
 
+    def aws_options(self) -> dict[str, Any]:
+        """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
+        env, text = self.environment, ""
+        if env.requirements:
+            path = Path(self.base_dir) / env.requirements
+            try:
+                text = path.read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SpecError(f"Invalid `environment.requirements`: cannot read {_short(str(path))} ({exc}), "
+                                "expected a readable pip requirements file.",
+                                hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
+                    from None
+        return {**self.aws.model_dump(), "environment": {"pip": list(env.pip), "requirements": text}}
+
     def spec_hash(self) -> str:
         """sha256 of the canonical JSON form of the spec (stable across key order)."""
         doc = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
@@ -348,6 +372,13 @@ def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
             f"Invalid `script` in {path}: received {_short(spec.script)}, expected a file relative to the "
             f"spec's folder (looked for {_short(str(script))}).",
             hint="Fix the path in `script:`; it is relative to the spec file.",
+        )
+    requirements = spec.environment.requirements
+    if check_script and requirements and not _is_file(Path(spec.base_dir) / requirements):
+        raise SpecError(
+            f"Invalid `environment.requirements` in {path}: received {_short(requirements)}, expected a file "
+            f"relative to the spec's folder (looked for {_short(str(Path(spec.base_dir) / requirements))}).",
+            hint="Fix the path, or list the packages in `environment.pip` instead.",
         )
     return spec
 

@@ -1,7 +1,8 @@
 """The instance agent on loopback: code unpacked, TF_CONFIG per worker, notices forwarded.
 
-IMDS is an IMDSv2-only server on 127.0.0.1 (reads without a session token get 401), one per
-simulated worker; the "runtime" is a small Python child, so no TensorFlow is imported.
+IMDS is the IMDSv2-only emulator of tests/support/imds.py on 127.0.0.1 (reads without a session
+token get 401), one per simulated worker; the "runtime" is a small Python child, so no TensorFlow
+is imported.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -17,52 +17,22 @@ from spotfit.backends.aws import agent
 from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.stores import open_store
 from tests.support.aws_moto import aws_backend, launch_request
+from tests.support.imds import ImdsServer
 from tests.support.wait import wait_for
-
-TOKEN = "imds-token"
-
-
-def _imds(local_ip: str, interrupted: threading.Event):
-    class Handler(BaseHTTPRequestHandler):
-        def do_PUT(self):
-            ok = self.path == "/latest/api/token" and "X-aws-ec2-metadata-token-ttl-seconds" in self.headers
-            self.send_response(200 if ok else 400)
-            self.end_headers()
-            self.wfile.write(TOKEN.encode() if ok else b"")
-
-        def do_GET(self):
-            if self.headers.get("X-aws-ec2-metadata-token") != TOKEN:
-                self.send_response(401)
-                self.end_headers()
-                return
-            body = {agent.LOCAL_IP_PATH: local_ip}.get(self.path)
-            if self.path == agent.NOTICE_PATH and interrupted.is_set():
-                body = json.dumps({"action": "terminate", "time": "2026-11-30T10:00:00Z"})
-            self.send_response(200 if body is not None else 404)
-            self.end_headers()
-            self.wfile.write((body or "").encode())
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 @pytest.fixture
 def servers():
-    started = []
+    """`servers(local_ip)`: an IMDSv2 server of one instance on 127.0.0.1 (tests/support/imds.py)."""
+    started: list[ImdsServer] = []
 
-    def start(local_ip: str, interrupted: threading.Event | None = None) -> str:
-        server, url = _imds(local_ip, interrupted or threading.Event())
-        started.append(server)
-        return url
+    def start(local_ip: str) -> ImdsServer:
+        started.append(ImdsServer("i-0123456789abcdef0", "us-west-2b", local_ip))
+        return started[-1]
 
     yield start
     for server in started:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 # Stands in for `python -m spotfit.runtime`: reports TF_CONFIG and the code it sees, then waits
@@ -89,7 +59,7 @@ def test_each_worker_gets_tf_config_from_the_private_addresses(aws, job, tmp_pat
     for index, ip in enumerate(cluster["ips"]):
         shutil.rmtree(launch["workdir"])  # each instance starts without the code
         out = tmp_path / f"worker{index}.json"
-        code = agent.run(job, 1, servers(ip), poll_s=0.05,
+        code = agent.run(job, 1, servers(ip).url, poll_s=0.05,
                          runtime_cmd=[sys.executable, "-c", FAKE_RUNTIME, str(out), "exit"])
         assert code == 0
         seen.append(json.loads(out.read_text()))
@@ -106,20 +76,20 @@ def test_each_worker_gets_tf_config_from_the_private_addresses(aws, job, tmp_pat
 def test_a_notice_reaches_the_runtime_as_sigterm(aws, job, tmp_path, servers, source):
     backend = aws_backend(aws)
     handle = backend.launch(launch_request(job))
-    interrupted = threading.Event()
-    url = servers("10.0.0.5", interrupted)
+    imds = servers("10.0.0.5")
     out = tmp_path / "seen.json"
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("code", agent.run(
-        job, 1, url, poll_s=0.05, runtime_cmd=[sys.executable, "-c", FAKE_RUNTIME, str(out), "wait"])),
+        job, 1, imds.url, poll_s=0.05, runtime_cmd=[sys.executable, "-c", FAKE_RUNTIME, str(out), "wait"])),
         daemon=True)
     worker.start()
     wait_for(lambda: out.exists() or not worker.is_alive(), 120, "the runtime to start under the agent")
     assert out.exists(), f"the agent ended before its runtime started: {result}"
     if source.startswith("spot"):
-        interrupted.set()
+        imds.interrupt(notice_s=10.0)
     else:
         backend.preempt(handle, notice_s=10.0)
     wait_for(lambda: not worker.is_alive(), 120, f"the agent to end after the {source}")
     assert result["code"] == EXIT_PREEMPTED
+    assert imds.requests["PUT /latest/api/token"] >= 1 and not any("no token" in p for p in imds.requests)
     backend.stop(handle, grace_s=0)  # also cancels the end-of-notice termination

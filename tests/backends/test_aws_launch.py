@@ -7,6 +7,7 @@ import ipaddress
 import pytest
 
 from spotfit.backends.aws import launch as rq
+from spotfit.backends.aws.environment import instance_env
 from spotfit.backends.aws.userdata import check_no_secrets, user_data
 from spotfit.errors import BackendError, SpecError, UsageError
 from spotfit.spec import parse_spec
@@ -106,17 +107,25 @@ def test_fill_replaces_placeholders_only():
     assert rq.fill(params, security_group_id="sg-9") == {"GroupId": "sg-9", "Other": ["sg-9", "{kept}"]}
 
 
-def test_user_data_installs_the_pinned_runtime_runs_the_agent_powers_off_and_holds_no_secret():
-    text = user_data("s3://bucket/jobs/j 1", 3, "spotfit[tf-gpu,s3]==0.1.0")
-    assert "'spotfit[tf-gpu,s3]==0.1.0'" in text
-    assert "spotfit.backends.aws.agent 's3://bucket/jobs/j 1' 3 --imds http://169.254.169.254" in text
+def test_user_data_installs_the_shipped_wheel_runs_the_agent_powers_off_and_holds_no_secret():
+    env = instance_env("s3://bucket/jobs/j 1", "ami-1", {})
+    text = user_data("s3://bucket/jobs/j 1", 3, env)
+    assert f"'./{env.wheel_name}[tf-gpu,s3]'" in text and env.wheel_url in text
+    assert 'IMDS="${SPOTFIT_IMDS_URL:-http://169.254.169.254}"' in text
+    assert "spotfit.backends.aws.agent 's3://bucket/jobs/j 1' 3 --imds \"$IMDS\"" in text
     assert "shutdown -h now" in text.split("trap", 1)[1]
     for word in ("AKIA", "aws_secret_access_key", "AWS_SESSION_TOKEN", "password"):
         assert word.lower() not in text.lower()
     with pytest.raises(BackendError, match="credentials"):
         check_no_secrets("export AWS_SECRET_ACCESS_KEY=abc")
     with pytest.raises(BackendError):
-        user_data("s3://AKIAABCDEFGHIJKLMNOP:x@bucket/j", 1, "spotfit")
+        user_data("s3://AKIAABCDEFGHIJKLMNOP:x@bucket/j", 1, env)
+
+
+def test_user_data_installs_a_published_spotfit_only_when_runtime_pip_says_so():
+    env = instance_env("s3://b/jobs/j", "ami-1", {"runtime_pip": "spotfit[tf-gpu,s3]==0.1.0"})
+    text = user_data("s3://b/jobs/j", 1, env)
+    assert env.wheel_url is None and "wheels/" not in text and "'spotfit[tf-gpu,s3]==0.1.0'" in text
 
 
 def test_spec_refuses_ssh_open_beyond_one_address():

@@ -1,6 +1,11 @@
 """The controller loop driving the aws backend under moto, through capacity errors and a spot
 interruption, to completion — with every instance terminated and every group deleted.
 
+The fast companion of the main end-to-end test (test_aws_emulated.py, where the real user-data,
+agent, runtime and TensorFlow run on emulated instances): no TensorFlow here, so it runs in
+`make check`, and it covers what the emulated cloud cannot, the controller's own `preempt.json`
+path and placement groups.
+
 SIMULATED: what runs on the instances. moto starts no machine, so `SimulatedInstances` plays
 the instance side the way the agent and the runtime would: it writes `progress.json`, events,
 `result.json` and `attempts/<n>/exit.json` to the job's store, and ends an instance the way it

@@ -108,7 +108,8 @@ def fail_run_instances(session: boto3.Session, zone: str, code: str = "Insuffici
                                                                   f"capacity in the Availability Zone {zone}."}},
                               "RunInstances")
 
-    session.events.register("provide-client-params.ec2.RunInstances", check)
+    events = session.meta.events if hasattr(session, "meta") else session.events
+    events.register("provide-client-params.ec2.RunInstances", check)
 
 
 def publish_spot_prices(session: boto3.Session, instance_type: str,

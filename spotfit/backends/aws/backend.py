@@ -115,10 +115,12 @@ class AwsBackend:
 
     def plan(self, request: LaunchRequest, lookup: bool = True) -> list[Call]:
         """The exact calls `launch` would send (for `--dry-run`); nothing is created."""
+        from spotfit.backends.aws.environment import instance_env
         from spotfit.backends.aws.userdata import user_data
 
         settings = self.settings(request, lookup=lookup)
-        text = user_data(request.job_url, request.attempt, runtime_pip(request.options))
+        text = user_data(request.job_url, request.attempt,
+                         instance_env(request.job_url, settings.image_id, request.options))
         return rq.launch_requests(settings, request.job_id, request.attempt, text)
 
     # -- secrets (backends/aws/secrets.py) ----------------------------------------------------------
@@ -180,19 +182,21 @@ class AwsBackend:
                                     "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy.") from exc
 
     def _launch(self, request: LaunchRequest) -> AwsHandle:
-        from spotfit.backends.aws import shipping
+        from spotfit.backends.aws import environment, shipping
         from spotfit.backends.aws.userdata import user_data
 
         self._check_store(request.job_url)
         s = self.settings(request)
         store = open_store(request.job_url)
         shipping.ship(store, request.attempt, request.env, s.workers, s.worker_port)
+        boot = environment.instance_env(request.job_url, s.image_id, request.options)
+        environment.upload(boot)
         ec2 = self.client("ec2", s.region)
         handle = AwsHandle(region=s.region, job=request.job_id, attempt=request.attempt, job_url=request.job_url,
                            placement_group=rq.resource_name(request.job_id, request.attempt)
                            if rq.uses_placement_group(s) else None)
         calls = rq.launch_requests(s, request.job_id, request.attempt,
-                                   user_data(request.job_url, request.attempt, runtime_pip(request.options)))
+                                   user_data(request.job_url, request.attempt, boot))
         try:
             existing = self._instances_by_token(ec2, rq.client_token(request.job_id, request.attempt))
             group = self._security_group(ec2, calls)
@@ -279,9 +283,11 @@ class AwsBackend:
     # -- steps --------------------------------------------------------------------------------------
 
     def _check_store(self, job_url: str) -> None:
-        if not self.allow_local_store and job_url.split("://", 1)[0] in ("file", "memory"):
+        scheme = job_url.split("://", 1)[0]
+        if scheme != "s3" and not (self.allow_local_store and scheme in ("file", "memory")):
+            # The boot script fetches the runtime with the AWS CLI, before spotfit is installed.
             raise UsageError(f"Invalid job store for the aws backend: received {job_url!r}, expected an "
-                             "s3:// (or gs://) URL that the instances can reach.",
+                             "s3:// URL that the instances can reach.",
                              hint="Set `checkpoint.store: s3://BUCKET/PREFIX` (and the instance profile "
                                   "that may use it) in the job spec.")
 
@@ -388,9 +394,3 @@ def instance_type_for(accelerator: str, count: int, region: str) -> str:
                          hint="Set `aws.instance_type` in the job spec, or see `spotfit catalog --cloud aws`.")
     return str(offers[0].instance_type)
 
-
-def runtime_pip(options: dict) -> str:
-    """What the instance installs: `aws.runtime_pip`, or this spotfit version from the index."""
-    from spotfit import __version__
-
-    return options.get("runtime_pip") or f"spotfit[tf-gpu,s3]=={__version__}"

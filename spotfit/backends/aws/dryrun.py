@@ -28,7 +28,7 @@ def dry_run(path: str) -> dict:
                             market="spot" if spec.resources.spot else "on_demand",
                             workers=spec.resources.workers, env=dict(spec.env),
                             accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
-                            options=spec.aws.model_dump())
+                            options=spec.aws_options())
     check_env(request.env)
     calls = AwsBackend().plan(request, lookup=False)
     warnings = []

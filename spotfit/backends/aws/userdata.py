@@ -1,19 +1,31 @@
-"""The cloud-init user-data of an attempt: install the pinned runtime, run the attempt, power off.
+"""The cloud-init user-data of an attempt: install the runtime (or unpack it from the cache), run, power off.
 
 User-data is readable by anyone who may describe the instance and by every process on it, so
 it carries no secret: storage access comes from the instance profile (IAM role), and the
 job's environment travels through the job's store prefix, not through here. `check_no_secrets`
 refuses a script that looks like it holds AWS credentials.
 
-The script installs a Python 3.11 virtual environment with `uv` (Deep Learning AMIs ship an
-older Python), installs the pinned `spotfit` runtime, and hands over to the instance agent
-(`python -m spotfit.backends.aws.agent`), which fetches the code, sets `TF_CONFIG`, runs the
-runtime and forwards spot interruption notices (IMDSv2) as SIGTERM. Whatever happens, the
-script ends with `shutdown -h now`, and the instance's shutdown behaviour is `terminate`.
+The script (see `environment.py` for what is installed and the cache key):
+
+1. fetches `<cache>/env/<key>.tar.gz` with the AWS CLI (on every Deep Learning AMI) and unpacks
+   it as the virtual environment; if there is none yet, makes the venv with the image's
+   Python 3.11 (`python3.11 -m venv --system-site-packages`; without one, `uv` installs a
+   Python 3.11 under the root, where the archive keeps it), pip-installs the shipped spotfit
+   wheel and the job's requirements, and uploads the venv for the next boot;
+2. hands over to the instance agent (`python -m spotfit.backends.aws.agent`), which fetches the
+   code, sets `TF_CONFIG`, runs the runtime and forwards spot interruption notices (IMDSv2) as
+   SIGTERM;
+3. whatever happens, ends with `shutdown -h now`; the instance's shutdown behaviour is `terminate`.
+
+Two environment variables, unset on EC2, let the emulated instance of the tests
+(tests/support/emulated_instance.py) run this very script in a sandbox: `SPOTFIT_ROOT` (default
+`/opt/spotfit`: the venv and `boot.log`) and `SPOTFIT_IMDS_URL` (default the real
+`http://169.254.169.254`).
 
 Example:
 
->>> text = user_data("s3://bucket/jobs/j1", 2, "spotfit[tf-gpu,s3]==0.1.0")
+>>> from spotfit.backends.aws.environment import instance_env
+>>> text = user_data("s3://bucket/jobs/j1", 2, instance_env("s3://bucket/jobs/j1", "ami-1", {}))
 >>> text.startswith("#!/bin/bash") and "shutdown -h now" in text
 True
 """
@@ -23,11 +35,11 @@ from __future__ import annotations
 import re
 import shlex
 
+from spotfit.backends.aws.environment import InstanceEnv
 from spotfit.errors import BackendError
 
-IMDS_URL = "http://169.254.169.254"  # used on the instance only; the agent takes it as a flag
-VENV = "/opt/spotfit/venv"
-LOG = "/var/log/spotfit-attempt.log"
+IMDS_URL = "http://169.254.169.254"
+ROOT = "/opt/spotfit"
 
 _SECRET_PATTERNS = (
     re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),  # access key ids
@@ -38,21 +50,43 @@ _TEMPLATE = """#!/bin/bash
 # spotfit: attempt {attempt} of {job_url}
 # No secrets here: storage access comes from the instance profile (IAM role).
 set -euo pipefail
-exec >>{log} 2>&1
+ROOT="${{SPOTFIT_ROOT:-{root}}}"
+IMDS="${{SPOTFIT_IMDS_URL:-{imds}}}"
+VENV="$ROOT/venv"
+mkdir -p "$ROOT"
+exec >>"$ROOT/boot.log" 2>&1
 trap 'echo "spotfit: attempt over, powering off"; shutdown -h now' EXIT
-python3 -m pip install --quiet --user 'uv>=0.5,<1'
-export PATH="$HOME/.local/bin:/root/.local/bin:$PATH"
-uv venv --python 3.11 {venv}
-uv pip install --python {venv}/bin/python {pip_spec}
-{venv}/bin/python -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds {imds}
+echo "spotfit: boot at $(date +%s.%N)"
+if aws s3 cp --quiet {env_url} "$ROOT/env.tar.gz"; then
+  tar -xzf "$ROOT/env.tar.gz" -C "$ROOT"
+  echo "spotfit: environment {key} unpacked from the cache at $(date +%s.%N)"
+else
+  if ! PY="$(command -v python3.11)"; then
+    # No Python 3.11 on the image: uv installs one under $ROOT, where the cache archive keeps it.
+    python3 -m pip install --quiet --target "$ROOT/uv" 'uv>=0.5,<1'
+    export UV_PYTHON_INSTALL_DIR="$ROOT/python"
+    "$ROOT/uv/bin/uv" python install 3.11
+    PY="$("$ROOT/uv/bin/uv" python find 3.11)"
+  fi
+  "$PY" -m venv --system-site-packages "$VENV"
+{fetch_wheel}  aws s3 cp --quiet {requirements_url} "$ROOT/requirements.txt"
+  (cd "$ROOT" && "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check {pip_spec} \\
+     -r requirements.txt)
+  tar -czf "$ROOT/env.tar.gz" -C "$ROOT" venv $([ -d "$ROOT/python" ] && echo python) \\
+    && aws s3 cp --quiet "$ROOT/env.tar.gz" {env_url} || echo "spotfit: could not cache environment {key}"
+  echo "spotfit: environment {key} installed at $(date +%s.%N)"
+fi
+"$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
 """
 
 
-def user_data(job_url: str, attempt: int, pip_spec: str, imds_url: str = IMDS_URL) -> str:
+def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, imds_url: str = IMDS_URL) -> str:
     """The user-data script of one attempt (every worker of it runs the same script)."""
-    text = _TEMPLATE.format(attempt=int(attempt), job_url=job_url.replace("\n", " "), log=LOG, venv=VENV,
-                            pip_spec=shlex.quote(pip_spec), job_url_q=shlex.quote(job_url),
-                            imds=shlex.quote(imds_url))
+    fetch = f'  aws s3 cp --quiet {shlex.quote(env.wheel_url)} "$ROOT/"\n' if env.wheel_url else ""
+    text = _TEMPLATE.format(attempt=int(attempt), job_url=job_url.replace("\n", " "), root=root, imds=imds_url,
+                            env_url=shlex.quote(env.env_url), key=env.key, fetch_wheel=fetch,
+                            requirements_url=shlex.quote(env.requirements_url), pip_spec=shlex.quote(env.pip_spec),
+                            job_url_q=shlex.quote(job_url))
     check_no_secrets(text)
     return text
 

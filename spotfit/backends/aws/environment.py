@@ -1,0 +1,95 @@
+"""What an instance installs before the agent runs, and the cache that spares a relaunch the install.
+
+The instance installs, into a virtual environment made with `--system-site-packages` (so a
+framework the image already has, e.g. TensorFlow on a Deep Learning AMI, is used as is):
+
+- the wheel of the running spotfit (`wheel.running_wheel`) with `aws.runtime_extras`
+  (default `tf-gpu,s3`), or, only when `aws.runtime_pip` names one, a published spotfit from
+  the package index;
+- the job's `environment` on top: the `environment.requirements` file's lines, then
+  `environment.pip`, as one requirements file.
+
+The cache key hashes everything that decides the result — the image id, the wheel's sha256 (or
+`runtime_pip`), the extras and the requirements text — so the first boot of a given environment
+installs it and uploads the venv as `<cache>/env/<key>.tar.gz`, and every later boot with the
+same key (the relaunch after a preemption, the other workers, the next job on that store)
+unpacks it instead. The cache lives beside `jobs/` under the job's store root
+(`s3://bucket/prefix/cache/`), so jobs that share a store share it.
+
+Example:
+
+>>> env = instance_env("s3://b/spotfit/jobs/j1", "ami-1", {"runtime_extras": ["s3"]})
+>>> env.cache_url
+'s3://b/spotfit/cache'
+>>> env.env_url == f"s3://b/spotfit/cache/env/{env.key}.tar.gz" and env.pip_spec.endswith("[s3]")
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from spotfit.backends.aws.wheel import running_wheel
+from spotfit.stores import child, open_store
+
+DEFAULT_EXTRAS = ("tf-gpu", "s3")
+
+
+@dataclass(frozen=True)
+class InstanceEnv:
+    """The boot script's inputs: what to install, from where, and the cache key of the result."""
+
+    key: str
+    cache_url: str  # the store folder holding wheels/ and env/
+    pip_spec: str  # the wheel's local file name with extras, or `aws.runtime_pip`
+    wheel_name: str | None  # None when a published spotfit is installed instead
+    requirements: str  # the job's environment, one requirements file
+
+    @property
+    def env_url(self) -> str:
+        return child(self.cache_url, "env", f"{self.key}.tar.gz")
+
+    @property
+    def requirements_url(self) -> str:
+        return child(self.cache_url, "env", f"{self.key}.requirements.txt")
+
+    @property
+    def wheel_url(self) -> str | None:
+        return child(self.cache_url, "wheels", self.wheel_name) if self.wheel_name else None
+
+
+def cache_root(job_url: str) -> str:
+    """`s3://b/p/jobs/j1` -> `s3://b/p/cache` (the job's own prefix when it is not under `jobs/`)."""
+    head, sep, _ = job_url.rstrip("/").rpartition("/jobs/")
+    return child(head if sep else job_url, "cache")
+
+
+def requirements_text(environment: dict) -> str:
+    """The job's `environment` (resolved by `JobSpec.aws_options`) as one requirements file."""
+    lines = [line for line in environment.get("requirements", "").splitlines() if line.strip()]
+    return "\n".join(lines + list(environment.get("pip", []))) + "\n"
+
+
+def instance_env(job_url: str, image_id: str, options: dict) -> InstanceEnv:
+    """What the instances of a job install (pure apart from building the wheel in memory)."""
+    requirements = requirements_text(options.get("environment") or {})
+    extras = ",".join(options.get("runtime_extras") or DEFAULT_EXTRAS)
+    published = options.get("runtime_pip")
+    wheel = None if published else running_wheel()
+    runtime = published or f"{wheel.filename}#{wheel.sha256}[{extras}]"  # type: ignore[union-attr]
+    key = hashlib.sha256(json.dumps([image_id, runtime, requirements]).encode()).hexdigest()[:32]
+    return InstanceEnv(key=key, cache_url=cache_root(job_url),
+                       pip_spec=published or f"./{wheel.filename}[{extras}]",  # type: ignore[union-attr]
+                       wheel_name=wheel.filename if wheel else None, requirements=requirements)
+
+
+def upload(env: InstanceEnv) -> None:
+    """Put the wheel (once per content) and the requirements file where the boot script reads them."""
+    store = open_store(env.cache_url)
+    if env.wheel_name and not store.exists(f"wheels/{env.wheel_name}"):
+        store.write_bytes(f"wheels/{env.wheel_name}", running_wheel().data)
+    key = f"env/{env.key}.requirements.txt"
+    if not store.exists(key):
+        store.write_bytes(key, env.requirements.encode())

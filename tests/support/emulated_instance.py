@@ -1,0 +1,286 @@
+"""An emulated EC2 on 127.0.0.1 whose instances run their real user-data.
+
+- **EC2, SSM, IAM, STS**: moto in server mode (`ThreadedMotoServer` on a loopback port); the
+  controller reaches it through `AWS_ENDPOINT_URL_EC2/SSM/IAM/STS` (see `controller_env`).
+- **S3**: SeaweedFS (the tests' `seaweed` fixture), for the job's store and the env cache.
+- **IMDS**: one `ImdsServer` per instance (tests/support/imds.py).
+- **The instance**: for each instance moto reports pending or running, the harness fetches its
+  user-data (`DescribeInstanceAttribute userData`) and runs it with bash in a sandbox folder of
+  its own: `HOME`, `PATH` and the install root (`SPOTFIT_ROOT`, `/opt/spotfit` on EC2)
+  redirected, `SPOTFIT_IMDS_URL` at its IMDS server, no `PYTHONPATH` (the instance imports only
+  the spotfit wheel it installed). On its `PATH`, stand-ins for what the Deep Learning AMI has:
+  `python3`/`python3.11` (the test venv's interpreter, whose TensorFlow plays the image's
+  framework; a venv made with `--system-site-packages` gets the test venv's site-packages as
+  its "system" packages, since a venv made from a venv would not see them), `aws` (`aws s3
+  cp` against SeaweedFS with boto3) and `shutdown` (records the call; the harness then
+  terminates the instance, as `InstanceInitiatedShutdownBehavior: terminate` does). pip reads
+  only a local wheel folder (`PIP_NO_INDEX`, `PIP_FIND_LINKS`): nothing is downloaded.
+- **Spot interruptions**: `interrupt(instance_id, notice_s)` publishes the notice in IMDS, takes
+  the zone's spot capacity away (`RunInstances` there fails with InsufficientInstanceCapacity)
+  and terminates the instance when the notice is over, if it has not powered off by then.
+  `EmulatedAwsBackend` delivers the controller's injected preemptions (`market.preemptions`)
+  this way instead of through `preempt.json`, so the runtime holds at an exact step and the
+  interruption then takes the path a real one takes.
+
+A terminated instance's processes are killed (the machine is gone). What this does not model:
+boot time of a VM, a real Python 3.11 or TensorFlow install (the venv reuses the test venv's
+packages), the instance profile (the sandbox gets SeaweedFS's keys in its environment), and
+several instances on one private network.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import boto3
+import psutil
+
+from spotfit.backends.aws.backend import AwsBackend
+from tests.support.aws_moto import REGION, fail_run_instances
+from tests.support.imds import ImdsServer
+from tests.support.seaweed import SeaweedServer, seaweed_env
+
+PROBE = "spotfit-emulated-probe"  # a package only the local wheel folder has: environment.pip installs it
+
+_PYTHON_STUB = """#!/bin/bash
+# Stands in for the image's Python 3.11 and its framework: the test venv's interpreter.
+if [ "${{1:-}}" = "-m" ] && [ "${{2:-}}" = "venv" ]; then
+  {python} "$@" || exit $?
+  for venv in "$@"; do :; done
+  echo {site} > "$venv/lib/python3.11/site-packages/_emulated_image_framework.pth"
+  exit 0
+fi
+exec {python} "$@"
+"""
+
+_AWS_STUB = """#!{python}
+# Stands in for the AWS CLI: `aws s3 cp [--quiet] SRC DST`, SRC or DST an s3:// URL.
+import os, sys
+import boto3
+import psutil
+from botocore.exceptions import ClientError
+args = [a for a in sys.argv[1:] if a != "--quiet"]
+if args[:2] != ["s3", "cp"] or len(args) != 4:
+    sys.exit(f"aws stub: unsupported command {{sys.argv[1:]}}")
+src, dst = args[2:]
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"])
+def split(url):
+    bucket, _, key = url[5:].partition("/")
+    return bucket, key
+try:
+    if src.startswith("s3://"):
+        if dst.endswith("/"):
+            dst += src.rsplit("/", 1)[1]
+        s3.download_file(*split(src), dst)
+    else:
+        s3.upload_file(src, *split(dst))
+except ClientError as exc:
+    sys.exit(f"fatal error: {{exc}}")
+"""
+
+_SHUTDOWN_STUB = """#!/bin/bash
+echo "$*" > {marker}
+"""
+
+
+@dataclass
+class Instance:
+    """One emulated instance: its sandbox, IMDS and the bash process running its user-data."""
+
+    instance_id: str
+    zone: str
+    folder: Path
+    imds: ImdsServer
+    proc: subprocess.Popen
+    booted_at: float
+    ended: bool = False
+    exit_code: int | None = None
+
+    @property
+    def boot_log(self) -> str:
+        path = self.folder / "opt" / "spotfit" / "boot.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    @property
+    def powered_off(self) -> bool:
+        return (self.folder / "shutdown-called").exists()
+
+
+@dataclass
+class EmulatedCloud:
+    """moto server + SeaweedFS + IMDS + sandboxes (see the module doc); `start()`, then `stop()`."""
+
+    folder: Path
+    seaweed: SeaweedServer
+    instances: dict[str, Instance] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def start(self) -> EmulatedCloud:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per moto request otherwise
+        port = _free_port()
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        self._moto.start()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.ec2 = boto3.client("ec2", endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id="testing",
+                                aws_secret_access_key="testing")
+        self.wheels = self.folder / "wheels"
+        self.wheels.mkdir(parents=True, exist_ok=True)
+        _probe_wheel(self.wheels)
+        self.session = boto3.Session(region_name=REGION)  # endpoints from controller_env()
+        self._stop = threading.Event()
+        self._timers: list[threading.Timer] = []
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+        return self
+
+    def controller_env(self) -> dict[str, str]:
+        """The controller's environment: AWS APIs at moto, S3 at SeaweedFS, no metadata address."""
+        return {**seaweed_env(self.seaweed), "AWS_DEFAULT_REGION": REGION,
+                **{f"AWS_ENDPOINT_URL_{svc}": self.endpoint for svc in ("EC2", "SSM", "IAM", "STS")}}
+
+    def backend(self) -> EmulatedAwsBackend:
+        self._backend = EmulatedAwsBackend(self, session=self.session, cleanup_wait_s=60.0, poll_s=0.2)
+        return self._backend
+
+    def interrupt(self, instance_id: str, notice_s: float) -> None:
+        """A spot interruption: notice in IMDS, capacity gone in the zone, termination after `notice_s`."""
+        inst = self.instances[instance_id]
+        fail_run_instances(self._backend.client("ec2", REGION), inst.zone)
+        inst.imds.interrupt(notice_s)
+        timer = threading.Timer(notice_s, self._reclaim, args=(instance_id,))
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._watcher.join(timeout=10)
+        for timer in self._timers:
+            timer.cancel()
+        for inst in self.instances.values():
+            _kill(inst.proc)
+            inst.imds.stop()
+        self._moto.stop()
+
+    # -- the instances' side ----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                self._tick()
+            except Exception as exc:  # noqa: BLE001 - a harness failure must reach the test, not vanish
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _tick(self) -> None:
+        pages = self.ec2.describe_instances(Filters=[{"Name": "tag:spotfit:managed", "Values": ["true"]}])
+        for inst in (i for r in pages["Reservations"] for i in r["Instances"]):
+            iid, state = inst["InstanceId"], inst["State"]["Name"]
+            if state in ("pending", "running") and iid not in self.instances:
+                self.instances[iid] = self._boot(inst)
+            elif state in ("shutting-down", "terminated") and iid in self.instances:
+                _kill(self.instances[iid].proc)  # the machine is gone, and what ran on it
+        for inst in self.instances.values():
+            if not inst.ended and inst.proc.poll() is not None:
+                inst.ended, inst.exit_code = True, inst.proc.returncode
+                if inst.powered_off:
+                    self._reclaim(inst.instance_id)
+
+    def _reclaim(self, instance_id: str) -> None:
+        state = self._state(instance_id)
+        if state in ("pending", "running", "stopping", "stopped"):
+            self.ec2.terminate_instances(InstanceIds=[instance_id])
+
+    def _state(self, instance_id: str) -> str:
+        pages = self.ec2.describe_instances(InstanceIds=[instance_id])
+        return pages["Reservations"][0]["Instances"][0]["State"]["Name"]
+
+    def _boot(self, inst: dict) -> Instance:
+        iid, zone = inst["InstanceId"], inst["Placement"]["AvailabilityZone"]
+        folder = self.folder / iid
+        bin_dir, home = folder / "bin", folder / "home"
+        for d in (bin_dir, home):
+            d.mkdir(parents=True)
+        site = sysconfig.get_paths()["purelib"]
+        _script(bin_dir / "python3", _PYTHON_STUB.format(python=sys.executable, site=site))
+        _script(bin_dir / "python3.11", _PYTHON_STUB.format(python=sys.executable, site=site))
+        _script(bin_dir / "aws", _AWS_STUB.format(python=sys.executable))
+        _script(bin_dir / "shutdown", _SHUTDOWN_STUB.format(marker=folder / "shutdown-called"))
+        attr = self.ec2.describe_instance_attribute(InstanceId=iid, Attribute="userData")
+        user_data = folder / "user-data"
+        user_data.write_bytes(base64.b64decode(attr["UserData"]["Value"]))
+        imds = ImdsServer(iid, zone, inst.get("PrivateIpAddress", "10.0.0.1"))
+        env = {**seaweed_env(self.seaweed),
+               "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+               "SPOTFIT_ROOT": str(folder / "opt" / "spotfit"), "SPOTFIT_IMDS_URL": imds.url,
+               "SPOTFIT_HOME": str(home / ".spotfit"), "AWS_ENDPOINT_URL_S3": self.seaweed.endpoint,
+               "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+               "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_HOST": "127.0.0.1:9", "TF_CPP_MIN_LOG_LEVEL": "2"}
+        with open(folder / "console.log", "wb") as console:
+            proc = subprocess.Popen(["bash", str(user_data)], cwd=home, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+        return Instance(iid, zone, folder, imds, proc, booted_at=time.time())
+
+
+class EmulatedAwsBackend(AwsBackend):
+    """The aws backend, except that an injected preemption arrives as EC2 delivers a spot interruption."""
+
+    def __init__(self, cloud: EmulatedCloud, **kwargs):
+        super().__init__(**kwargs)
+        self.cloud = cloud
+
+    def preempt(self, handle, notice_s: float) -> None:
+        for instance_id in handle.instances:
+            self.cloud.interrupt(instance_id, notice_s)
+
+
+def _probe_wheel(folder: Path) -> None:
+    """A one-module wheel that only this folder has, for `environment.pip` to install."""
+    name = PROBE.replace("-", "_")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(f"{name}/__init__.py", "VALUE = 'probe'\n")
+        zf.writestr(f"{name}-1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {PROBE}\nVersion: 1.0\n")
+        zf.writestr(f"{name}-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{name}-1.0.dist-info/RECORD", "")
+    (folder / f"{name}-1.0-py3-none-any.whl").write_bytes(buf.getvalue())
+
+
+def _script(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the instance's processes: its bash and every descendant (the runtime has a group of its own)."""
+    if proc.poll() is not None:
+        return
+    try:
+        tree = [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]
+    except psutil.NoSuchProcess:
+        tree = []
+    for p in tree:
+        try:
+            p.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait(timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
