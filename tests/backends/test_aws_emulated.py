@@ -98,6 +98,9 @@ def test_spot_interruption_on_emulated_instances_resumes_in_the_next_zone_with_i
     assert all(i.imds.requests["GET /latest/meta-data/spot/instance-action"] > 0 for i in booted)
     assert not any("no token" in path for i in booted for path in i.imds.requests)
     first, second = booted
+    # Each instance uploaded its boot log as it powered off: `spotfit logs` shows its tail.
+    boot_tail = sdk.logs(job_id)["boot_log_tail"]
+    assert "unpacked from the cache" in boot_tail and "powering off" in boot_tail, boot_tail
     assert "installed" in first.boot_log and "unpacked from the cache" in second.boot_log, logs
     site = second.folder / "opt" / "spotfit" / "venv" / "lib" / "python3.11" / "site-packages"
     version = running_wheel().filename.split("-")[1]  # 0.1.0+g<hash of this checkout's package>

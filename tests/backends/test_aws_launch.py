@@ -113,7 +113,10 @@ def test_user_data_installs_the_shipped_wheel_runs_the_agent_powers_off_and_hold
     assert f"'./{env.wheel_name}[tf-gpu,s3]'" in text and env.wheel_url in text
     assert 'IMDS="${SPOTFIT_IMDS_URL:-http://169.254.169.254}"' in text
     assert "spotfit.backends.aws.agent 's3://bucket/jobs/j 1' 3 --imds \"$IMDS\"" in text
-    assert "shutdown -h now" in text.split("trap", 1)[1]
+    # Whatever happens (the EXIT trap), the boot log goes to the store, then the instance powers off.
+    power_off = text.split("power_off() {", 1)[1].split("}", 1)[0]
+    assert "trap power_off EXIT" in text and power_off.index("boot.log") < power_off.index("shutdown -h now")
+    assert "s3://bucket/jobs/j 1/logs/attempt-0003.boot.log" in power_off
     for word in ("AKIA", "aws_secret_access_key", "AWS_SESSION_TOKEN", "password"):
         assert word.lower() not in text.lower()
     with pytest.raises(BackendError, match="credentials"):

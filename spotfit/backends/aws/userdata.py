@@ -55,7 +55,13 @@ IMDS="${{SPOTFIT_IMDS_URL:-{imds}}}"
 VENV="$ROOT/venv"
 mkdir -p "$ROOT"
 exec >>"$ROOT/boot.log" 2>&1
-trap 'echo "spotfit: attempt over, powering off"; shutdown -h now' EXIT
+# Whatever happens, the boot log goes to the job's store (`spotfit logs` shows its tail), then off.
+power_off() {{
+  echo "spotfit: attempt over, powering off"
+  aws s3 cp --quiet "$ROOT/boot.log" {boot_log_url} || true
+  shutdown -h now
+}}
+trap power_off EXIT
 echo "spotfit: boot at $(date +%s.%N)"
 if aws s3 cp --quiet {env_url} "$ROOT/env.tar.gz"; then
   tar -xzf "$ROOT/env.tar.gz" -C "$ROOT"
@@ -82,11 +88,14 @@ fi
 
 def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, imds_url: str = IMDS_URL) -> str:
     """The user-data script of one attempt (every worker of it runs the same script)."""
+    from spotfit.sdk import boot_log_key
+
+    boot_log_url = shlex.quote(f"{job_url.rstrip('/')}/{boot_log_key(int(attempt))}")
     fetch = f'  aws s3 cp --quiet {shlex.quote(env.wheel_url)} "$ROOT/"\n' if env.wheel_url else ""
     text = _TEMPLATE.format(attempt=int(attempt), job_url=job_url.replace("\n", " "), root=root, imds=imds_url,
                             env_url=shlex.quote(env.env_url), key=env.key, fetch_wheel=fetch,
                             requirements_url=shlex.quote(env.requirements_url), pip_spec=shlex.quote(env.pip_spec),
-                            job_url_q=shlex.quote(job_url))
+                            job_url_q=shlex.quote(job_url), boot_log_url=boot_log_url)
     check_no_secrets(text)
     return text
 
