@@ -8,7 +8,9 @@ DEMO_HOME ?= $(CURDIR)/.spotfit-demo
 
 .PHONY: demo test check lint bench clean
 
+# The dashboard's browser tests drive Debian's chromium: Playwright cannot download a browser here.
 $(STAMP): pyproject.toml
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[tf-cpu,test,lint]'

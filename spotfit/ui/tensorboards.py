@@ -1,0 +1,86 @@
+"""TensorBoard servers the dashboard starts on request, one per job, stopped with the dashboard.
+
+Each is `spotfit tensorboard JOB --port P --json` in a process of its own (the verb fetches a
+remote store's logs and serves them on 127.0.0.1); its first line says the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+from spotfit.errors import SpotfitError
+
+START_TIMEOUT_S = 60.0
+
+
+class TensorBoards:
+    """The running TensorBoard processes by job id."""
+
+    def __init__(self) -> None:
+        self._procs: dict[str, tuple[subprocess.Popen, str]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, job_id: str) -> str:
+        """The URL of the job's TensorBoard, started now unless it already runs."""
+        with self._lock:
+            known = self._procs.get(job_id)
+            if known is not None and known[0].poll() is None:
+                return known[1]
+            errors = tempfile.TemporaryFile("w+")  # TensorBoard's own chatter: read only if it fails
+            proc = subprocess.Popen([sys.executable, "-m", "spotfit", "tensorboard", job_id, "--port",
+                                     str(_free_port()), "--json"], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=errors, text=True,
+                                    env={**os.environ}, start_new_session=True)
+            url = _first_url(proc, errors)
+            self._procs[job_id] = (proc, url)
+            return url
+
+    def stop_all(self) -> None:
+        with self._lock:
+            for proc, _ in self._procs.values():
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(15)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+            self._procs.clear()
+
+
+def _first_url(proc: subprocess.Popen, errors) -> str:
+    """The URL in the verb's first line; its error line (and the process ended) if it failed."""
+    first = threading.Event()
+    result: dict[str, str] = {}
+
+    def read() -> None:  # then drain the pipe, so that TensorBoard never blocks on a full one
+        assert proc.stdout is not None
+        result["line"] = proc.stdout.readline()
+        first.set()
+        for _ in proc.stdout:
+            pass
+
+    threading.Thread(target=read, daemon=True).start()
+    first.wait(START_TIMEOUT_S)
+    line = result.get("line", "")
+    if line.strip().startswith("{"):
+        return str(json.loads(line)["url"])
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    errors.seek(0)
+    error = [text for text in errors.read().splitlines() if text.startswith("error:")] or ["no output"]
+    raise SpotfitError(f"TensorBoard did not start: {error[0]}",
+                       hint="Run `spotfit tensorboard JOB` in a shell to see why.")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
