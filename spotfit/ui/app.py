@@ -61,6 +61,7 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
 
     app = FastAPI(title="spotfit", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.trim_blocks = templates.env.lstrip_blocks = True  # a thousand rows, not a thousand blank lines
     templates.env.filters.update(usd=_usd, when=_when, pct=_pct)
     templates.env.globals.update(poll_ms=POLL_MS, terminal=lambda s: JobState(s).is_terminal())
 
@@ -80,7 +81,7 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
         if not state_db.is_file():
             return []
         with reading() as db:
-            jobs = db.list_jobs(limit)
+            jobs = db.board_jobs(limit)
             return board.filter_rows(board.board_rows(jobs, db.attempts_by_job([j["id"] for j in jobs])), state, q)
 
     @app.exception_handler(SpotfitError)

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 
 COLORS = {"spot": "#2e7d32", "on_demand": "#1565c0", "available": "rgba(46,125,50,0.18)",
           "preemption": "#c62828", "switch": "#ef6c00", "running": "#9e9e9e"}
-_BASE_LAYOUT = {"margin": {"l": 70, "r": 20, "t": 30, "b": 40}, "height": 300, "legend": {"orientation": "h"},
+_BASE_LAYOUT = {"margin": {"l": 70, "r": 20, "t": 60, "b": 50}, "height": 300,
+                "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
                 "paper_bgcolor": "white", "plot_bgcolor": "white"}
 
 
@@ -28,7 +29,7 @@ def iso(trace_s: float) -> str:
 
 
 def _layout(title: str, **extra) -> dict:
-    return {**_BASE_LAYOUT, "title": {"text": title, "font": {"size": 14}}, **extra}
+    return {**_BASE_LAYOUT, "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"}, **extra}
 
 
 def cost_figure(curve: dict) -> dict:
@@ -44,8 +45,9 @@ def cost_figure(curve: dict) -> dict:
         data.append(line("running (billed when it ends)", curve["running"], COLORS["running"], "dot"))
     if curve["on_demand"]:
         data.append(line("all on-demand", curve["on_demand"], COLORS["on_demand"], "dash"))
-    return {"data": data, "layout": _layout("Cost over trace time (USD)", yaxis={"title": "USD", "rangemode": "tozero"},
-                                            xaxis={"type": "date", "title": "trace time (UTC)"})}
+    return {"data": data, "layout": _layout("Cost over trace time (USD)",
+                                            yaxis={"title": {"text": "USD"}, "rangemode": "tozero"},
+                                            xaxis={"type": "date", "title": {"text": "trace time (UTC)"}})}
 
 
 def timeline_figure(tl: dict) -> dict:
@@ -74,7 +76,7 @@ def timeline_figure(tl: dict) -> dict:
                      "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
     return {"data": data, "layout": _layout(
         "Attempts over the market", barmode="overlay", height=120 + 40 * len(tl["rows"]),
-        xaxis={"type": "date", "title": "trace time (UTC)"},
+        xaxis={"type": "date", "title": {"text": "trace time (UTC)"}},
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": list(reversed(tl["rows"]))})}
 
 
@@ -88,8 +90,8 @@ def progress_figure(series: dict[str, list[tuple[int, float]]]) -> dict:
                      "xaxis": "x" if by_step else "x2", "yaxis": "y" if by_step else "y2"})
     return {"data": data, "layout": _layout(
         "Training progress", height=420, grid={"rows": 2, "columns": 1, "pattern": "independent"},
-        xaxis={"title": "global step"}, yaxis={"title": "loss"},
-        xaxis2={"title": "epoch", "dtick": 1}, yaxis2={"title": "epoch metrics"})}
+        xaxis={"title": {"text": "global step"}}, yaxis={"title": {"text": "loss"}},
+        xaxis2={"title": {"text": "epoch"}, "dtick": 1}, yaxis2={"title": {"text": "epoch metrics"}})}
 
 
 def plan_figure(plan: dict) -> dict:
@@ -104,5 +106,5 @@ def plan_figure(plan: dict) -> dict:
         "hovertemplate": "$%{x:.2f}<br>finish in %{customdata[0]:.2f} h<br>"
                          "preemptions %{customdata[1]}<extra></extra>",
     }], "layout": _layout(f"Expected cost of {plan['work_h']:g} h of work on {plan['count']}×{plan['accelerator']}",
-                          height=120 + 28 * len(offers), xaxis={"title": "expected USD"},
+                          height=120 + 28 * len(offers), xaxis={"title": {"text": "expected USD"}},
                           yaxis={"autorange": "reversed", "automargin": True})}

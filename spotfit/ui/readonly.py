@@ -12,7 +12,7 @@ Example:
 >>> path = os.path.join(tempfile.mkdtemp(), "state.db")
 >>> StateDB(path).create_job("j-1", "j", spec_json="{}", store_url="memory://j")
 >>> ro = ReadOnlyStateDB(path)
->>> ro.get_job("j-1")["state"], ro.attempts_by_job(["j-1"])
+>>> ro.board_jobs(10)[0]["state"], ro.attempts_by_job(["j-1"])
 ('pending', {'j-1': []})
 >>> ro.update_job("j-1", state="failed")
 Traceback (most recent call last):
@@ -48,6 +48,15 @@ class ReadOnlyStateDB(StateDB):
             raise SpotfitError(f"State DB {self.path} has schema version {version}, newer than this spotfit "
                                f"understands ({SCHEMA_VERSION}).",
                                hint="Upgrade spotfit, or point SPOTFIT_HOME at another folder.")
+
+    def board_jobs(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` jobs with the columns the jobs board shows (not their specs: a page of
+        a thousand jobs would read a thousand specs)."""
+        rows = self._conn.execute(
+            "SELECT id, name, state, message, step, total_steps, loss, created_at FROM jobs "
+            "ORDER BY created_at DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [dict(r) for r in rows]
 
     def attempts_by_job(self, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """The attempts of many jobs in one query (the jobs board), each job's in order."""

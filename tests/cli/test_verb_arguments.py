@@ -66,6 +66,7 @@ NUMERIC_FLAGS = [
     (["simulate"], "--gap-s", True, 1, 86_400, False),
     (["catalog"], "--count", True, 1, 16, False),
     (["tensorboard", JOB_ID], "--port", True, 1, 65_535, False),
+    (["ui"], "--port", True, 0, 65_535, False),
 ]
 
 
