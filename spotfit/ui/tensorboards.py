@@ -1,7 +1,8 @@
 """TensorBoard servers the dashboard starts on request, one per job, stopped with the dashboard.
 
 Each is `spotfit tensorboard JOB --port P --json` in a process of its own (the verb fetches a
-remote store's logs and serves them on 127.0.0.1); its first line says the URL.
+remote store's logs and serves them on 127.0.0.1); its first line says the URL, and the URL is
+handed out once TensorBoard accepts connections there, so the browser never meets a closed port.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+from urllib.parse import urlsplit
 
 from spotfit.errors import SpotfitError
 
@@ -38,6 +41,7 @@ class TensorBoards:
                                     stdout=subprocess.PIPE, stderr=errors, text=True,
                                     env={**os.environ}, start_new_session=True)
             url = _first_url(proc, errors)
+            _wait_listening(proc, url, errors)
             self._procs[job_id] = (proc, url)
             return url
 
@@ -55,28 +59,53 @@ class TensorBoards:
 
 
 def _first_url(proc: subprocess.Popen, errors) -> str:
-    """The URL in the verb's first line; its error line (and the process ended) if it failed."""
+    """The URL of the verb's JSON document (its first output); its error line if it failed."""
     first = threading.Event()
     result: dict[str, str] = {}
 
-    def read() -> None:  # then drain the pipe, so that TensorBoard never blocks on a full one
+    def read() -> None:  # the document, then drain the pipe, so that TensorBoard never blocks on a full one
         assert proc.stdout is not None
-        result["line"] = proc.stdout.readline()
+        text = ""
+        for line in proc.stdout:
+            text += line
+            if line.rstrip() == "}":  # `--json` prints one indented document
+                break
+        result["doc"] = text
         first.set()
         for _ in proc.stdout:
             pass
 
     threading.Thread(target=read, daemon=True).start()
     first.wait(START_TIMEOUT_S)
-    line = result.get("line", "")
-    if line.strip().startswith("{"):
-        return str(json.loads(line)["url"])
+    try:
+        return str(json.loads(result.get("doc", ""))["url"])
+    except (ValueError, KeyError, TypeError):
+        pass
     if proc.poll() is None:
         proc.kill()
     proc.wait()
     errors.seek(0)
     error = [text for text in errors.read().splitlines() if text.startswith("error:")] or ["no output"]
     raise SpotfitError(f"TensorBoard did not start: {error[0]}",
+                       hint="Run `spotfit tensorboard JOB` in a shell to see why.")
+
+
+def _wait_listening(proc: subprocess.Popen, url: str, errors) -> None:
+    """Return once TensorBoard accepts connections at `url`; raise if it ends or never does."""
+    where = urlsplit(url)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection((where.hostname, where.port), timeout=1.0).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    errors.seek(0)
+    last = errors.read().strip().splitlines()[-1:] or ["no output"]
+    raise SpotfitError(f"TensorBoard did not start listening at {url}: {last[0]}",
                        hint="Run `spotfit tensorboard JOB` in a shell to see why.")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -199,6 +200,19 @@ def test_the_cost_charts_last_point_is_what_spotfit_cost_says(page, dashboard, j
     assert spent["x"][-1] == iso(sdk.status(job)["attempts"][-1]["trace_end_s"])
     assert _trace(page, "cost", "all on-demand")["y"][-1] == pytest.approx(totals["on_demand_usd"], abs=1e-9)
     assert page.locator("#spent").inner_text() == f"${totals['spent_usd']:,.4f}"
+
+
+def test_open_tensorboard_starts_it_on_127_0_0_1_for_the_job(page, dashboard, job):
+    _finished(job)
+    _open_job_page(page, dashboard, job)
+    with page.context.expect_page(timeout=PAGE_TIMEOUT_MS) as opened:
+        page.get_by_role("button", name="Open TensorBoard").click()
+    board = opened.value
+    board.wait_for_load_state("load", timeout=PAGE_TIMEOUT_MS)
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", board.url) and board.url != dashboard.base, board.url
+    # TensorBoard serves this job's runs (its logs load in the background: wait for them).
+    wait_for(lambda: {"train", "validation"} <= set(board.request.get(board.url + "data/runs").json()), 120,
+             "TensorBoard to list the job's train and validation runs", poll_s=0.5)
 
 
 def test_without_the_token_the_browser_gets_401(browser, dashboard, job):
