@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -46,16 +47,26 @@ class TensorBoards:
             return url
 
     def stop_all(self) -> None:
+        """Stop every TensorBoard started here: the verb's process group (it and its TensorBoard)."""
         with self._lock:
             for proc, _ in self._procs.values():
                 if proc.poll() is None:
-                    proc.terminate()
+                    _signal_group(proc, signal.SIGTERM)
                     try:
                         proc.wait(15)
                     except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
+                        pass
+                _signal_group(proc, signal.SIGKILL)  # what is left of the group, TensorBoard included
+                proc.wait()
             self._procs.clear()
+
+
+def _signal_group(proc: subprocess.Popen, signum: int) -> None:
+    """Signal the group the verb leads (`start_new_session`): killing the verb alone would orphan TensorBoard."""
+    try:
+        os.killpg(proc.pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def _first_url(proc: subprocess.Popen, errors) -> str:
