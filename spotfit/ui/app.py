@@ -9,7 +9,7 @@
 | `/api/jobs/{job}/cost` | `spotfit cost JOB --json` |
 | `/api/jobs/{job}/logs?attempt=N` | `spotfit logs JOB --json` |
 | `/api/plan?spec=PATH` | `spotfit plan PATH --json` |
-| `/api/board` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
+| `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
 
 Every request reads the state DB through its own read-only connection (`ReadOnlyStateDB`),
 handed to the SDK with `sdk.reading_from`. Routes are plain functions: Starlette runs them
@@ -31,7 +31,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 from starlette.types import ASGIApp
 
-from spotfit import sdk
+from spotfit import arguments, sdk
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.states import JobState
 from spotfit.ui import board, charts
@@ -42,6 +42,7 @@ from spotfit.ui.tensorboards import TensorBoards
 
 HERE = Path(__file__).resolve().parent
 POLL_MS = 2000  # how often an open page asks for news
+BOARD_LIMIT = 200  # jobs on the board's first page; `?limit=N` shows more
 
 
 def plotly_js() -> Path:
@@ -77,12 +78,14 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         return templates.TemplateResponse(request, name, context)
 
-    def board_rows(limit: int, state: str, q: str) -> list[dict]:
+    def board_rows(limit: int, state: str, q: str) -> tuple[list[dict], int]:
+        """The board's rows (newest `limit` matching jobs) and how many jobs match in all."""
         if not state_db.is_file():
-            return []
+            return [], 0
+        arguments.number("limit", limit, low=1, high=1_000_000, hint="Pass limit=200.")
         with reading() as db:
-            jobs = db.board_jobs(limit)
-            return board.filter_rows(board.board_rows(jobs, db.attempts_by_job([j["id"] for j in jobs])), state, q)
+            jobs, total = db.board_jobs(limit, board.states_for(state), q)
+            return board.board_rows(jobs, db.attempts_by_job([j["id"] for j in jobs])), total
 
     @app.exception_handler(SpotfitError)
     async def spotfit_error(request: Request, err: SpotfitError) -> Response:
@@ -94,14 +97,17 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
     # -- pages --------------------------------------------------------------------------------
 
     @app.get("/", response_class=HTMLResponse)
-    def jobs_page(request: Request, state: str = "all", q: str = "", limit: int = 1000) -> HTMLResponse:
+    def jobs_page(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
         state = state if state in board.STATE_FILTERS else "all"
-        return page(request, "jobs.html", rows=board_rows(limit, state, q), state=state, q=q, limit=limit,
+        rows, total = board_rows(limit, state, q)
+        return page(request, "jobs.html", rows=rows, total=total, state=state, q=q, limit=limit,
                     states=board.STATE_FILTERS, home=state_db.parent)
 
     @app.get("/rows", response_class=HTMLResponse)
-    def jobs_rows(request: Request, state: str = "all", q: str = "", limit: int = 1000) -> HTMLResponse:
-        return page(request, "_job_rows.html", rows=board_rows(limit, state, q))
+    def jobs_rows(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
+        state = state if state in board.STATE_FILTERS else "all"
+        rows, total = board_rows(limit, state, q)
+        return page(request, "_job_rows.html", rows=rows, total=total, state=state, q=q)
 
     @app.get("/jobs/{ref}", response_class=HTMLResponse)
     def one_job(request: Request, ref: str) -> HTMLResponse:
@@ -155,8 +161,10 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
             return _json(sdk.list_jobs(limit))
 
     @app.get("/api/board")
-    def api_board(state: str = "all", q: str = "", limit: int = 1000) -> Response:
-        return _json({"rows": board_rows(limit, state, q), "at": time.time()})
+    def api_board(state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> Response:
+        state = state if state in board.STATE_FILTERS else "all"
+        rows, total = board_rows(limit, state, q)
+        return _json({"rows": rows, "matching": total, "at": time.time()})
 
     @app.get("/api/jobs/{ref}")
     def api_status(ref: str) -> Response:

@@ -1,4 +1,4 @@
-"""The jobs board: one row per job with its live state, step, cost and saving, and its filters.
+"""The jobs board: one row per job with its live state, step, cost and saving, and its state filters.
 
 A pure function over what the state DB holds (job rows and their attempts); the money comes
 from the same `ledger` that `spotfit cost` prints, so the board and the CLI agree to the cent.
@@ -10,8 +10,6 @@ Example:
 >>> row = board_rows([job], {"a-1": []})[0]
 >>> row["progress_pct"], row["cost_usd"], row["attempts"]
 (50.0, 0.0, 0)
->>> [r["id"] for r in filter_rows([row], state="active", text="A")]
-['a-1']
 """
 
 from __future__ import annotations
@@ -45,10 +43,12 @@ def board_rows(jobs: list[dict], attempts: dict[str, list[dict]]) -> list[dict]:
     return rows
 
 
-def filter_rows(rows: list[dict], state: str = "all", text: str = "") -> list[dict]:
-    """Rows whose state matches `state` (a `STATE_FILTERS` entry) and whose id or name contains `text`."""
-    needle = text.strip().lower()
-    return [r for r in rows
-            if (state == "all" or (state == "active" and not JobState(r["state"]).is_terminal())
-                or r["state"] == state)
-            and (not needle or needle in r["id"].lower() or needle in r["name"].lower())]
+def states_for(choice: str) -> tuple[str, ...] | None:
+    """The job states a `STATE_FILTERS` choice keeps (None: every state).
+
+    >>> states_for("all"), states_for("completed"), "running" in states_for("active")
+    (None, ('completed',), True)
+    """
+    if choice == "active":
+        return tuple(JobState.active())
+    return None if choice == "all" else (choice,)

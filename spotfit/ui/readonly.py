@@ -12,8 +12,8 @@ Example:
 >>> path = os.path.join(tempfile.mkdtemp(), "state.db")
 >>> StateDB(path).create_job("j-1", "j", spec_json="{}", store_url="memory://j")
 >>> ro = ReadOnlyStateDB(path)
->>> ro.board_jobs(10)[0]["state"], ro.attempts_by_job(["j-1"])
-('pending', {'j-1': []})
+>>> ro.board_jobs(10)[0][0]["state"], ro.board_jobs(10, states=("running",))[1], ro.attempts_by_job(["j-1"])
+('pending', 0, {'j-1': []})
 >>> ro.update_job("j-1", state="failed")
 Traceback (most recent call last):
 sqlite3.OperationalError: attempt to write a readonly database
@@ -49,14 +49,27 @@ class ReadOnlyStateDB(StateDB):
                                f"understands ({SCHEMA_VERSION}).",
                                hint="Upgrade spotfit, or point SPOTFIT_HOME at another folder.")
 
-    def board_jobs(self, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` jobs with the columns the jobs board shows (not their specs: a page of
-        a thousand jobs would read a thousand specs)."""
+    def board_jobs(self, limit: int, states: tuple[str, ...] | None = None,
+                   text: str = "") -> tuple[list[dict[str, Any]], int]:
+        """The newest `limit` jobs in `states` (all when None) whose id or name contains `text`
+        (any case), with the columns the jobs board shows, and how many match in all.
+
+        Not their specs: a page of a thousand jobs would read a thousand specs.
+        """
+        where, args = ["1 = 1"], []
+        if states is not None:
+            where.append(f"state IN ({', '.join('?' * len(states))})")
+            args += list(states)
+        if text.strip():
+            where.append("(instr(lower(id), ?) > 0 OR instr(lower(name), ?) > 0)")
+            args += [text.strip().lower()] * 2
+        condition = " AND ".join(where)
+        total = self._conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {condition}", args).fetchone()[0]
         rows = self._conn.execute(
             "SELECT id, name, state, message, step, total_steps, loss, created_at FROM jobs "
-            "ORDER BY created_at DESC LIMIT ?", (limit,)
+            f"WHERE {condition} ORDER BY created_at DESC LIMIT ?", (*args, limit)
         ).fetchall()
-        return [dict(r) for r in rows]
+        return [dict(r) for r in rows], int(total)
 
     def attempts_by_job(self, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """The attempts of many jobs in one query (the jobs board), each job's in order."""
