@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_HOME ?= $(CURDIR)/.spotfit-demo
 
-.PHONY: demo test check lint bench clean
+.PHONY: demo test check lint bench clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,8 +19,13 @@ demo: $(STAMP)
 	SPOTFIT_HOME=$(DEMO_HOME) $(BIN)/spotfit cost digits
 
 # The whole suite: unit tests, the docstring examples of spotfit/, and the real end-to-end runs.
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# The dashboard's browser tests drive Debian's chromium (Playwright cannot download a browser
+# here); installing it needs root, as in CI. Only `make test` needs it.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 # The fast loop: unit tests and docstring examples on both cores, no end-to-end training
 # (under a minute on an idle 2-core machine).

@@ -1,7 +1,7 @@
 """What the CLI and scripts call: one function per verb, returning plain data.
 
 Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost. Market and
-tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard.
+tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard, ui (the web dashboard).
 
 Each function takes plain arguments and returns plain data (dicts that are also the `--json`
 documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
@@ -24,7 +24,9 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, cast
 
 from spotfit import arguments, job_secrets, scriptcheck
@@ -37,9 +39,22 @@ if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first u
     from spotfit.spec import BackendName, JobSpec, Preemption
 
 
+_READING: ContextVar[StateDB | None] = ContextVar("spotfit_state_db", default=None)
+
+
 def db() -> StateDB:
-    """The state DB: `$SPOTFIT_STATE_URL` (a team's PostgreSQL, a file on a volume), else the home's."""
-    return StateDB(state_target())
+    """The state DB: the one `reading_from` set for this context, else `$SPOTFIT_STATE_URL` (a team's
+    PostgreSQL, a file on a volume), else the home's."""
+    chosen = _READING.get()
+    return chosen if chosen is not None else StateDB(state_target())
+@contextmanager
+def reading_from(state_db: StateDB) -> Iterator[StateDB]:
+    """Answer the verbs called in this block from `state_db` (the dashboard's read-only connection)."""
+    token = _READING.set(state_db)
+    try:
+        yield state_db
+    finally:
+        _READING.reset(token)
 
 
 def _find(state_db: StateDB, ref: str | None) -> dict:
@@ -567,3 +582,19 @@ def tensorboard(ref: str | None, port: int = 6006,
     job = _find(db(), ref)
     started = (lambda url, logdir: on_start(job["id"], url, logdir)) if on_start else None
     return tb.serve(job["store_url"], job["id"], port, home() / "cache" / "tensorboard", on_start=started)
+
+
+def ui(host: str = "127.0.0.1", port: int = 8765, on_start: Callable[[str], None] | None = None) -> None:
+    """Serve the dashboard on `host`:`port` until interrupted (`spotfit ui`; port 0 picks a free one).
+
+    `on_start(url)` is called once it listens, with the URL that carries the access token.
+    """
+    arguments.number("--port", port, low=0, high=65_535, hint="Pass --port 8765.")
+    arguments.text("--host", host, pattern=r"[A-Za-z0-9.:\-\[\]]+", expected="an address to bind, e.g. 127.0.0.1",
+                   hint="Leave --host out to bind 127.0.0.1, and reach it from elsewhere through an SSH tunnel.")
+    try:
+        from spotfit.ui.server import serve
+    except ImportError as exc:
+        raise UsageError(f"The dashboard needs the `ui` extra: {exc.name} is not installed.",
+                         hint="pip install 'spotfit[ui]'") from None
+    serve(home() / "state.db", host, port, on_start or (lambda url: None))

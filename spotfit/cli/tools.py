@@ -1,4 +1,4 @@
-"""Tool verbs: `tensorboard JOB` (serve the job's logs on 127.0.0.1) and `doctor`."""
+"""Tool verbs: `tensorboard JOB` (serve the job's logs on 127.0.0.1), `doctor` and `ui` (the dashboard)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,21 @@ def doctor(
         console.print(render.doctor_table(report))
     if not report["ok"]:
         raise typer.Exit(1)
+
+
+@app.command()
+def ui(
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to bind. Keep 127.0.0.1 and use an SSH tunnel to reach it from elsewhere.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 8765,
+) -> None:
+    """Serve the live web dashboard (jobs, costs, preemptions, plans) until Ctrl-C; prints its URL with a token.
+
+    SPOTFIT_UI_TOKEN sets the token; otherwise each start makes a new one. The dashboard only reads
+    the state DB.
+    """
+    def started(url: str) -> None:
+        console.print(f"spotfit ui: open {url}", highlight=False, soft_wrap=True)
+
+    sdk.ui(host, port, on_start=started)

@@ -69,6 +69,7 @@ NUMERIC_FLAGS = [
     (["tensorboard", JOB_ID], "--port", True, 1, 65_535, False),
     (RECORD, "--hours", False, 0.1, 2160, False),
     (RECORD, "--gap-s", True, 60, 86_400, False),
+    (["ui"], "--port", True, 0, 65_535, False),
 ]
 
 

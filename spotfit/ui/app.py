@@ -1,0 +1,205 @@
+"""The dashboard's web application: pages (Jinja2 templates, Plotly charts) and the JSON API.
+
+`/api/...` returns the very documents the CLI's `--json` prints, from the same SDK functions:
+
+| route | document |
+|---|---|
+| `/api/jobs?limit=N` | `spotfit list --json` |
+| `/api/jobs/{job}` | `spotfit status JOB --json` |
+| `/api/jobs/{job}/cost` | `spotfit cost JOB --json` |
+| `/api/jobs/{job}/logs?attempt=N` | `spotfit logs JOB --json` |
+| `/api/plan?spec=PATH` | `spotfit plan PATH --json` |
+| `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
+
+Every request reads the state DB through its own read-only connection (`ReadOnlyStateDB`),
+handed to the SDK with `sdk.reading_from`. Routes are plain functions: Starlette runs them
+in its thread pool, and SQLite connections stay in the thread that opened them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from starlette.types import ASGIApp
+
+from spotfit import arguments, sdk
+from spotfit.errors import NotFoundError, SpotfitError
+from spotfit.states import JobState
+from spotfit.ui import board, charts
+from spotfit.ui.auth import TokenGate
+from spotfit.ui.jobpage import CostCache, job_page
+from spotfit.ui.readonly import ReadOnlyStateDB
+from spotfit.ui.tensorboards import TensorBoards
+
+HERE = Path(__file__).resolve().parent
+POLL_MS = 2000  # how often an open page asks for news
+BOARD_LIMIT = 200  # jobs on the board's first page; `?limit=N` shows more
+
+
+def plotly_js() -> Path:
+    """plotly.js as the `plotly` package ships it: served from here, nothing fetched from the web."""
+    return Path(str(files("plotly") / "package_data" / "plotly.min.js"))
+
+
+def create_app(state_db: Path, token: str) -> ASGIApp:
+    """The dashboard over the state DB at `state_db`, behind `token`."""
+    tensorboards = TensorBoards()
+    costs = CostCache()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        yield
+        tensorboards.stop_all()
+
+    app = FastAPI(title="spotfit", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.trim_blocks = templates.env.lstrip_blocks = True  # a thousand rows, not a thousand blank lines
+    templates.env.filters.update(usd=_usd, when=_when, pct=_pct)
+    templates.env.globals.update(poll_ms=POLL_MS, terminal=lambda s: JobState(s).is_terminal())
+
+    @contextmanager
+    def reading() -> Iterator[ReadOnlyStateDB]:
+        db = ReadOnlyStateDB(state_db)
+        try:
+            with sdk.reading_from(db):
+                yield db
+        finally:
+            db.close()
+
+    def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+        return templates.TemplateResponse(request, name, context)
+
+    def board_rows(limit: int, state: str, q: str) -> tuple[list[dict], int]:
+        """The board's rows (newest `limit` matching jobs) and how many jobs match in all."""
+        if not state_db.is_file():
+            return [], 0
+        arguments.number("limit", limit, low=1, high=1_000_000, hint="Pass limit=200.")
+        with reading() as db:
+            jobs, total = db.board_jobs(limit, board.states_for(state), q)
+            return board.board_rows(jobs, db.attempts_by_job([j["id"] for j in jobs])), total
+
+    @app.exception_handler(SpotfitError)
+    async def spotfit_error(request: Request, err: SpotfitError) -> Response:
+        code = 404 if isinstance(err, NotFoundError) else 400
+        if request.url.path.startswith("/api/"):
+            return _json({"error": err.message, "hint": err.hint}, code)
+        return templates.TemplateResponse(request, "error.html", {"error": err}, status_code=code)
+
+    # -- pages --------------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse)
+    def jobs_page(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
+        state = state if state in board.STATE_FILTERS else "all"
+        rows, total = board_rows(limit, state, q)
+        return page(request, "jobs.html", rows=rows, total=total, state=state, q=q, limit=limit,
+                    states=board.STATE_FILTERS, home=state_db.parent)
+
+    @app.get("/rows", response_class=HTMLResponse)
+    def jobs_rows(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
+        state = state if state in board.STATE_FILTERS else "all"
+        rows, total = board_rows(limit, state, q)
+        return page(request, "_job_rows.html", rows=rows, total=total, state=state, q=q)
+
+    @app.get("/jobs/{ref}", response_class=HTMLResponse)
+    def one_job(request: Request, ref: str) -> HTMLResponse:
+        with reading():
+            return page(request, "job.html", **job_page(ref, costs))
+
+    @app.get("/jobs/{ref}/live")
+    def one_job_live(request: Request, ref: str) -> Response:
+        """The job page's news: its figures and its tables (HTML), without a reload."""
+        with reading():
+            doc = job_page(ref, costs)
+        sections = {name: templates.get_template(f"_job_{name}.html").render(**doc, request=request)
+                    for name in ("summary", "ledger", "rules", "events")}
+        return _json({"active": doc["active"], "figures": doc["figures"], "html": sections,
+                      "log_tail": doc["log_tail"]})
+
+    @app.post("/jobs/{ref}/tensorboard")
+    def start_tensorboard(ref: str) -> Response:
+        with reading():
+            job_id = sdk.status(ref)["id"]
+        return RedirectResponse(tensorboards.start(job_id), status_code=303)
+
+    @app.get("/plan", response_class=HTMLResponse)
+    def plan_page(request: Request, spec: str = "", trace: str = "") -> HTMLResponse:
+        doc = sdk.plan(spec, trace or None) if spec else None
+        figure = charts.plan_figure(doc) if doc else None
+        return page(request, "plan.html", spec=spec, trace=trace, plan=doc, figures={"plan": figure} if figure else {})
+
+    @app.get("/sweeps", response_class=HTMLResponse)
+    def sweeps_page(request: Request) -> HTMLResponse:
+        return page(request, "sweeps.html")
+
+    @app.get("/static/plotly.min.js")
+    def plotly() -> FileResponse:
+        return FileResponse(plotly_js(), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    @app.get("/static/{name}")
+    def static(name: str) -> FileResponse:
+        path = HERE / "static" / name
+        if name not in {"ui.js", "ui.css"}:
+            raise NotFoundError(f"No static file {name!r}.", hint="The dashboard serves ui.js and ui.css.")
+        return FileResponse(path)
+
+    # -- the JSON API: the CLI's documents --------------------------------------------------
+
+    @app.get("/api/jobs")
+    def api_jobs(limit: int = 50) -> Response:
+        if not state_db.is_file():
+            return _json([])
+        with reading():
+            return _json(sdk.list_jobs(limit))
+
+    @app.get("/api/board")
+    def api_board(state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> Response:
+        state = state if state in board.STATE_FILTERS else "all"
+        rows, total = board_rows(limit, state, q)
+        return _json({"rows": rows, "matching": total, "at": time.time()})
+
+    @app.get("/api/jobs/{ref}")
+    def api_status(ref: str) -> Response:
+        with reading():
+            return _json(sdk.status(ref))
+
+    @app.get("/api/jobs/{ref}/cost")
+    def api_cost(ref: str) -> Response:
+        with reading():
+            return _json(sdk.cost(ref))
+
+    @app.get("/api/jobs/{ref}/logs")
+    def api_logs(ref: str, attempt: int | None = None) -> Response:
+        with reading():
+            return _json(sdk.logs(ref, attempt))
+
+    @app.get("/api/plan")
+    def api_plan(spec: str, trace: str | None = None) -> Response:
+        return _json(sdk.plan(spec, trace))
+
+    return TokenGate(app, token)
+
+
+def _json(doc: Any, status_code: int = 200) -> Response:
+    """`doc` serialised exactly as the CLI's `--json` does (`print_json`: dates as strings)."""
+    return Response(json.dumps(doc, indent=2, default=str), status_code=status_code, media_type="application/json")
+
+
+def _usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:,.4f}" if abs(value) < 10 else f"${value:,.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}%"
+
+
+def _when(epoch_s: float | None) -> str:
+    return "–" if epoch_s is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch_s))

@@ -1,0 +1,110 @@
+"""Plotly figures (plain JSON: data + layout) for the dashboard's charts; plotly.js draws them.
+
+Each function takes the plain data `jobview` and the SDK give and returns one figure. Times
+are trace times, written as UTC date strings that Plotly's date axes read; trace names are
+stable, so the page (and its browser tests) find the same series after every live update.
+
+Example:
+
+>>> fig = cost_figure({"spent": [(0.0, 0.0), (3600.0, 1.5)], "running": [], "on_demand": []})
+>>> fig["data"][0]["name"], fig["data"][0]["x"][-1], fig["data"][0]["y"][-1]
+('spent', '1970-01-01 01:00:00', 1.5)
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+COLORS = {"spot": "#2e7d32", "on_demand": "#1565c0", "available": "rgba(46,125,50,0.18)",
+          "preemption": "#c62828", "switch": "#ef6c00", "running": "#9e9e9e"}
+_BASE_LAYOUT = {"margin": {"l": 70, "r": 20, "t": 60, "b": 50}, "height": 300,
+                "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+                "paper_bgcolor": "white", "plot_bgcolor": "white"}
+
+
+def iso(trace_s: float) -> str:
+    """A trace second as the UTC date string a Plotly date axis reads (millisecond precision)."""
+    text = datetime.fromtimestamp(trace_s, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return text[:-4] if text.endswith(".000") else text
+
+
+def _layout(title: str, **extra) -> dict:
+    return {**_BASE_LAYOUT, "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"}, **extra}
+
+
+def cost_figure(curve: dict) -> dict:
+    """Money spent over trace time, the running attempt's unbilled cost, and the all-on-demand line."""
+    def line(name: str, points: list, color: str, dash: str = "solid") -> dict:
+        return {"type": "scatter", "mode": "lines+markers" if name == "spent" else "lines", "name": name,
+                "x": [iso(t) for t, _ in points], "y": [usd for _, usd in points],
+                "line": {"color": color, "dash": dash, "shape": "linear"}, "marker": {"size": 4},
+                "hovertemplate": "%{x}<br>$%{y:.4f}<extra>" + name + "</extra>"}
+
+    data = [line("spent", curve["spent"], COLORS["spot"])]
+    if curve["running"]:
+        data.append(line("running (billed when it ends)", curve["running"], COLORS["running"], "dot"))
+    if curve["on_demand"]:
+        data.append(line("all on-demand", curve["on_demand"], COLORS["on_demand"], "dash"))
+    return {"data": data, "layout": _layout("Cost over trace time (USD)",
+                                            yaxis={"title": {"text": "USD"}, "rangemode": "tozero"},
+                                            xaxis={"type": "date", "title": {"text": "trace time (UTC)"}})}
+
+
+def timeline_figure(tl: dict) -> dict:
+    """Attempts (one bar each) on their rows over the zones' spot availability, with markers."""
+    ms = 1000.0
+    available = tl["available"]
+    attempts = tl["attempts"]
+    data: list[dict] = [{
+        "type": "bar", "orientation": "h", "name": "spot available (trace)", "y": [a["zone"] for a in available],
+        "base": [iso(a["start_s"]) for a in available], "x": [(a["end_s"] - a["start_s"]) * ms for a in available],
+        "marker": {"color": COLORS["available"]}, "width": 0.9, "hoverinfo": "skip",
+    }, {
+        "type": "bar", "orientation": "h", "name": "attempts", "y": [a["row"] for a in attempts],
+        "base": [iso(a["start_s"]) for a in attempts], "x": [(a["end_s"] - a["start_s"]) * ms for a in attempts],
+        "marker": {"color": [COLORS["spot"] if a["market"] == "spot" else COLORS["on_demand"] for a in attempts]},
+        "width": 0.4, "text": [f"#{a['number']}" for a in attempts], "textposition": "inside",
+        "customdata": [[a["number"], a["state"], a["steps"][0], a["steps"][1]] for a in attempts],
+        "hovertemplate": "attempt %{customdata[0]} (%{customdata[1]})<br>steps %{customdata[2]}→%{customdata[3]}"
+                         "<extra></extra>",
+    }]
+    for kind, name, symbol in (("preemption", "preemptions", "x"), ("switch", "switches", "triangle-right")):
+        marks = [m for m in tl["markers"] if m["kind"] == kind]
+        data.append({"type": "scatter", "mode": "markers", "name": name, "x": [iso(m["trace_s"]) for m in marks],
+                     "y": [m["row"] for m in marks], "text": [m["message"] for m in marks],
+                     "marker": {"symbol": symbol, "size": 14, "color": COLORS[kind], "line": {"width": 2}},
+                     "hovertemplate": "%{x}<br>%{text}<extra></extra>"})
+    return {"data": data, "layout": _layout(
+        "Attempts over the market", barmode="overlay", height=120 + 40 * len(tl["rows"]),
+        xaxis={"type": "date", "title": {"text": "trace time (UTC)"}},
+        yaxis={"type": "category", "categoryorder": "array", "categoryarray": list(reversed(tl["rows"]))})}
+
+
+def progress_figure(series: dict[str, list[tuple[int, float]]]) -> dict:
+    """The loss by global step (top) and the epoch metrics by epoch (bottom)."""
+    data = []
+    for name, points in series.items():
+        by_step = name.endswith("batch_loss")
+        data.append({"type": "scatter", "mode": "lines" if by_step else "lines+markers", "name": name,
+                     "x": [p[0] for p in points], "y": [p[1] for p in points],
+                     "xaxis": "x" if by_step else "x2", "yaxis": "y" if by_step else "y2"})
+    return {"data": data, "layout": _layout(
+        "Training progress", height=420, grid={"rows": 2, "columns": 1, "pattern": "independent"},
+        xaxis={"title": {"text": "global step"}}, yaxis={"title": {"text": "loss"}},
+        xaxis2={"title": {"text": "epoch"}, "dtick": 1}, yaxis2={"title": {"text": "epoch metrics"}})}
+
+
+def plan_figure(plan: dict) -> dict:
+    """The ranked offers of a plan: expected cost per offer, cheapest first, launchable ones solid."""
+    offers = plan["offers"]
+    labels = [f"#{o['rank']} {o['cloud']} {o['region']} {o['instance_type'] or ''} ({o['basis']})" for o in offers]
+    return {"data": [{
+        "type": "bar", "orientation": "h", "name": "expected cost", "y": labels,
+        "x": [o["expected_cost_usd"] for o in offers],
+        "marker": {"color": [COLORS["spot"] if o["launchable"] else COLORS["running"] for o in offers]},
+        "customdata": [[o["finish_h"], o["expected_preemptions"]] for o in offers],
+        "hovertemplate": "$%{x:.2f}<br>finish in %{customdata[0]:.2f} h<br>"
+                         "preemptions %{customdata[1]}<extra></extra>",
+    }], "layout": _layout(f"Expected cost of {plan['work_h']:g} h of work on {plan['count']}×{plan['accelerator']}",
+                          height=120 + 28 * len(offers), xaxis={"title": {"text": "expected USD"}},
+                          yaxis={"autorange": "reversed", "automargin": True})}

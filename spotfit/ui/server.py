@@ -1,0 +1,40 @@
+"""`spotfit ui`: the dashboard served by uvicorn on 127.0.0.1 (by default), behind a token.
+
+The URL with the token is printed once, as Jupyter does; the access log shows paths without
+their query strings (`auth.RedactQuery`), so the token is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import uvicorn
+
+from spotfit.ui.app import create_app
+from spotfit.ui.auth import RedactQuery, choose_token
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling `on_start` the URL once its socket listens (port 0 picks a free one)."""
+
+    def __init__(self, config: uvicorn.Config, on_start: Callable[[str, int], None]):
+        super().__init__(config)
+        self._on_start = on_start
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            self._on_start(host, port)
+
+
+def serve(state_db: Path, host: str, port: int, on_start: Callable[[str], None]) -> None:
+    """Serve the dashboard over `state_db` until interrupted; `on_start(url_with_token)` once it listens."""
+    token = choose_token()
+    config = uvicorn.Config(create_app(state_db, token), host=host, port=port, log_level="info",
+                            access_log=True, server_header=False)
+    logging.getLogger("uvicorn.access").addFilter(RedactQuery())
+    shown = f"[{host}]" if ":" in host else host
+    _Server(config, lambda _, bound: on_start(f"http://{shown}:{bound}/?token={token}")).run()

@@ -1,0 +1,32 @@
+"""The jobs board: filters applied in the state DB's query, the newest first, and a way to all the rest."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from spotfit.ui.app import create_app
+from tests.support.statedb import seed_jobs
+
+
+def test_the_board_filters_by_state_and_text_and_limits_to_the_newest(tmp_path):
+    path = tmp_path / "state.db"
+    ids = seed_jobs(path, 30, running_every=10)  # seeded-00009, -00019 and -00029 still run
+    client = TestClient(create_app(path, "t"), headers={"Authorization": "token t"})
+
+    def board(**params):
+        return client.get("/api/board", params=params).json()
+
+    everything = board()
+    assert everything["matching"] == 30 and [r["id"] for r in everything["rows"]] == ids[::-1]
+    active = board(state="active")
+    assert [r["id"] for r in active["rows"]] == ["seeded-00029", "seeded-00019", "seeded-00009"]
+    assert all(r["running_on"] == "spot us-east-1f" and r["cost_usd"] > 0 for r in active["rows"])
+    assert board(state="completed")["matching"] == 27
+    assert [r["id"] for r in board(q="SEEDED-0001")["rows"]] == [f"seeded-{i:05d}" for i in range(19, 9, -1)]
+    newest = board(limit=5)
+    assert newest["matching"] == 30 and [r["id"] for r in newest["rows"]] == ids[:-6:-1]
+
+    page = client.get("/", params={"state": "completed", "limit": 5}).text
+    assert page.count('<tr data-job="') == 5 and "The newest 5 of 27 matching jobs" in page
+    assert 'href="?state=completed&q=&limit=27">show all' in page
+    assert client.get("/", params={"limit": 0}).status_code == 400

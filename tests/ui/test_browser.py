@@ -1,0 +1,240 @@
+"""The dashboard in a real browser: Debian's chromium, headless, driven by Playwright, on 127.0.0.1.
+
+One replayed job runs for the module (the digits MLP on the bundled trace, from a tick where
+spot in us-east-1f lasts one tick: the market preempts the first attempt, the policy runs
+on-demand, then switches back to spot). The pages are read as a user sees them: the figures
+plotly.js drew (`div.data` and the SVG it rendered), the rows the page updated by itself.
+
+`SPOTFIT_UI_SCREENSHOTS=DIR` also saves one screenshot per page there (docs/img/ comes from it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from spotfit import sdk
+from spotfit.states import JobState
+from spotfit.ui.charts import iso
+from tests.support.jobs import DIGITS, spotfit_cmd, write_spec
+from tests.support.ledger import ticks
+from tests.support.wait import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+SCRIPT = Path(__file__).resolve().parents[1] / "controller" / "scripts" / "market_train.py"
+ZONE = "us-east-1f"
+SPEC = f"""
+name: ui-parity
+script: market_train.py
+args: ["--epochs", "2"]
+market: {{trace: aws-v100, zones: [{ZONE}], start: "2023-03-19T17:43:31", time_scale: 2000, overhead_h: 0.2}}
+checkpoint: {{interval: {{steps: 25}}, keep: 2}}
+training: {{seed: 0, deterministic: true}}
+work_h: 2.0
+deadline_h: 3.0
+"""
+TOKEN = "browser-test-token-8d1e"
+JOB_TIMEOUT_S = 300
+PAGE_TIMEOUT_MS = 120_000
+
+
+def chromium() -> str:
+    """Debian's chromium; without it the browser tests fail loudly (they never pass quietly)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.fail("Debian's chromium is not installed: the browser tests need it. Install it with "
+                    "`apt-get update && apt-get install -y chromium` (`make test` does).")
+    return path
+
+
+@dataclass
+class Dashboard:
+    home: Path
+    url: str  # with the token
+
+    @property
+    def base(self) -> str:
+        return self.url.split("?")[0]
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SPOTFIT_HOME": str(self.home)}
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory) -> Iterator[Dashboard]:
+    """`spotfit ui --port 0` over a home of the module's own."""
+    home = tmp_path_factory.mktemp("ui-home")
+    proc = subprocess.Popen(spotfit_cmd("ui", "--port", "0"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "SPOTFIT_HOME": str(home), "SPOTFIT_UI_TOKEN": TOKEN})
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+    try:
+        line = wait_for(lambda: next((x for x in lines if "spotfit ui: open" in x), None), 60,
+                        "`spotfit ui` to print its URL")
+        yield Dashboard(home, line.split("open ", 1)[1].strip())
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def browser(dashboard) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=chromium(), headless=True,
+                                      args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def job(dashboard, tmp_path_factory) -> Iterator[str]:
+    """The replayed job, started detached: it runs while the first test watches."""
+    spec = write_spec(tmp_path_factory.mktemp("ui-job"), SPEC, script=SCRIPT)
+    out = subprocess.run(spotfit_cmd("run", str(spec), "--detach", "--json"), capture_output=True, text=True,
+                         timeout=120, stdin=subprocess.DEVNULL, env=dashboard.env())
+    assert out.returncode == 0, out.stderr
+    job_id = json.loads(out.stdout)["id"]
+    yield job_id
+    subprocess.run(spotfit_cmd("cancel", job_id), capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
+                   env=dashboard.env())
+
+
+@pytest.fixture
+def page(browser, dashboard, monkeypatch):
+    monkeypatch.setenv("SPOTFIT_HOME", str(dashboard.home))  # this process's sdk reads the dashboard's home
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def _screenshot(page, name: str, tmp_path: Path) -> None:
+    for folder in filter(None, (tmp_path, os.environ.get("SPOTFIT_UI_SCREENSHOTS"))):
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def _finished(job_id: str) -> dict:
+    def ended() -> dict | None:
+        doc = sdk.status(job_id)
+        return doc if JobState(doc["state"]).is_terminal() else None
+
+    return wait_for(ended, JOB_TIMEOUT_S, f"job {job_id} to finish", poll_s=0.5)
+
+
+def _open_job_page(page, dashboard: Dashboard, job_id: str) -> None:
+    page.goto(dashboard.url)  # the token sets the cookie
+    page.goto(f"{dashboard.base}jobs/{job_id}")
+    page.wait_for_function("['timeline', 'cost', 'progress'].every(id => document.getElementById(id).data)")
+
+
+def _trace(page, chart: str, name: str) -> dict:
+    traces = page.evaluate(f"document.getElementById('{chart}').data.map(t => ({{name: t.name, x: t.x, y: t.y}}))")
+    return next(t for t in traces if t["name"] == name)
+
+
+def test_the_jobs_page_lists_a_job_as_it_runs(page, dashboard, job, tmp_path):
+    page.goto(dashboard.url)
+    assert page.url == dashboard.base  # the token left the address bar for a cookie
+    page.evaluate("window.sameDocument = true")
+    page.wait_for_function(
+        """id => { const row = document.querySelector(`tr[data-job="${id}"]`);
+                   return row && row.dataset.state === 'running'
+                          && parseInt(row.querySelector('.step').textContent) > 0; }""",
+        arg=job)
+    _screenshot(page, "jobs", tmp_path)
+    assert page.evaluate("window.sameDocument") is True  # updated by polling, not by a reload
+    page.wait_for_function(f"document.querySelector('tr[data-job=\"{job}\"]').dataset.state === 'completed'",
+                           timeout=JOB_TIMEOUT_S * 1000)
+
+
+def test_the_timeline_marks_each_attempt_and_the_preemption_at_its_trace_time(page, dashboard, job, tmp_path):
+    status = _finished(job)
+    assert status["state"] == "completed", status
+    preempted = [a for a in status["attempts"] if a["state"] == "preempted"]
+    assert preempted, status["attempts"]  # the window has a market preemption
+    _open_job_page(page, dashboard, job)
+    _screenshot(page, "job", tmp_path)
+
+    attempts = _trace(page, "timeline", "attempts")
+    assert attempts["y"] == [a["zone"] if a["market"] == "spot" else "on-demand" for a in status["attempts"]]
+    bars = page.evaluate("document.querySelectorAll('#timeline .barlayer .trace')[1]"
+                         ".querySelectorAll('.point').length")
+    assert bars == len(status["attempts"])  # drawn: one bar per attempt
+
+    marks = _trace(page, "timeline", "preemptions")
+    assert marks["x"] == [iso(a["trace_end_s"]) for a in preempted] and marks["y"] == [ZONE] * len(preempted)
+    drawn = page.evaluate("document.querySelectorAll('#timeline .scatterlayer .trace')[0]"
+                          ".querySelectorAll('.point').length")
+    assert drawn == len(preempted)
+    # The right trace time, read from the trace CSV itself: spot was up in the tick before, gone in the tick after.
+    by_start = {t.start_s: t for t in ticks(ZONE)}
+    for a in preempted:
+        tick = by_start[a["trace_end_s"]]
+        assert not tick.available and ticks(ZONE)[tick.number - 1].available, tick
+
+
+def test_the_cost_charts_last_point_is_what_spotfit_cost_says(page, dashboard, job):
+    _finished(job)
+    out = subprocess.run(spotfit_cmd("cost", job, "--json"), capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL, env=dashboard.env())
+    assert out.returncode == 0, out.stderr
+    totals = json.loads(out.stdout)["totals"]
+    _open_job_page(page, dashboard, job)
+    spent = _trace(page, "cost", "spent")
+    assert spent["y"][-1] == pytest.approx(totals["spent_usd"], abs=1e-9)
+    assert spent["x"][-1] == iso(sdk.status(job)["attempts"][-1]["trace_end_s"])
+    assert _trace(page, "cost", "all on-demand")["y"][-1] == pytest.approx(totals["on_demand_usd"], abs=1e-9)
+    assert page.locator("#spent").inner_text() == f"${totals['spent_usd']:,.4f}"
+
+
+def test_open_tensorboard_starts_it_on_127_0_0_1_for_the_job(page, dashboard, job):
+    _finished(job)
+    _open_job_page(page, dashboard, job)
+    with page.context.expect_page(timeout=PAGE_TIMEOUT_MS) as opened:
+        page.get_by_role("button", name="Open TensorBoard").click()
+    board = opened.value
+    board.wait_for_load_state("load", timeout=PAGE_TIMEOUT_MS)
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", board.url) and board.url != dashboard.base, board.url
+    # TensorBoard serves this job's runs (its logs load in the background: wait for them).
+    wait_for(lambda: {"train", "validation"} <= set(board.request.get(board.url + "data/runs").json()), 120,
+             "TensorBoard to list the job's train and validation runs", poll_s=0.5)
+
+
+def test_without_the_token_the_browser_gets_401(browser, dashboard, job):
+    context = browser.new_context()
+    try:
+        anonymous = context.new_page()
+        for path in ("", f"jobs/{job}", "api/jobs", f"api/jobs/{job}/cost", "plan", "sweeps", "static/plotly.min.js"):
+            response = anonymous.goto(dashboard.base + path)
+            assert response is not None and response.status == 401, path
+    finally:
+        context.close()
+
+
+def test_the_plan_page_charts_the_ranked_offers(page, dashboard, tmp_path):
+    spec = str(DIGITS / "spotfit.yaml")
+    page.goto(dashboard.url)
+    page.goto(f"{dashboard.base}plan?spec={spec}")
+    page.wait_for_function("document.getElementById('plan').data")
+    offers = sdk.plan(spec)["offers"]
+    assert page.evaluate("document.getElementById('plan').data[0].x") == [o["expected_cost_usd"] for o in offers]
+    assert page.evaluate("document.querySelectorAll('#plan .barlayer .point').length") == len(offers)
+    _screenshot(page, "plan", tmp_path)
+    page.goto(f"{dashboard.base}sweeps")
+    assert "not available" in page.locator("main").inner_text()
+    _screenshot(page, "sweeps", tmp_path)
