@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
 
 class JobState(StrEnum):
@@ -57,6 +57,14 @@ class AttemptState(StrEnum):
 
     def is_terminal(self) -> bool:
         return not self.is_live()
+
+
+class StopRequest(IntEnum):
+    """What the jobs row's `cancel_requested` asks of the job's controller (0 = nothing)."""
+
+    NONE = 0
+    CANCEL = 1  # `spotfit cancel`: save, stop, end `cancelled`
+    PRUNE = 2  # a sweep's pruner: save, stop, end `stopped` (action `pruned`); `resume` continues it
 
 
 _TERMINAL_JOB = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STOPPED})

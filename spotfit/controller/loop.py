@@ -23,7 +23,7 @@ from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError, SpotfitError, UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState
+from spotfit.states import AttemptState, JobState, StopRequest
 from spotfit.stores import open_store
 
 CONTROLLER_STALE_S = 10.0
@@ -99,7 +99,7 @@ class Controller:
             self._ingest()
             current = self._current()
             if job["cancel_requested"]:
-                self._cancel(current)
+                self._cancel(current, StopRequest(job["cancel_requested"]))
             elif current is not None:
                 self._watch(current)
             elif self._price_paused:
@@ -248,8 +248,8 @@ class Controller:
             if self._failures > self.spec.max_failures:
                 why = f"the script failed {self._failures} times; see `spotfit logs {self.job_id}`"
                 self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
-        elif result == outcome.STOPPED and self.db.get_job(self.job_id)["cancel_requested"]:
-            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
+        elif result == outcome.STOPPED and (request := self.db.get_job(self.job_id)["cancel_requested"]):
+            self._end_on_request(StopRequest(request))
         elif result == outcome.STOPPED and self._halt is not None:
             state, why = self._halt
             self._halt = None
@@ -454,16 +454,28 @@ class Controller:
                 f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h"
             self.db.add_event(self.job_id, "resumed", why)
 
-    def _cancel(self, current: dict | None) -> None:
+    def _cancel(self, current: dict | None, request: StopRequest) -> None:
+        """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
         if current is None:
-            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
+            self._end_on_request(request)
             return
-        if current["number"] not in self._switching:
-            self._switching.add(current["number"])
-            self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping",
-                              attempt=current["number"])
-            self.backend.preempt(self._handle(current), notice_s=30.0)
+        number = current["number"]
+        if number not in self._switching:
+            if request is StopRequest.PRUNE:  # after the step in progress, like a rule's stop
+                self.db.add_event(self.job_id, "pruned", "pruned by its sweep: saving and stopping",
+                                  attempt=number, action="pruned")
+                self._request_stop(current, self.files.progress(number), "pruned by its sweep")
+            else:
+                self._switching.add(number)
+                self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping", attempt=number)
+                self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)
+
+    def _end_on_request(self, request: StopRequest) -> None:
+        if request is StopRequest.PRUNE:
+            self.db.update_job(self.job_id, state=JobState.STOPPED, message="pruned by its sweep")
+        else:
+            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
 
     # -- reading the store ----------------------------------------------------------------------
 
