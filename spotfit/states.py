@@ -10,6 +10,8 @@ Example:
 (False, True)
 >>> AttemptState.PREEMPTED == "preempted", AttemptState.RUNNING.is_live()
 (True, True)
+>>> StopRequest(2).ends_as()
+(<JobState.STOPPED: 'stopped'>, 'pruned by its sweep')
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ class StopRequest(IntEnum):
     NONE = 0
     CANCEL = 1  # `spotfit cancel`: save, stop, end `cancelled`
     PRUNE = 2  # a sweep's pruner: save, stop, end `stopped` (action `pruned`); `resume` continues it
+
+    def ends_as(self) -> tuple[JobState, str]:
+        """The job's state and message once the request is carried out."""
+        if self is StopRequest.PRUNE:
+            return JobState.STOPPED, "pruned by its sweep"
+        return JobState.CANCELLED, "cancelled by the user"
 
 
 _TERMINAL_JOB = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STOPPED})

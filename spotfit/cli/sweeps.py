@@ -50,8 +50,7 @@ def start(
         else:
             console.print(sweep_id)
         return
-    if not json_:
-        console.print(f"sweep [bold]{sweep_id}[/]")
+    typer.echo(f"sweep {sweep_id}", err=True)  # at once, on stderr: --json keeps stdout one document
     doc = api.run(sweep_id)
     _show(doc, json_)
     raise typer.Exit(0 if doc["state"] == "completed" else 1)

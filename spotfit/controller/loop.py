@@ -249,7 +249,8 @@ class Controller:
                 why = f"the script failed {self._failures} times; see `spotfit logs {self.job_id}`"
                 self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
         elif result == outcome.STOPPED and (request := self.db.get_job(self.job_id)["cancel_requested"]):
-            self._end_on_request(StopRequest(request))
+            state, why = StopRequest(request).ends_as()
+            self.db.update_job(self.job_id, state=state, message=why)
         elif result == outcome.STOPPED and self._halt is not None:
             state, why = self._halt
             self._halt = None
@@ -457,7 +458,8 @@ class Controller:
     def _cancel(self, current: dict | None, request: StopRequest) -> None:
         """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
         if current is None:
-            self._end_on_request(request)
+            state, why = request.ends_as()
+            self.db.update_job(self.job_id, state=state, message=why)
             return
         number = current["number"]
         if number not in self._switching:
@@ -470,12 +472,6 @@ class Controller:
                 self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping", attempt=number)
                 self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)
-
-    def _end_on_request(self, request: StopRequest) -> None:
-        if request is StopRequest.PRUNE:
-            self.db.update_job(self.job_id, state=JobState.STOPPED, message="pruned by its sweep")
-        else:
-            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
 
     # -- reading the store ----------------------------------------------------------------------
 

@@ -33,6 +33,13 @@ def saved_usd(cost_usd: float, step: int, total_steps: int | None) -> float:
     return round(cost_usd * (total_steps - step) / step, 6)
 
 
+def best_trial(rows: list[dict], mode: str) -> dict | None:
+    """The completed trial with the best value (the earliest of equals), or None."""
+    done = [r for r in rows if r["state"] == "completed" and r["value"] is not None]
+    sign = 1 if mode == "max" else -1
+    return max(done, key=lambda r: (sign * r["value"], -r["number"]), default=None)
+
+
 def status(sweeps: SweepDB, jobs: StateDB, sweep: dict, detail: bool = False) -> dict:
     """The leaderboard; with `detail`, also each trial's steps and the sweep's message (the table)."""
     spec = json.loads(sweep["spec_json"])
@@ -48,9 +55,7 @@ def status(sweeps: SweepDB, jobs: StateDB, sweep: dict, detail: bool = False) ->
             row.update(steps=job["step"] if job else 0, total_steps=job["total_steps"] if job else None,
                        promotions=trial["promotions"])
         rows.append(row)
-    done = [r for r in rows if r["state"] == "completed" and r["value"] is not None]
-    sign = 1 if spec["objective"]["mode"] == "max" else -1
-    best = max(done, key=lambda r: (sign * r["value"], -r["number"]), default=None)
+    best = best_trial(rows, spec["objective"]["mode"])
     doc = {"id": sweep["id"], "state": sweep["state"], "trials": rows,
            "best": {"number": best["number"], "params": best["params"], "value": best["value"]} if best else None,
            "totals": {"spent_usd": round(sum(r["cost_usd"] for r in rows), 6),

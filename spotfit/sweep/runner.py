@@ -23,7 +23,7 @@ from spotfit.errors import NotFoundError, SpotfitError, UsageError
 from spotfit.home import home
 from spotfit.spec import JobSpec, load_spec
 from spotfit.states import JobState, StopRequest
-from spotfit.sweep import asha, study, trials
+from spotfit.sweep import asha, publish, report, study, trials
 from spotfit.sweep.spec import SweepSpec
 from spotfit.sweep.store import SweepDB
 
@@ -167,8 +167,15 @@ class SweepRunner:
             if trial["state"] == "paused":
                 study.tell(self.study, trial["number"], "pruned")
                 self.db.update_trial(self.sweep_id, trial["number"], state="pruned")
-        self.db.update_sweep(self.sweep_id, state="completed", message=f"{len(rows)} trials done",
-                             controller_pid=None)
+        message = f"{len(rows)} trials done"
+        best = report.best_trial(self.db.trials(self.sweep_id), self.spec.objective.mode)
+        if best is not None and self.base.export is not None:
+            card = publish.publish_best(self.base.name, self.jobs.get_job(best["job_id"]), {
+                "id": self.sweep_id, "trial": best["number"], "params": best["params"],
+                "objective": {**self.spec.objective.model_dump(), "value": best["value"]}})
+            if card is not None:
+                message += f"; best trial {best['number']} published as {card['name']} version {card['version']}"
+        self.db.update_sweep(self.sweep_id, state="completed", message=message, controller_pid=None)
 
     # -- observing jobs -------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from spotfit.errors import SpecError
 from spotfit.spec import MAX_HOURS, _Section, _short, _to_spec_error
@@ -112,13 +112,13 @@ class SweepSpec(_Section):
                     raise ValueError(f"expected parameter names of letters, digits, `_` and `-`, received {name!r}")
         return value
 
-    @model_validator(mode="after")
-    def _grid_is_finite(self) -> SweepSpec:
-        if self.sampler == "grid":
-            ranged = [n for n, p in self.params.items() if p.kind != "choice"]
-            if ranged:
-                raise ValueError(f"expected only `choice` parameters with `sampler: grid`; `{ranged[0]}` is a range")
-        return self
+    @field_validator("sampler")
+    @classmethod
+    def _grid_is_finite(cls, value: str, info: ValidationInfo) -> str:
+        ranged = [n for n, p in (info.data.get("params") or {}).items() if p.kind != "choice"]
+        if value == "grid" and ranged:
+            raise ValueError(f"expected only `choice` parameters with `sampler: grid`; `{ranged[0]}` is a range")
+        return value
 
     @property
     def job_path(self) -> Path:

@@ -63,13 +63,20 @@ def grid_size(spec: SweepSpec) -> int | None:
     return size
 
 
-def _sampler(spec: SweepSpec) -> Any:
+def _sampler(spec: SweepSpec, asked: int = 0) -> Any:
+    """The sweep's sampler, seeded with the sweep's seed and the number of trials asked so far.
+
+    Samplers keep no state in the study: one built afresh by a resumed sweep controller with
+    the sweep's seed alone would hand out the first trials' params again. Seeding by the count
+    keeps a sweep reproducible and a resumed one new.
+    """
     samplers = _optuna().samplers
+    seed = (spec.seed + asked * 1_000_003) % 2**32
     if spec.sampler == "random":
-        return samplers.RandomSampler(seed=spec.seed)
+        return samplers.RandomSampler(seed=seed)
     if spec.sampler == "grid":
-        return samplers.GridSampler({n: list(p.values) for n, p in spec.params.items()}, seed=spec.seed)
-    return samplers.TPESampler(seed=spec.seed)
+        return samplers.GridSampler({n: list(p.values) for n, p in spec.params.items()}, seed=seed)
+    return samplers.TPESampler(seed=seed)
 
 
 def _pruner(spec: SweepSpec) -> Any:
@@ -91,6 +98,7 @@ def load(sweep_id: str, spec: SweepSpec) -> optuna.Study:
 
 def ask(study: optuna.Study, spec: SweepSpec) -> tuple[int, dict]:
     """A new trial: its number and its params (recorded in the study before this returns)."""
+    study.sampler = _sampler(spec, len(study.get_trials(deepcopy=False)))
     trial = study.ask(distributions(spec))
     return trial.number, dict(trial.params)
 
@@ -128,10 +136,12 @@ def figures_html(sweep_id: str, spec: SweepSpec) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     include: str | bool = "inline"  # plotly.js once, in the first figure: the page needs no network
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    plots = [("Optimization history", optuna.visualization.plot_optimization_history)]
-    if len(complete) >= 2 and len(spec.params) >= 1:
-        plots.append(("Parameter importances", optuna.visualization.plot_param_importances))
+    plots = [("Optimization history", optuna.visualization.plot_optimization_history),
+             ("Parameter importances", optuna.visualization.plot_param_importances)]
     for title, plot in plots:
+        if title == "Parameter importances" and len(complete) < 2:
+            out.append((title, f"<p>not available: {len(complete)} completed trial(s), importances need two</p>"))
+            continue
         try:
             figure = plot(study)
         except (ValueError, RuntimeError) as exc:  # e.g. importances of a parameter that never varied

@@ -36,10 +36,11 @@ def param_text(value: Any) -> str:
 
 def trial_spec(base: JobSpec, sweep_id: str, number: int, params: dict, pass_as: str,
                deadline_h: float | None, budget_usd: float | None) -> JobSpec:
-    """The job spec of trial `number`: the base spec, renamed, with the params, without `export`.
+    """The job spec of trial `number`: the base spec, renamed, with the params.
 
-    Only the sweep's best trial is exported (`report.export_best`). `deadline_h` applies when
-    the base has none; `budget_usd` (what is left of the sweep's budget) caps the trial's own.
+    A trial that completes exports itself when the base has `export` (`publish.py` then
+    publishes the best one under the base's name). `deadline_h` applies when the base has
+    none; `budget_usd` (what is left of the sweep's budget) caps the trial's own.
     """
     spec = base.model_copy(deep=True)
     spec.name = job_name(sweep_id, number)
@@ -52,5 +53,4 @@ def trial_spec(base: JobSpec, sweep_id: str, number: int, params: dict, pass_as:
         spec.deadline_h = deadline_h
     if budget_usd is not None:
         spec.budget_usd = min(budget_usd, spec.budget_usd or budget_usd)
-    spec.export = None
     return spec
