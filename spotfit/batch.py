@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from spotfit import sdk
+from spotfit import arguments, sdk
 from spotfit.errors import UsageError
 from spotfit.home import home
 from spotfit.states import JobState
@@ -66,8 +66,8 @@ def submit(paths: list[str], parallel: int | None = None) -> dict:
     from spotfit.spec import load_spec
     from spotfit.sweep.runner import db
 
-    if parallel is not None and not 1 <= parallel <= 1024:
-        raise UsageError(f"Invalid --parallel: received {parallel}, expected a whole number from 1 to 1024.",
+    if parallel is not None:
+        arguments.number("--parallel", parallel, low=1, high=1024,
                          hint="Leave --parallel out for one job per GPU (1 on a CPU machine).")
     files = expand(paths)
     specs = [load_spec(p) for p in files]  # every file is checked before anything is recorded

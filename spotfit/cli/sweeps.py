@@ -25,7 +25,8 @@ class _SweepGroup(TyperGroup):
 
 
 sweep_app = typer.Typer(cls=_SweepGroup, no_args_is_help=True, help=(
-    "Hyperparameter sweeps: `spotfit sweep SWEEP.yaml` runs one (docs/sweeps.md)."))
+    "Hyperparameter sweeps (docs/sweeps.md). `spotfit sweep SWEEP.yaml [--detach] [--json] "
+    "[--preempt-at STEP[:NOTICE_S] --preempt-trial N]` runs one; the commands below inspect and resume it."))
 app.add_typer(sweep_app, name="sweep")
 
 

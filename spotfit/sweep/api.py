@@ -27,7 +27,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from spotfit import sdk
+from spotfit import arguments, sdk
 from spotfit.errors import UsageError
 from spotfit.home import home
 from spotfit.spec import load_spec
@@ -43,12 +43,16 @@ def start(path: str, preempt_at: str | None = None, preempt_trial: int = 0) -> s
     """
     spec = load_sweep(path)
     base = load_spec(spec.job_path)
-    if preempt_at is not None:
-        sdk.parse_preempt_at(preempt_at)  # a bad flag fails here, before anything is recorded
+    if preempt_at is not None:  # bad flags fail here, before anything is recorded
+        sdk.parse_preempt_at(preempt_at)
+        arguments.number("--preempt-trial", preempt_trial, low=0, high=spec.trials - 1,
+                         hint="Pass a trial number of this sweep, from 0.")
     sweep_id = f"{base.name[:40]}-sweep-{secrets.token_hex(3)}"
     study.create(sweep_id, spec)
     doc = {**spec.model_dump(mode="json"), "base_dir": spec.base_dir}
-    options = {"preempt_at": preempt_at, "preempt_trial": preempt_trial} if preempt_at else {}
+    # The base job as it was validated now: a resumed sweep runs its later trials from it too.
+    options = {"base": {**base.model_dump(mode="json"), "base_dir": base.base_dir},
+               **({"preempt_at": preempt_at, "preempt_trial": preempt_trial} if preempt_at else {})}
     db().create_sweep(sweep_id, base.name, json.dumps(doc), options)
     return sweep_id
 

@@ -22,19 +22,19 @@ def publish_best(name: str, job: dict, sweep: dict) -> dict | None:
 
     `job` is the best trial's job row; `sweep` is {id, trial, params, objective: {metric, mode, value}}.
     """
-    result = json.loads(job["result_json"] or "{}")
-    card = result.get("export")
-    if not card or not card.get("url"):
+    exported = json.loads(job["result_json"] or "{}").get("export") or {}
+    if not exported.get("url") or not exported.get("version"):  # no export section, or it failed
         return None
-    source = f"{card['name']}/{card['version']}"
-    registry_url = card["url"][: -len(source)].rstrip("/")
+    source = f"{job['name']}/{exported['version']}"  # a job exports under its own name
+    registry_url = exported["url"][: -len(source)].rstrip("/")
     registry = open_store(registry_url)
+    card = json.loads(registry.read_bytes(f"{source}/{CARD}"))
     version = claim_version(registry, name, job["id"])
     for key in registry.list(source + "/"):
         relative = key[len(source) + 1:]
         if relative not in (CARD, CLAIM):
             registry.write_bytes(f"{name}/{version}/{relative}", registry.read_bytes(key))
     published = {**card, "name": name, "version": version, "published_at": time.time(),
-                 "url": f"{registry_url}/{name}/{version}", "sweep": {**sweep, "trial_model": card["url"]}}
+                 "url": f"{registry_url}/{name}/{version}", "sweep": {**sweep, "trial_model": exported["url"]}}
     registry.write_bytes(f"{name}/{version}/{CARD}", json.dumps(published, indent=2, default=str).encode())
     return published

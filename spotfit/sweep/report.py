@@ -2,9 +2,9 @@
 
 `status` builds `spotfit sweep status --json`: `{id, state, trials: [{number, params, state,
 value, cost_usd, job_id}], best: {number, params, value}, totals: {spent_usd,
-saved_by_pruning_usd}}`. A pruned trial saved what finishing it would have cost: its cost so
-far times the share of its steps it did not run (`saved_usd`), estimated from its own step
-rate and price.
+saved_by_pruning_usd}}`. A pruned trial saved what finishing it would have cost: its training
+cost so far (its bill less the launches' modeled overhead) times the steps it did not run over
+the steps it ran (`saved_usd`).
 
 Example:
 
@@ -33,6 +33,16 @@ def saved_usd(cost_usd: float, step: int, total_steps: int | None) -> float:
     return round(cost_usd * (total_steps - step) / step, 6)
 
 
+def training_usd(attempts: list[dict]) -> float:
+    """What the attempts' training cost: each one's bill less its share of modeled launch overhead."""
+    total = 0.0
+    for a in attempts:
+        billed_s, overhead_s = a["billed_s"] or 0.0, (a.get("info") or {}).get("overhead_s") or 0.0
+        if billed_s > 0:
+            total += (a["cost_usd"] or 0.0) * max(billed_s - overhead_s, 0.0) / billed_s
+    return total
+
+
 def best_trial(rows: list[dict], mode: str) -> dict | None:
     """The completed trial with the best value (the earliest of equals), or None."""
     done = [r for r in rows if r["state"] == "completed" and r["value"] is not None]
@@ -50,7 +60,7 @@ def status(sweeps: SweepDB, jobs: StateDB, sweep: dict, detail: bool = False) ->
         row = {"number": trial["number"], "params": trial["params"], "state": trial["state"],
                "value": trial["value"], "cost_usd": round(cost, 6), "job_id": trial["job_id"]}
         if trial["state"] in PRUNED and job:
-            saved += saved_usd(cost, job["step"], job["total_steps"])
+            saved += saved_usd(training_usd(jobs.attempts(job["id"])), job["step"], job["total_steps"])
         if detail:
             row.update(steps=job["step"] if job else 0, total_steps=job["total_steps"] if job else None,
                        promotions=trial["promotions"])

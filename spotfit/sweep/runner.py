@@ -21,7 +21,7 @@ from collections.abc import Callable
 from spotfit import sdk
 from spotfit.errors import NotFoundError, SpotfitError, UsageError
 from spotfit.home import home
-from spotfit.spec import JobSpec, load_spec
+from spotfit.spec import JobSpec
 from spotfit.states import JobState, StopRequest
 from spotfit.sweep import asha, publish, report, study, trials
 from spotfit.sweep.spec import SweepSpec
@@ -49,12 +49,12 @@ class SweepRunner:
         self.sweep_id = sweep_id
         row = self.db.get_sweep(sweep_id)
         self.spec = SweepSpec.model_validate(json.loads(row["spec_json"]))
-        self.base: JobSpec = load_spec(self.spec.job_path)
+        options = json.loads(row["options_json"])  # the base job as validated, `--preempt-at` for one trial
+        self.base = JobSpec.model_validate(options["base"])
         self.study = study.load(sweep_id, self.spec)
         self.jobs = sdk.db()
         self.poll_s = poll_s
         self.on_update = on_update or (lambda: None)
-        options = json.loads(row["options_json"])  # `--preempt-at` of `spotfit sweep`, for one trial
         self.preempt = (options["preempt_trial"], options["preempt_at"]) if options.get("preempt_at") else None
         self.total = min(self.spec.trials, study.grid_size(self.spec) or self.spec.trials)
 
