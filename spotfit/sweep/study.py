@@ -68,14 +68,15 @@ def _sampler(spec: SweepSpec, asked: int = 0) -> Any:
 
     Samplers keep no state in the study: one built afresh by a resumed sweep controller with
     the sweep's seed alone would hand out the first trials' params again. Seeding by the count
-    keeps a sweep reproducible and a resumed one new.
+    keeps a sweep reproducible and a resumed one new. The grid sampler keeps the sweep's seed:
+    it orders the grid with it, and takes the next point from the study's trials.
     """
     samplers = _optuna().samplers
+    if spec.sampler == "grid":  # the seed orders the grid; the study's trials say which points are taken
+        return samplers.GridSampler({n: list(p.values) for n, p in spec.params.items()}, seed=spec.seed)
     seed = (spec.seed + asked * 1_000_003) % 2**32
     if spec.sampler == "random":
         return samplers.RandomSampler(seed=seed)
-    if spec.sampler == "grid":
-        return samplers.GridSampler({n: list(p.values) for n, p in spec.params.items()}, seed=seed)
     return samplers.TPESampler(seed=seed)
 
 

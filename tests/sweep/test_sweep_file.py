@@ -58,3 +58,26 @@ def test_defaults_and_params(tmp_path):
     assert {n: (p.kind, p.values) for n, p in spec.params.items()} == {
         "lr": ("uniform", (0.1, 0.5)), "units": ("choice", (8, 16)), "layers": ("int_uniform", (1, 3))}
     assert spec.job_path == tmp_path / "spotfit.yaml"
+
+
+def test_a_grid_sweep_draws_each_point_once_and_stops_at_the_grid_size(tmp_path, spotfit_home):
+    from spotfit.sweep import study
+
+    spec = load_sweep(_sweep_file(tmp_path, sampler="grid", trials="10",
+                                  params="{units: {choice: [8, 16]}, act: {choice: [relu, tanh]}}"))
+    assert study.grid_size(spec) == 4
+    study.create("grid-sweep", spec)
+    drawn = [study.ask(study.load("grid-sweep", spec), spec)[1] for _ in range(4)]
+    assert sorted((p["units"], p["act"]) for p in drawn) == [(8, "relu"), (8, "tanh"), (16, "relu"), (16, "tanh")]
+
+
+def test_a_resumed_sweep_draws_what_an_uninterrupted_one_does(tmp_path, spotfit_home):
+    from spotfit.sweep import study
+
+    spec = load_sweep(_sweep_file(tmp_path, params="{lr: {log_uniform: [0.001, 0.5]}, units: {choice: [8, 16]}}"))
+    for name in ("once", "twice"):
+        study.create(name, spec)
+    once = study.load("once", spec)
+    straight = [study.ask(once, spec)[1] for _ in range(4)]
+    resumed = [study.ask(study.load("twice", spec), spec)[1] for _ in range(4)]  # a fresh process each time
+    assert resumed == straight and len({p["lr"] for p in straight}) == 4
