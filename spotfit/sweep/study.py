@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from spotfit.sweep.spec import SweepSpec
 
 MEDIAN_STARTUP_TRIALS = 4  # the median pruner compares with this many finished trials first
-MEDIAN_WARMUP_EPOCHS = 1  # and never prunes on the first epoch's value
+MEDIAN_WARMUP_EPOCHS = 1  # and never prunes on the first epoch's value (epoch 2 on)
 
 
 def _optuna() -> Any:
@@ -83,7 +83,8 @@ def _sampler(spec: SweepSpec, asked: int = 0) -> Any:
 def _pruner(spec: SweepSpec) -> Any:
     pruners = _optuna().pruners
     if spec.pruner == "median":
-        return pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=MEDIAN_WARMUP_EPOCHS)
+        # Epochs are reported from 1: Optuna prunes at a step >= n_warmup_steps.
+        return pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=MEDIAN_WARMUP_EPOCHS + 1)
     return pruners.NopPruner()  # asha decides in asha.py; "none" never prunes
 
 
@@ -117,7 +118,7 @@ def report(study: optuna.Study, number: int, value: float, epoch: int) -> bool:
     trial = optuna.trial.Trial(study, trial_id)
     if epoch not in study._storage.get_trial(trial_id).intermediate_values:
         trial.report(value, epoch)
-    return trial.should_prune()
+    return bool(trial.should_prune())
 
 
 def tell(study: optuna.Study, number: int, outcome: str, value: float | None = None) -> None:
