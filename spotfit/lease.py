@@ -100,11 +100,11 @@ def held_by_other(owner: str | None, expires_at: float | None, now: float, me: H
         return False
     holder = Holder.parse(owner)
     if holder.host == me.host:  # a pid is only meaningful on its own host
-        return _alive(holder.pid)
+        return pid_alive(holder.pid)
     return True
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     import psutil
 
     try:

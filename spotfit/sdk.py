@@ -33,7 +33,7 @@ from spotfit import arguments, job_secrets, scriptcheck
 from spotfit.errors import BackendError, NotFoundError, SpotfitError, UsageError
 from spotfit.home import default_store_url, home, state_is_shared, state_target
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState
+from spotfit.states import AttemptState, JobState, StopRequest
 
 if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use: `status` needs neither
     from spotfit.spec import BackendName, JobSpec, Preemption
@@ -103,11 +103,16 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
 
     `backend` overrides the spec's `backend:` for this job (`spotfit run --backend`).
     """
-    from spotfit.backends.base import registered_backends
     from spotfit.spec import load_spec
+
+    return submit_spec(load_spec(path), preempt_at, backend)
+
+
+def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | None = None) -> str:
+    """Record a new pending job for a validated spec (`submit`, and each trial of a sweep); its id."""
+    from spotfit.backends.base import registered_backends
     from spotfit.stores import child, open_store
 
-    spec = load_spec(path)
     chosen = spec.backend if backend is None else backend
     if chosen not in registered_backends():
         raise UsageError(
@@ -197,8 +202,9 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
             f"Job {job['id']} already has a live controller ({job['lease_owner']}: host/pid/token).",
             hint=f"Watch it with `spotfit status {job['id']}`.",
         )
-    if job["state"] == JobState.STOPPED:  # stopped by a rule: it goes on from its checkpoint
-        db().update_job(job["id"], state=JobState.PAUSED, message="resuming a stopped job")
+    if job["state"] == JobState.STOPPED:  # stopped by a rule or pruned: it goes on from its checkpoint
+        db().update_job(job["id"], state=JobState.PAUSED, cancel_requested=StopRequest.NONE,
+                        message="resuming a stopped job")
     if detach and state_is_shared() and job["state"] in (JobState.PAUSED, JobState.STOPPED):
         # The long-running controllers pick up waiting jobs, not paused ones.
         db().update_job(job["id"], state=JobState.WAITING, message="resumed")
@@ -286,11 +292,16 @@ def _store_problem(state_db: StateDB, job_id: str) -> str | None:
 
 
 def list_jobs(limit: int = 50) -> list[dict]:
-    """The newest `limit` jobs, newest first (`spotfit list`)."""
+    """The newest `limit` jobs, newest first, each with its `group` (sweep or batch id; `spotfit list`)."""
     arguments.number("--limit", limit, low=1, high=1_000_000, hint="Pass --limit 50.")
+    groups = {}
+    if (home() / "sweeps.db").exists():  # `group`: the sweep or batch of the job (spotfit/sweep/store.py)
+        from spotfit.sweep.store import SweepDB
+
+        groups = SweepDB(home() / "sweeps.db").group_of()
     return [
         {"id": j["id"], "name": j["name"], "state": j["state"], "step": j["step"],
-         "total_steps": j["total_steps"], "created_at": j["created_at"]}
+         "total_steps": j["total_steps"], "created_at": j["created_at"], "group": groups.get(j["id"])}
         for j in db().list_jobs(limit)
     ]
 
@@ -346,7 +357,7 @@ def cancel(ref: str) -> dict:
     job = _find(state_db, ref)
     if JobState(job["state"]).is_terminal():
         return status(job["id"])
-    state_db.update_job(job["id"], cancel_requested=1)
+    state_db.update_job(job["id"], cancel_requested=StopRequest.CANCEL)
     state_db.add_event(job["id"], "cancel_requested", "cancel requested by the user")
     if not controller_alive(job, state_db):
         _cancel_orphan(state_db, job)

@@ -415,9 +415,9 @@ def dump_spec(spec: JobSpec) -> str:
     return yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model that holds the field at `loc` (for did-you-mean suggestions)."""
-    model: Any = JobSpec
+def _model_at(loc: tuple, root: type[BaseModel] | None = None) -> type[BaseModel] | None:
+    """The pydantic model under `root` (the job spec by default) that holds the field at `loc`."""
+    model: Any = root or JobSpec
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -459,8 +459,12 @@ def _clean_loc(loc: tuple) -> tuple:
                  if p not in ("literal['auto']", "StepsInterval", "SecondsInterval") and not (tagged and i == 2))
 
 
-def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
-    """One line for the first problem (`and N more` when there are several)."""
+def _to_spec_error(exc: ValidationError, raw: dict, source: str, root: type[BaseModel] | None = None,
+                   docs: str = DOCS) -> SpecError:
+    """One line for the first problem (`and N more` when there are several).
+
+    `root` and `docs` name another file's model and its page (the sweep file reuses this).
+    """
     # Unknown keys first: a misspelt key usually also explains a "missing" one.
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
     # A field with several union members reports one error per member: keep the first per loc.
@@ -472,7 +476,7 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
     more_locs = {_clean_loc(e["loc"])[:len(loc)] for e in errors} - {loc}
     more = f" ({len(more_locs)} more problem{'s' if len(more_locs) > 1 else ''} after this one)" if more_locs else ""
     if first["type"] == "extra_forbidden":
-        model = rule_model or _model_at(loc)
+        model = rule_model or _model_at(loc, root)
         known = sorted(n for n, f in (model.model_fields.items() if model else []) if not f.exclude)
         key = str(loc[-1])
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
@@ -481,13 +485,13 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
         suggestion = f": did you mean `{close[0]}`?" if close else "."
         return SpecError(
             f"Unknown field `{dotted}` in {source}{suggestion}{more}",
-            hint=f"Valid fields at {parent}: {', '.join(known)} (see {DOCS}).",
+            hint=f"Valid fields at {parent}: {', '.join(known)} (see {docs}).",
         )
     received = _value_at(raw, loc) if first["type"] != "missing" else None
     if first["type"] == "missing":
         return SpecError(
             f"Missing field `{dotted}` in {source}: it is required.{more}",
-            hint=f"Add `{loc[-1]}:` to the spec (see {DOCS}).",
+            hint=f"Add `{loc[-1]}:` to the spec (see {docs}).",
         )
     expected = first["msg"]
     if first["type"] == "union_tag_invalid":
@@ -505,5 +509,5 @@ def _to_spec_error(exc: ValidationError, raw: dict, source: str) -> SpecError:
         expected = "expected `auto`, `{steps: N}` or `{seconds: S}`"
     return SpecError(
         f"Invalid `{dotted}` in {source}: received {_short(received)}, {expected}.{more}",
-        hint=f"Fix `{dotted}` (see {DOCS}).",
+        hint=f"Fix `{dotted}` (see {docs}).",
     )

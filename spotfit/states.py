@@ -10,11 +10,13 @@ Example:
 (False, True)
 >>> AttemptState.PREEMPTED == "preempted", AttemptState.RUNNING.is_live()
 (True, True)
+>>> StopRequest(2).ends_as()
+(<JobState.STOPPED: 'stopped'>, 'pruned by its sweep')
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
 
 class JobState(StrEnum):
@@ -57,6 +59,20 @@ class AttemptState(StrEnum):
 
     def is_terminal(self) -> bool:
         return not self.is_live()
+
+
+class StopRequest(IntEnum):
+    """What the jobs row's `cancel_requested` asks of the job's controller (0 = nothing)."""
+
+    NONE = 0
+    CANCEL = 1  # `spotfit cancel`: save, stop, end `cancelled`
+    PRUNE = 2  # a sweep's pruner: save, stop, end `stopped` (action `pruned`); `resume` continues it
+
+    def ends_as(self) -> tuple[JobState, str]:
+        """The job's state and message once the request is carried out."""
+        if self is StopRequest.PRUNE:
+            return JobState.STOPPED, "pruned by its sweep"
+        return JobState.CANCELLED, "cancelled by the user"
 
 
 _TERMINAL_JOB = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STOPPED})

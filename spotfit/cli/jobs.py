@@ -96,12 +96,36 @@ def status(job: JobRef, json_: JsonFlag = False) -> None:
         render.print_status(console, doc)
 
 
+@app.command()
+def submit(
+    specs: Annotated[list[str], typer.Argument(help="Job spec YAML files, or folders of them.")],
+    parallel: Annotated[int | None, typer.Option(
+        "--parallel", help="At most this many jobs at once (default: one per GPU, 1 on a CPU machine).")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Run the queue here until every job has ended.")] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Queue many jobs as one batch; `spotfit list` groups them."""
+    from spotfit import batch
+
+    doc = batch.submit(specs, parallel)
+    if wait:
+        doc["jobs"] = [{"id": j["id"], "state": j["state"]} for j in batch.run_queue(doc["id"], doc["parallel"])]
+    else:
+        batch.start_queue(doc["id"], doc["parallel"])
+    if json_:
+        print_json(doc)
+        return
+    console.print(f"batch [bold]{doc['id']}[/]: {len(doc['jobs'])} job(s), {doc['parallel']} at once")
+    for job in doc["jobs"]:
+        console.print(f"  {job['id']} {job['state']}" if isinstance(job, dict) else f"  {job}")
+
+
 @app.command("list")
 def list_(
     json_: JsonFlag = False,
     limit: Annotated[int, typer.Option(help="At most this many jobs.")] = 50,
 ) -> None:
-    """List recent jobs."""
+    """List recent jobs, grouped by the batch or sweep they belong to."""
     rows = sdk.list_jobs(limit)
     if json_:
         print_json(rows)
@@ -130,8 +154,21 @@ def logs(
 
 
 @app.command()
-def cancel(job: JobRef, json_: JsonFlag = False) -> None:
-    """Stop a job: its attempt saves a checkpoint and ends; nothing more is billed."""
+def cancel(
+    job: Annotated[str, typer.Argument(help="Job or sweep: id, id prefix or name.")],
+    json_: JsonFlag = False,
+) -> None:
+    """Stop a job, or every running trial of a sweep: each saves a checkpoint and ends."""
+    from spotfit import arguments
+    from spotfit.sweep import api as sweeps
+
+    if sweeps.is_sweep(arguments.job_ref(job)):
+        doc = sweeps.cancel(job)
+        if json_:
+            print_json(doc)
+        else:
+            console.print(f"{doc['id']}: {doc['state']}")
+        return
     doc = sdk.cancel(job)
     if json_:
         print_json(doc)

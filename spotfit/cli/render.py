@@ -71,11 +71,19 @@ def print_status(console: Console, doc: dict) -> None:
 
 
 def jobs_table(rows: list[dict]) -> Table:
+    """Jobs newest first; the jobs of a batch or sweep together, under its id, where its newest is."""
     table = Table()
     for col in ("id", "name", "state", "step", "created"):
         table.add_column(col)
-    for r in rows:
-        table.add_row(r["id"], r["name"], r["state"], f"{r['step']}/{r['total_steps'] or '?'}", _when(r["created_at"]))
+    order = list(dict.fromkeys(r.get("group") or r["id"] for r in rows))
+    for key in order:
+        members = [r for r in rows if (r.get("group") or r["id"]) == key]
+        if members[0].get("group"):
+            table.add_row(f"[bold]{key}[/]", "", "", "", "", end_section=False)
+        for r in members:
+            indent = "  " if r.get("group") else ""
+            table.add_row(indent + r["id"], r["name"], r["state"], f"{r['step']}/{r['total_steps'] or '?'}",
+                          _when(r["created_at"]))
     return table
 
 

@@ -24,7 +24,7 @@ from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError, UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState
+from spotfit.states import AttemptState, JobState, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
@@ -104,7 +104,7 @@ class Controller:
             self._ingest()
             current = self._current()
             if job["cancel_requested"]:
-                self._cancel(current)
+                self._cancel(current, StopRequest(job["cancel_requested"]))
             elif current is not None:
                 self._watch(current)
             elif self._price_paused:
@@ -258,8 +258,9 @@ class Controller:
         elif result == outcome.FAILED and code == classify.EXIT_CONFIG:
             self._config_error = classify.runtime_config_error(self.db, self.job_id, number)
             self._config_failed(self._config_error)
-        elif result == outcome.STOPPED and self.db.get_job(self.job_id)["cancel_requested"]:
-            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
+        elif result == outcome.STOPPED and (request := self.db.get_job(self.job_id)["cancel_requested"]):
+            state, why = StopRequest(request).ends_as()
+            self.db.update_job(self.job_id, state=state, message=why)
         elif result == outcome.STOPPED and self._halt is not None:
             state, why = self._halt
             self._halt = None
@@ -403,7 +404,7 @@ class Controller:
             self.db.add_event(self.job_id, "rule", message, attempt=attempt["number"], rule=verdict.rule,
                               index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd,
                               **({"at_step": at_step} if at_step is not None else {}))
-            self._notify(verdict, message)
+            notify.rule_fired(self.db, self.job_id, self.webhook, verdict, message)
             if verdict.action in ("pause", "stop") and self._halt is None:
                 self._halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
                 self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
@@ -432,13 +433,6 @@ class Controller:
             return
         self._stop_sent[number] = time.time()
 
-    def _notify(self, verdict, message: str) -> None:
-        if not self.webhook:
-            return
-        error = notify.send(self.webhook, notify.rule_payload(self.job_id, verdict, message))
-        if error:
-            self.db.add_event(self.job_id, "notify_failed", f"webhook delivery failed: {error}")
-
     def _resume_below_cap(self) -> None:
         """A price-cap pause ends by itself when the spot price falls back under the cap."""
         cap = self.watchdog.engine.price_cap()
@@ -453,15 +447,22 @@ class Controller:
                 f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h"
             self.db.add_event(self.job_id, "resumed", why)
 
-    def _cancel(self, current: dict | None) -> None:
+    def _cancel(self, current: dict | None, request: StopRequest) -> None:
+        """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
         if current is None:
-            self.db.update_job(self.job_id, state=JobState.CANCELLED, message="cancelled by the user")
+            state, why = request.ends_as()
+            self.db.update_job(self.job_id, state=state, message=why)
             return
-        if current["number"] not in self._switching:
-            self._switching.add(current["number"])
-            self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping",
-                              attempt=current["number"])
-            self.backend.preempt(self._handle(current), notice_s=30.0)
+        number = current["number"]
+        if number not in self._switching:
+            if request is StopRequest.PRUNE:  # after the step in progress, like a rule's stop
+                self.db.add_event(self.job_id, "pruned", "pruned by its sweep: saving and stopping",
+                                  attempt=number, action="pruned")
+                self._request_stop(current, self.files.progress(number), "pruned by its sweep")
+            else:
+                self._switching.add(number)
+                self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping", attempt=number)
+                self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)
 
     # -- reading the store ----------------------------------------------------------------------

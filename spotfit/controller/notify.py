@@ -45,3 +45,9 @@ def send(url: str, payload: dict, timeout_s: float = 5.0) -> str | None:
     except (urllib.error.URLError, OSError, ValueError) as exc:
         return str(exc)
     return None
+
+
+def rule_fired(state_db, job_id: str, url: str | None, verdict, message: str) -> None:
+    """Tell the job's webhook (if any) that a rule fired; a failed delivery is an event, never an error."""
+    if url and (error := send(url, rule_payload(job_id, verdict, message))):
+        state_db.add_event(job_id, "notify_failed", f"webhook delivery failed: {error}")

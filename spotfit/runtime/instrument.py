@@ -191,6 +191,9 @@ class SpotfitCallback(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         metrics = {k: _num(v) for k, v in (logs or {}).items()}
         self.session.reporter.progress(force=True, metrics=metrics, metrics_step=self.step, epoch=epoch + 1)
+        if self.session.is_chief:  # every epoch's metrics, in order (a sweep's pruner reads them all)
+            self.session.reporter.event("epoch_end", f"epoch {epoch + 1} ended at step {self.step}",
+                                        epoch=epoch + 1, step=self.step, metrics=metrics)
         self.session.last_metrics = metrics
         if self.session.config.export and self.session.is_chief:
             # The weights these metrics describe: a `target_metric` stop exports them, not the

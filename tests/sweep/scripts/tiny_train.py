@@ -1,0 +1,32 @@
+"""A tiny seeded Keras MLP for the sweep tests: 400 digits, 10 steps an epoch; lr and units are flags."""
+
+import argparse
+import time
+
+import keras
+from sklearn.datasets import load_digits
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.01)
+parser.add_argument("--units", type=int, default=16)
+parser.add_argument("--epochs", type=int, default=6)
+args = parser.parse_args()
+
+x, y = load_digits(return_X_y=True)
+x, y = (x[:480] / 16.0).astype("float32"), y[:480].astype("int32")
+keras.utils.set_random_seed(3)
+model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(args.units, activation="relu"),
+                          keras.layers.Dense(10, activation="softmax")])
+model.compile(optimizer=keras.optimizers.SGD(args.lr), loss="sparse_categorical_crossentropy",
+              metrics=["accuracy"])
+
+
+class Pace(keras.callbacks.Callback):
+    """50 ms a step: a pruner's stop, read within a second, lands epochs before the end."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(0.05)
+
+
+model.fit(x[:400], y[:400], batch_size=40, epochs=args.epochs, validation_data=(x[400:], y[400:]),
+          shuffle=False, verbose=2, callbacks=[Pace()])
