@@ -432,8 +432,10 @@ class AttemptPlanner:
         return RuntimeConfig(
             job_id=self.job_id,
             job_url=job_url,
-            script=str(spec.script_path),
-            workdir=str(spec.script_path.parent),
+            script="" if spec.is_notebook else str(spec.script_path),
+            workdir="" if spec.is_notebook else str(spec.script_path.parent),
+            kind=spec.kind,
+            notebook_sync_s=spec.notebook.sync_s,
             args=list(spec.args),
             attempt=attempt,
             seed=spec.training.seed,
