@@ -61,9 +61,9 @@ def serve(config: RuntimeConfig) -> int:
     token = store.read_bytes(TOKEN_KEY).decode().strip()
     port = _free_port()
     log = open(base / "jupyter.log", "ab")  # noqa: SIM115 — open for the server's whole life
-    server = subprocess.Popen(_command(port, work), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                              env={**os.environ, "JUPYTER_TOKEN": token,
-                                   "JUPYTER_RUNTIME_DIR": str(base / "runtime")})
+    server = subprocess.Popen(_command(port, work), cwd=work,  # kernels start in the working folder
+                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(base / "runtime")})
     stop_sampling = start_sampling(rep.state, tree=True)
     stop_heartbeat = rep.start_heartbeat()
     try:
