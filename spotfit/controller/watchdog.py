@@ -67,7 +67,11 @@ class Watchdog:
         return self.engine.check(obs)
 
     def new_attempt(self) -> None:
-        """A relaunch starts the utilization and stall clocks afresh (start-up is not idle)."""
+        """A relaunch starts the utilization and stall clocks afresh (start-up is not idle).
+
+        A notebook's idle rule watches each attempt anew: a resumed notebook stops again when idle.
+        """
+        self.engine.rearm("idle_notebook")
         self._samples.clear()
         self._step = None
         self._training = False
