@@ -97,6 +97,31 @@ def test_token_kernel_tensorflow_preemption_and_cancel_keep_the_files(jobs, tmp_
     assert Path(server["workdir"]) != Path(json.loads(open_store(sdk.status(doc["id"])["store"]).read_bytes(
         "notebook/server.json"))["workdir"]), "the relaunch restores into a fresh folder"
 
+    # `notebook open` prints the URL with the token; its --json never holds the token.
+    opened = subprocess.run(spotfit_cmd("notebook", "open", doc["id"]), capture_output=True, text=True, timeout=60)
+    assert opened.returncode == 0 and f"{where['url']}?token={token}" in opened.stdout, opened.stderr
+    opened = subprocess.run(spotfit_cmd("notebook", "open", doc["id"], "--json"), capture_output=True, text=True,
+                            timeout=60)
+    assert opened.returncode == 0 and token not in opened.stdout and json.loads(opened.stdout)["attempt"] == 2
+    # `spotfit ssh JOB -- CMD` runs in the attempt's working folder.
+    shell = subprocess.run(spotfit_cmd("ssh", doc["id"], "--", "ls"), capture_output=True, text=True, timeout=60)
+    assert shell.returncode == 0 and "made.txt" in shell.stdout.split(), (shell.stdout, shell.stderr)
+    # `spotfit port-forward JOB LOCAL:REMOTE` relays on loopback (stopped by its pid).
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    relay = subprocess.Popen(spotfit_cmd("port-forward", doc["id"], f"{free}:{port2}"), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        assert relay.stdout is not None
+        line = relay.stdout.readline()
+        assert f"127.0.0.1:{free} -> 127.0.0.1:{port2}" in line, line
+        assert request(free, "/api/contents/made.txt", token)[0] == 200
+        assert request(free, "/api/contents/made.txt", None)[0] == 403
+    finally:
+        relay.kill()
+        relay.wait()
+
     # Written after the last sync (sync_s is an hour): only the stop's sync can save it.
     status, _ = request(port2, "/api/contents/after.txt", token, "PUT",
                         {"type": "file", "format": "text", "content": "written before cancel"})
