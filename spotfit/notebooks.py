@@ -34,8 +34,8 @@ def token_file(job_id: str) -> Path:
 def notebook_spec(path: str | None) -> JobSpec:
     """The spec at `path` (it must say `kind: notebook`), or the default notebook in this folder."""
     if path is None:
-        # Interactive work runs in real time: no replayed market, spot where the backend has it.
-        return parse_spec({"name": "notebook", "kind": "notebook", "market": {"trace": None}},
+        # Interactive work runs in real time: the bundled market replayed at one trace second per second.
+        return parse_spec({"name": "notebook", "kind": "notebook", "market": {"time_scale": 1.0}},
                           source="<default notebook>", base_dir=os.getcwd())
     spec = load_spec(path)
     if not spec.is_notebook:
