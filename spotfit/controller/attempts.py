@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 from spotfit.controller.clock import TraceClock
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
@@ -433,7 +434,8 @@ class AttemptPlanner:
             job_id=self.job_id,
             job_url=job_url,
             script="" if spec.is_notebook else str(spec.script_path),
-            workdir="" if spec.is_notebook else str(spec.script_path.parent),
+            # A notebook's spec folder: where a cloud backend unpacks the code shipped beside it.
+            workdir=str(Path(spec.base_dir).resolve()) if spec.is_notebook else str(spec.script_path.parent),
             kind=spec.kind,
             notebook_sync_s=spec.notebook.sync_s,
             args=list(spec.args),
