@@ -14,6 +14,7 @@ from spotfit.controller.rules import Observation, RuleEngine
 from spotfit.errors import SpecError, UsageError
 from spotfit.rulespec import IdleNotebook
 from spotfit.spec import parse_spec
+from spotfit.stores import open_store
 
 
 def test_a_notebook_needs_no_script_and_gets_the_default_idle_rule():
@@ -75,3 +76,38 @@ def test_a_notebook_on_aws_opens_nothing_to_the_world_and_requires_imdsv2(tmp_pa
     assert {r.get("CidrIp") for r in ingress} == {"203.0.113.7/32"}
     (run,) = [c for c in calls if c["operation"] == "RunInstances"]
     assert run["params"]["MetadataOptions"]["HttpTokens"] == "required"
+
+
+def _running_notebook(tmp_path, backend: str, handle) -> str:
+    """A notebook job recorded as running on `backend` with `handle`, its server up on port 8888."""
+    from spotfit import notebooks
+    from spotfit.states import AttemptState
+
+    spec = parse_spec({"name": "nb", "kind": "notebook", "backend": backend}, base_dir=str(tmp_path))
+    url = f"file://{tmp_path}/store/jobs/nb-1"
+    store = open_store(url)
+    notebooks.seed(spec, "nb-1", store)
+    sdk.db().create_job("nb-1", "nb", spec.model_dump_json(), url)
+    number = sdk.db().add_attempt("nb-1", backend=backend, zone=None, market="spot", state=AttemptState.LAUNCHING)
+    sdk.db().update_attempt("nb-1", number, handle=handle.to_json(), state=AttemptState.RUNNING)
+    store.write_bytes("notebook/server.json", json.dumps({"attempt": number, "port": 8888}).encode())
+    return "nb-1"
+
+
+def test_notebook_open_on_aws_forwards_its_port_over_ssm_and_keeps_the_token_out_of_json(tmp_path):
+    handle = AwsHandle(region="us-west-2", job="nb-1", attempt=1, job_url="s3://b/j", instances=("i-0abc",))
+    where = sdk.notebook_where(_running_notebook(tmp_path, "aws", handle))
+    token = open(where["token_file"]).read().strip()
+    assert where["url"] == "http://127.0.0.1:8888/lab" and token not in json.dumps(where)
+    assert where["forward"][:7] == ["aws", "ssm", "start-session", "--region", "us-west-2", "--target", "i-0abc"]
+    assert sdk.port_forward("nb-1", "6006")["argv"][-1] == json.dumps({"portNumber": ["6006"],
+                                                                        "localPortNumber": ["6006"]})
+
+
+def test_notebook_open_on_kubernetes_is_a_kubectl_port_forward(tmp_path):
+    handle = KubernetesHandle(namespace="default", name="nb-1-0001", kind="Job", job="nb-1", attempt=1,
+                              job_url="s3://b/j")
+    where = sdk.notebook_where(_running_notebook(tmp_path, "kubernetes", handle))
+    assert where["forward"] == ["kubectl", "--namespace", "default", "port-forward", "--address", "127.0.0.1",
+                                "job/nb-1-0001", "8888:8888"]
+    assert sdk.shell("nb-1", ["nvidia-smi"])["argv"][-2:] == ["--", "nvidia-smi"]
