@@ -10,6 +10,7 @@ Each rule is a mapping that names its rule, its parameters and an action:
       - {rule: price_cap, usd_per_h: 1.2, action: pause}
       - {rule: nan_loss, action: stop}
       - {rule: stalled, for_s: 600, action: notify}
+      - {rule: idle_notebook, below_pct: 10, for_s: 3600, action: stop}
     notify: {webhook: "https://hooks.slack.com/services/..."}
 
 Example:
@@ -95,8 +96,20 @@ class Stalled(_Rule):
     action: Action = "notify"
 
 
+class IdleNotebook(_Rule):
+    """Save and stop a notebook with no kernel activity and the accelerator below `below_pct` for `for_s`.
+
+    A `kind: notebook` job gets it with these defaults unless its `rules:` name one.
+    """
+
+    rule: Literal["idle_notebook"]
+    below_pct: float = Field(10.0, gt=0, le=100)
+    for_s: float = Field(3600.0, gt=0)
+    action: Action = "stop"
+
+
 RuleSpec = Annotated[
-    LossPlateau | TargetMetric | IdleAccelerator | Budget | PriceCap | NanLoss | Stalled,
+    LossPlateau | TargetMetric | IdleAccelerator | Budget | PriceCap | NanLoss | Stalled | IdleNotebook,
     Field(discriminator="rule"),
 ]
 
@@ -118,5 +131,5 @@ class RulesDoc(BaseModel):
 
 RULE_MODELS: dict[str, type[BaseModel]] = {
     get_args(m.model_fields["rule"].annotation)[0]: m
-    for m in (LossPlateau, TargetMetric, IdleAccelerator, Budget, PriceCap, NanLoss, Stalled)
+    for m in (LossPlateau, TargetMetric, IdleAccelerator, Budget, PriceCap, NanLoss, Stalled, IdleNotebook)
 }

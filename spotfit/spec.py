@@ -284,11 +284,25 @@ class Environment(_Section):
     pip: list[str] = Field(default_factory=list, description="pip requirement specifiers, e.g. 'pandas>=2,<3'")
 
 
+JobKind = Literal["train", "notebook"]
+
+
+class Notebook(_Section):
+    """A `kind: notebook` job's settings (docs/notebooks.md)."""
+
+    folder: str | None = Field(None, description="folder whose files seed the notebook's working folder, "
+                                                 "relative to the spec; default none")
+    sync_s: float = Field(60.0, gt=0, le=86_400, description="seconds between syncs of the working folder "
+                                                             "to the store")
+
+
 class JobSpec(_Section):
-    """A training job: a Keras script plus where, how and within which limits to run it."""
+    """A job: a Keras script (or a notebook) plus where, how and within which limits to run it."""
 
     name: str = Field(description="job name: letters, digits, `-`, `_`")
-    script: str = Field(description="path to the Keras script, relative to the spec file")
+    kind: JobKind = Field("train", description="train (a Keras script) or notebook (JupyterLab)")
+    script: str | None = Field(None, description="path to the Keras script, relative to the spec file "
+                                                 "(required for kind: train)")
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict, description="environment for the script")
     backend: BackendName = "local"
@@ -310,6 +324,7 @@ class JobSpec(_Section):
     aws: Aws = Field(default_factory=Aws)
     kubernetes: Kubernetes = Field(default_factory=Kubernetes)
     environment: Environment = Field(default_factory=Environment)
+    notebook: Notebook = Field(default_factory=Notebook)
 
     # Not part of the YAML: where the spec file lives (script paths are relative to it).
     base_dir: str = Field(".", exclude=True, repr=False)
@@ -333,8 +348,12 @@ class JobSpec(_Section):
 
     @property
     def script_path(self) -> Path:
-        """Absolute path of the training script."""
-        return (Path(self.base_dir) / self.script).resolve()
+        """Absolute path of the training script (a notebook has none: its spec's folder)."""
+        return (Path(self.base_dir) / (self.script or "")).resolve()
+
+    @property
+    def is_notebook(self) -> bool:
+        return self.kind == "notebook"
 
     def aws_options(self) -> dict[str, Any]:
         """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
@@ -366,8 +385,8 @@ def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
         )
     raw = read_spec_file(path)
     spec = parse_spec(raw, source=str(path), base_dir=str(path.parent.resolve()))
-    script = Path(spec.base_dir) / spec.script
-    if check_script and not _is_file(script):
+    script = Path(spec.base_dir) / (spec.script or "")
+    if check_script and not spec.is_notebook and not _is_file(script):
         raise SpecError(
             f"Invalid `script` in {path}: received {_short(spec.script)}, expected a file relative to the "
             f"spec's folder (looked for {_short(str(script))}).",
@@ -403,6 +422,11 @@ def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec
         raise SpecError(
             f"Unknown field `base_dir` in {source}: it is set by spotfit, not by the spec.",
             hint="Remove `base_dir:`; paths are relative to the spec file.",
+        )
+    if raw.get("kind", "train") == "train" and "script" not in raw:
+        raise SpecError(
+            f"Missing field `script` in {source}: it is required for a training job.",
+            hint=f"Add `script:` to the spec, or `kind: notebook` for JupyterLab (see {DOCS}).",
         )
     try:
         return JobSpec.model_validate({**raw, "base_dir": base_dir})

@@ -20,7 +20,8 @@ def validate(spec: SpecPath, json_: JsonFlag = False) -> None:
         print_json({"valid": True, "name": job.name, "spec_hash": job.spec_hash(),
                     "spec": job.model_dump(mode="json")})
         return
-    console.print(f"[green]valid[/] {spec}: job {job.name!r}, script {job.script}, "
+    what = "a notebook (JupyterLab)" if job.is_notebook else f"script {job.script}"
+    console.print(f"[green]valid[/] {spec}: job {job.name!r}, {what}, "
                   f"{job.resources.count}x{job.resources.accelerator} × {job.resources.workers} worker(s), "
                   f"{'spot' if job.resources.spot else 'on-demand'}")
 

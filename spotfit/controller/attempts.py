@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 from spotfit.controller.clock import TraceClock
 from spotfit.errors import SpotfitError
@@ -470,8 +471,11 @@ class AttemptPlanner:
         return RuntimeConfig(
             job_id=self.job_id,
             job_url=job_url,
-            script=str(spec.script_path),
-            workdir=str(spec.script_path.parent),
+            script="" if spec.is_notebook else str(spec.script_path),
+            # A notebook's spec folder: where a cloud backend unpacks the code shipped beside it.
+            workdir=str(Path(spec.base_dir).resolve()) if spec.is_notebook else str(spec.script_path.parent),
+            kind=spec.kind,
+            notebook_sync_s=spec.notebook.sync_s,
             args=list(spec.args),
             attempt=attempt,
             seed=spec.training.seed,

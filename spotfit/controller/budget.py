@@ -13,12 +13,17 @@ the events and carries them out.
 
 from __future__ import annotations
 
-from spotfit.rulespec import Budget
+from spotfit.rulespec import Budget, IdleNotebook
 
 
 def rules_of(spec) -> list:
-    """The spec's rules; a top-level `budget_usd` is a `budget` rule that stops the job."""
+    """The spec's rules; a top-level `budget_usd` is a `budget` rule that stops the job.
+
+    A notebook without an `idle_notebook` rule gets one with its defaults (1 h idle, below 10%).
+    """
     rules = list(spec.rules)
+    if spec.kind == "notebook" and not any(r.rule == "idle_notebook" for r in rules):
+        rules.append(IdleNotebook(rule="idle_notebook"))
     if spec.budget_usd is not None and not any(r.rule == "budget" for r in rules):
         rules.append(Budget(rule="budget", usd=spec.budget_usd, action="stop"))
     return rules

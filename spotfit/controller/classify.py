@@ -70,7 +70,7 @@ def check_trace(spec: JobSpec) -> None:
 
 def check_script(spec: JobSpec, local: bool) -> None:
     """The script still exists where a local attempt will run it, and so do its secrets (the environment)."""
-    if local and not spec.script_path.is_file():
+    if local and not spec.is_notebook and not spec.script_path.is_file():
         raise ConfigError(f"Invalid `script`: {str(spec.script_path)!r} no longer exists.",
                           hint="Put the script back, or fix `script:` and run the job again.")
     if local:

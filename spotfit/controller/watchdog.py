@@ -46,7 +46,7 @@ class Watchdog:
         beat = progress.get("heartbeat_at")
         if beat != self._last_heartbeat and progress.get("utilization_pct") is not None:
             self._last_heartbeat = beat
-            if progress.get("phase") == "training":
+            if progress.get("phase") in ("training", "serving"):  # serving: a notebook (idle_notebook)
                 self._samples.append((beat or now, float(progress["utilization_pct"])))
                 del self._samples[:-MAX_SAMPLES]
         obs = Observation(
@@ -62,11 +62,16 @@ class Watchdog:
             last_step_at=self._step_at if stepping else None,
             cost_usd=cost_usd,
             spot_usd_per_h=spot_usd_per_h,
+            last_activity_at=progress.get("last_activity_at"),
         )
         return self.engine.check(obs)
 
     def new_attempt(self) -> None:
-        """A relaunch starts the utilization and stall clocks afresh (start-up is not idle)."""
+        """A relaunch starts the utilization and stall clocks afresh (start-up is not idle).
+
+        A notebook's idle rule watches each attempt anew: a resumed notebook stops again when idle.
+        """
+        self.engine.rearm("idle_notebook")
         self._samples.clear()
         self._step = None
         self._training = False

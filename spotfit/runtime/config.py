@@ -41,6 +41,8 @@ class RuntimeConfig:
     tensorboard: bool = True
     histogram_freq: int = 0  # epochs between weight histograms in TensorBoard; 0 = none
     tensorboard_update_freq: str | int = "auto"  # batch_loss: auto | epoch | every N steps (tensorboard.py)
+    kind: str = "train"  # or "notebook": JupyterLab instead of the script (runtime/notebook.py)
+    notebook_sync_s: float = 60.0  # a notebook's working folder goes to the store this often
     export: dict | None = None  # {registry, formats, name, spec_hash, cost_usd_before, price_usd_per_h, time_scale}
 
     def to_json(self) -> str:

@@ -33,6 +33,10 @@ def run(job_url: str, attempt: int) -> int:
     config = RuntimeConfig.from_json(
         open_store(job_url).read_bytes(f"attempts/{attempt:04d}/runtime.json").decode()
     )
+    if config.kind == "notebook":  # JupyterLab instead of a script: no TensorFlow here
+        from spotfit.runtime import notebook
+
+        return notebook.serve(config)
     session = Session(config)
     rep = session.reporter
     rep.timing("process_start_s", _process_age_s())

@@ -26,6 +26,31 @@ class ProcessCpuSampler:
         return min(100.0, self._proc.cpu_percent(None) / self._cores)
 
 
+class ProcessTreeCpuSampler:
+    """The CPU use of this process and all its descendants (a notebook server and its kernels)."""
+
+    source = "cpu"
+
+    def __init__(self):
+        self._root = psutil.Process()
+        self._procs: dict[int, psutil.Process] = {}
+        self._cores = os.cpu_count() or 1
+        self.sample()  # the first reading of each process only starts its measurement
+
+    def sample(self) -> float:
+        total = 0.0
+        alive: dict[int, psutil.Process] = {}
+        for proc in [self._root, *self._root.children(recursive=True)]:
+            known = self._procs.get(proc.pid, proc)
+            try:
+                total += known.cpu_percent(None)
+            except psutil.NoSuchProcess:
+                continue
+            alive[proc.pid] = known
+        self._procs = alive
+        return min(100.0, total / self._cores)
+
+
 class NvmlSampler:
     source = "nvml"
 
@@ -43,17 +68,17 @@ class NvmlSampler:
         return float(sum(rates)) / len(rates)
 
 
-def make_sampler():
-    """NVML when a GPU and nvidia-ml-py are there, else the process's CPU."""
+def make_sampler(tree: bool = False):
+    """NVML when a GPU and nvidia-ml-py are there, else the process's CPU (with `tree`, its descendants' too)."""
     try:
         return NvmlSampler()
     except Exception:  # noqa: BLE001 — no library, no driver or no GPU: fall back
-        return ProcessCpuSampler()
+        return ProcessTreeCpuSampler() if tree else ProcessCpuSampler()
 
 
-def start_sampling(state: dict, interval_s: float = 1.0) -> threading.Event:
+def start_sampling(state: dict, interval_s: float = 1.0, tree: bool = False) -> threading.Event:
     """Sample every `interval_s` into `state`; set the returned event to stop."""
-    sampler = make_sampler()
+    sampler = make_sampler(tree)
     stop = threading.Event()
     state["utilization_source"] = sampler.source
     state["utilization_pct"] = None  # the key exists before the thread sets it: no dict resize mid-write

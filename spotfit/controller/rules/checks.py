@@ -29,6 +29,7 @@ class Observation:
     last_step_at: float | None = None
     cost_usd: float = 0.0
     spot_usd_per_h: float | None = None  # price of the zone the job runs (or would run) on
+    last_activity_at: float | None = None  # a notebook's last kernel activity (wall s; its start if none)
 
 
 def loss_plateau(rule: r.LossPlateau, obs: Observation) -> str | None:
@@ -91,6 +92,18 @@ def stalled(rule: r.Stalled, obs: Observation) -> str | None:
     return None
 
 
+def idle_notebook(rule: r.IdleNotebook, obs: Observation) -> str | None:
+    """No kernel activity for `for_s` and every utilization sample of that window below `below_pct`."""
+    if obs.last_activity_at is None or obs.now_s - obs.last_activity_at < rule.for_s:
+        return None
+    window = [p for t, p in obs.utilization if t >= obs.now_s - rule.for_s]
+    if window and max(window) >= rule.below_pct:
+        return None
+    peak = f", utilization at most {max(window):.0f}%" if window else ""
+    return (f"no kernel activity for {obs.now_s - obs.last_activity_at:.0f}s (>= {rule.for_s:g}s){peak} "
+            f"(< {rule.below_pct:g}%)")
+
+
 # rule name -> check(rule spec, observation) -> the reason it fired, or None
 CHECKS: dict[str, Callable[[Any, Observation], str | None]] = {
     "loss_plateau": loss_plateau,
@@ -100,5 +113,6 @@ CHECKS: dict[str, Callable[[Any, Observation], str | None]] = {
     "price_cap": price_cap,
     "nan_loss": nan_loss,
     "stalled": stalled,
+    "idle_notebook": idle_notebook,
 }
 

@@ -1,0 +1,85 @@
+"""Notebook jobs on the controller side: submit one with a fresh token, and say where it listens.
+
+A notebook is a job of `kind: notebook` (docs/notebooks.md). `start` records it with a random
+token, kept in two places only: the job's store (`notebook/token`, which the attempt reads)
+and a 0600 file under `$SPOTFIT_HOME/notebooks/JOB/token` (which the user's browser needs).
+The token never appears in a JSON document nor on a command line. `where` reads the running
+attempt's `notebook/server.json` and answers the local URL: on the local backend the server's
+own 127.0.0.1 port; elsewhere a local port that `spotfit port-forward` carries to it.
+
+No TensorFlow, no Jupyter here: the attempt runs those (spotfit/runtime/notebook.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+from spotfit.errors import NotFoundError, UsageError
+from spotfit.home import home
+from spotfit.runtime.notebook import FILES_PREFIX, SERVER_KEY, TOKEN_KEY
+from spotfit.spec import JobSpec, load_spec, parse_spec
+from spotfit.stores.base import ObjectStore
+
+REMOTE_PORT_NOTE = "the attempt's port on its machine"
+
+
+def token_file(job_id: str) -> Path:
+    """The 0600 file that holds a notebook's token on this machine."""
+    return home() / "notebooks" / job_id / "token"
+
+
+def notebook_spec(path: str | None) -> JobSpec:
+    """The spec at `path` (it must say `kind: notebook`), or the default notebook in this folder."""
+    if path is None:
+        # Interactive work runs in real time: the bundled market replayed at one trace second per second.
+        return parse_spec({"name": "notebook", "kind": "notebook", "market": {"time_scale": 1.0}},
+                          source="<default notebook>", base_dir=os.getcwd())
+    spec = load_spec(path)
+    if not spec.is_notebook:
+        raise UsageError(f"Invalid spec for `spotfit notebook`: {path} has kind {spec.kind!r}, expected "
+                         "`kind: notebook`.", hint="Add `kind: notebook` to the spec, or start it with `spotfit run`.")
+    return spec
+
+
+def seed(spec: JobSpec, job_id: str, store: ObjectStore) -> None:
+    """Write the token (store and 0600 file) and the seed folder's files before the job is recorded."""
+    token = secrets.token_urlsafe(32)
+    store.write_bytes(TOKEN_KEY, token.encode())
+    path = token_file(job_id)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    if spec.notebook.folder is not None:
+        from spotfit.runtime.folder_sync import FolderSync
+
+        folder = (Path(spec.base_dir) / spec.notebook.folder).resolve()
+        if not folder.is_dir():
+            raise UsageError(f"Invalid `notebook.folder`: received {spec.notebook.folder!r}, expected a folder "
+                             f"relative to the spec (looked for {folder}).", hint="Fix or remove `notebook.folder`.")
+        FolderSync(store, FILES_PREFIX, folder).push()
+
+
+def read_token(job_id: str) -> str:
+    path = token_file(job_id)
+    if not path.is_file():
+        raise NotFoundError(f"No token for notebook {job_id} on this machine: expected {path}.",
+                            hint="Open the notebook from the machine that started it.")
+    return path.read_text().strip()
+
+
+def server_info(store: ObjectStore, attempt: int | None) -> dict | None:
+    """The running attempt's `notebook/server.json`, if it is that attempt's (None while it starts)."""
+    try:
+        info = json.loads(store.read_bytes(SERVER_KEY))
+    except NotFoundError:
+        return None
+    return info if attempt is not None and info.get("attempt") == attempt else None
+
+
+def url(port: int, token: str | None = None) -> str:
+    """The JupyterLab URL on 127.0.0.1:`port`, with `token` when given (never in a JSON document)."""
+    return f"http://127.0.0.1:{port}/lab" + (f"?token={token}" if token else "")
