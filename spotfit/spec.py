@@ -423,15 +423,16 @@ def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec
             f"Unknown field `base_dir` in {source}: it is set by spotfit, not by the spec.",
             hint="Remove `base_dir:`; paths are relative to the spec file.",
         )
-    if raw.get("kind", "train") == "train" and "script" not in raw:
+    try:
+        spec = JobSpec.model_validate({**raw, "base_dir": base_dir})
+    except ValidationError as exc:  # a misspelt `scrpt:` gets its did-you-mean before `script` is missed
+        raise _to_spec_error(exc, raw, source) from None
+    if spec.kind == "train" and spec.script is None:
         raise SpecError(
             f"Missing field `script` in {source}: it is required for a training job.",
             hint=f"Add `script:` to the spec, or `kind: notebook` for JupyterLab (see {DOCS}).",
         )
-    try:
-        return JobSpec.model_validate({**raw, "base_dir": base_dir})
-    except ValidationError as exc:
-        raise _to_spec_error(exc, raw, source) from None
+    return spec
 
 
 def dump_spec(spec: JobSpec) -> str:

@@ -55,6 +55,16 @@ class Sqlite:
         self.conn.execute("PRAGMA busy_timeout=30000")
         self.conn.execute("PRAGMA foreign_keys=ON")
 
+    @classmethod
+    def read_only(cls, path: str | Path) -> Sqlite:
+        """A connection SQLite itself holds read-only (`mode=ro`): every write is refused."""
+        self = cls.__new__(cls)
+        self.conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True, timeout=30.0,
+                                    isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        return self
+
     def sql(self, text: str) -> str:
         return text
 

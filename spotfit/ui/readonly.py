@@ -22,12 +22,12 @@ sqlite3.OperationalError: attempt to write a readonly database
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import SCHEMA_VERSION, StateDB
+from spotfit.state_dialect import Sqlite
 
 
 class ReadOnlyStateDB(StateDB):
@@ -38,10 +38,9 @@ class ReadOnlyStateDB(StateDB):
         if not Path(self.path).is_file():
             raise NotFoundError(f"No state DB at {self.path}: no job has run with this SPOTFIT_HOME yet.",
                                 hint="Run a job with `spotfit run JOB.yaml`, or point SPOTFIT_HOME at another home.")
-        uri = Path(self.path).resolve().as_uri() + "?mode=ro"
-        self._conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA busy_timeout=30000")
+        self._db = Sqlite.read_only(self.path)
+        self.dialect, self.IntegrityError = self._db.name, self._db.IntegrityError
+        self._conn = self._db.conn
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             self._conn.close()

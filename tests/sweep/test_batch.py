@@ -20,7 +20,7 @@ def _spec(folder, name: str, text: str | None = None):
 
 @pytest.mark.parametrize(("args", "first_line"), [
     (["--parallel", "0"], "error: Invalid `--parallel`: received 0, expected an integer >= 1 and <= 1024."),
-    (["BAD"], "error: Unknown field `scrpt` in {bad}: did you mean `script`? (1 more problem after this one)"),
+    (["BAD"], "error: Unknown field `scrpt` in {bad}: did you mean `script`?"),
     (["EMPTY"], "error: Folder {empty} holds no job spec: expected *.yaml or *.yml files in it."),
 ], ids=["parallel-0", "one-bad-spec", "empty-folder"])
 def test_bad_input_records_nothing(tmp_path, args, first_line):
