@@ -183,6 +183,7 @@ class PrecisionTuner(keras.callbacks.Callback):
         self._t_begin = 0.0
         self._t_trial = 0.0
         self._first_step_s: float | None = None
+        self._predicted_s: float | None = None  # the trial's predicted cost, once the float32 phase measured
         self._steps = 0
 
     @property
@@ -217,7 +218,7 @@ class PrecisionTuner(keras.callbacks.Callback):
             self._finish(model)
             return
         step_s = statistics.median(self.timings["off"])
-        cost_s = trial.predicted_cost_s(self._first_step_s or step_s, step_s, PHASE_STEPS)
+        cost_s = self._predicted_s = trial.predicted_cost_s(self._first_step_s or step_s, step_s, PHASE_STEPS)
         left = trial.steps_left(self.params, self._steps, getattr(model, "_initial_epoch", None) or 0)
         if not trial.affordable(cost_s, step_s, left):
             self._finish(model, skipped=f"a trial of {self.candidate} would cost ~{cost_s:.2f} s, more than "
@@ -245,7 +246,8 @@ class PrecisionTuner(keras.callbacks.Callback):
                 self._set(model, "float32")
                 model.train_function = self._off_function or _rebuilt(model)
         doc = {"policy": self.choice, "candidate": self.candidate, "off_step_s": off, "candidate_step_s": cand,
-               "trial_s": round(trial_s, 4), "steps_measured": {k: len(v) for k, v in self.timings.items()},
+               "trial_s": round(trial_s, 4), "predicted_s": self._predicted_s,
+               "steps_measured": {k: len(v) for k, v in self.timings.items()},
                "reason": skipped or f"measured; {self.why}"}
         self.store.write_bytes(TUNING_KEY, json.dumps(doc).encode())
         self.reporter.event("precision", _message(self.choice, self.candidate, off, cand, skipped), **doc)

@@ -88,6 +88,7 @@ class XlaTuner(keras.callbacks.Callback):
         self._first_step_s: float | None = None  # the measuring fit call's first step (tracing included)
         self._steps = 0
         self._t_trial = 0.0
+        self._predicted_s: float | None = None  # the trial's predicted cost, once the phase without XLA measured
         self.mode = mode
         self.store = store
         self.reporter = reporter
@@ -150,7 +151,7 @@ class XlaTuner(keras.callbacks.Callback):
             return
         if self._phase == "off":
             step_s = statistics.median(self.timings["off"])
-            cost_s = trial.predicted_cost_s(self._first_step_s, step_s, PHASE_STEPS, COMPILE_FACTOR)
+            cost_s = self._predicted_s = trial.predicted_cost_s(self._first_step_s, step_s, PHASE_STEPS, COMPILE_FACTOR)
             left = trial.steps_left(self.params, self._steps, getattr(model, "_initial_epoch", None) or 0)
             if not trial.affordable(cost_s, step_s, left):
                 self._finish(model, skipped=f"a trial would cost ~{cost_s:.2f} s, more than "
@@ -194,13 +195,14 @@ class XlaTuner(keras.callbacks.Callback):
         trial_s = time.perf_counter() - self._t_trial if self._t_trial else 0.0
         self._phase = None
         choice = decide(off, on)
-        if not choice:
+        if not choice and False in self._functions:  # the XLA phase ran: back to the function measured without it
             _set_jit(model, False)
-            model.train_function = self._functions.get(False) or _rebuilt(model)
+            model.train_function = self._functions[False]
         elif isinstance(model.train_function, _GuardedFunction):
             model.train_function = model.train_function.function
         self.choice = choice
         doc = {"choice": "on" if choice else "off", "off_step_s": off, "on_step_s": on, "trial_s": round(trial_s, 4),
+               "predicted_s": self._predicted_s,
                "steps_measured": {k: len(v) for k, v in self.timings.items()}, "reason": skipped or "measured"}
         self.store.write_bytes(TUNING_KEY, json.dumps(doc).encode())
         message = f"XLA off: not measured: {skipped}" if skipped else _message(choice, off, on)
