@@ -9,8 +9,8 @@
 - older GPUs: `off`;
 - a CPU with bf16 instructions (AVX512-BF16, or AMX-BF16 on Sapphire Rapids and later), where
   oneDNN runs bf16 matmuls and convolutions natively: `mixed_bfloat16` (on this project's
-  AVX512-BF16 CPU: a conv net's step x0.5-x0.75, an MLP's x0.8-x0.94, docs/benchmarks.md);
-- any other CPU: `off`. `mixed_float16` on a CPU is emulated (a conv net's step x12.6 here,
+  AVX512-BF16 CPU: a conv net's step x0.35-x0.75, an MLP's x0.72-x1.43 in runs so far, docs/benchmarks.md);
+- any other CPU: `off`. `mixed_float16` on a CPU is emulated (a conv net's step x6.9-x12.6 here,
   up to ~80x elsewhere), so auto never picks it on a CPU.
 
 The hardware's pick is only a candidate: `auto` then measures it against float32 on the
@@ -20,8 +20,9 @@ adds loss scaling for fp16), then every layer runs float32 for the first `PHASE_
 the first `fit`, the candidate for the next `PHASE_STEPS` (each phase's first step, a retrace,
 untimed), and the faster is kept. The variables are float32 either way, so switching costs a
 retrace and nothing else. The trial runs only when it is affordable (trial.py: under 0.5% of
-the job); otherwise the job trains in float32, as its plain script would. The choice and both
-medians are a `precision` event and `tuning/precision.json`, which later attempts reuse. Auto
+the job); otherwise the job trains in float32, as its plain script would. The choice, both
+medians, `trial_s` and the predicted cost `predicted_s` are a `precision` event and
+`tuning/precision.json`, which later attempts reuse. Auto
 does not measure with `training.deterministic: true` or under a distribution strategy (the
 choice must not depend on timing, and every replica must run the same policy): the hardware
 decides there.

@@ -7,9 +7,10 @@ rest of the job. Each phase's first step (tracing, XLA compilation) is left out 
 the times are the median of the others, measured from batch begin to batch end (epoch-end work
 such as validation is not counted). The XLA phase runs only when affordable (trial.py: its
 predicted cost, an XLA compilation of about `COMPILE_FACTOR` first steps plus the phase's steps,
-under 0.5% of the job); otherwise XLA stays off, as in the plain script. The choice and both
-timings are recorded as an `xla` event and in `tuning/xla.json` under the job's prefix, which
-later attempts reuse, so a resumed job does not measure again.
+under 0.5% of the job); otherwise XLA stays off and the step traced without it is kept (no
+retrace), as in the plain script. The choice, both timings, what the trial took (`trial_s`) and
+its predicted cost (`predicted_s`) are recorded as an `xla` event and in `tuning/xla.json` under
+the job's prefix, which later attempts reuse, so a resumed job does not measure again.
 
 Auto does not measure, and decides from the hardware like Keras's own `jit_compile="auto"`
 (on with a GPU, off on a CPU), when the choice must not depend on timing noise or on the
