@@ -8,7 +8,7 @@ repeat the six runs go in a rotated order, and each ratio is the median over rep
 spotfit / plain within the repeat, so every ratio compares runs taken side by side.
 
 Per step it reports wall time and CPU time (CPU seconds of the whole process, every thread:
-robust to other load on a shared machine, and an honest measure of the runtime's own work),
+less sensitive to other load on a shared machine than wall time, and a measure of the work done),
 both over every step of the `fit` call (tracing, trial steps, checkpoint saves included) and
 after the first epoch, plus the whole process's CPU seconds (start-up and imports included,
 from `wait4`). Target at the defaults: spotfit / plain <= 1.03; checkpoint saves <= 2% of the
@@ -277,7 +277,10 @@ def main() -> None:
         "repeats' spotfit / plain. Wall and CPU time per step are taken around the script's `fit` call, so",
         "they count everything spotfit does inside it (tracing, `auto`'s trial steps, checkpoint saves, the",
         "end's save); CPU time is the whole process's, every thread (spotfit's heartbeat, TensorBoard writer",
-        "and samplers included), and barely moves with other load. \"After 1st epoch\" leaves the first",
+        "and samplers included), and moves less with other load than wall time does, though a loaded machine",
+        "still shifts it by a few percent (compare settings that do the same work); the accounted figures below",
+        "read the CPU clocks of spotfit's own threads and of the batch-end dispatch, which load does not inflate.",
+        "\"After 1st epoch\" leaves the first",
         "epoch out (tracing, the first save). Whole process CPU s: the process from start to exit, imports",
         f"included. Checkpoints at `interval: auto` with MTBF {mtbf_s:.0f} wall s (us-west-2b at time_scale",
         f"{TIME_SCALE:g}). Target at the defaults: spotfit / plain <= 1.03. Result at the defaults, all steps: "
