@@ -9,8 +9,8 @@
 - older GPUs: `off`;
 - a CPU with bf16 instructions (AVX512-BF16, or AMX-BF16 on Sapphire Rapids and later), where
   oneDNN runs bf16 matmuls and convolutions natively: `mixed_bfloat16` (on this project's
-  AVX512-BF16 CPU: a conv net's step x0.5-x0.75, an MLP's x0.8-x0.94, docs/benchmarks.md);
-- any other CPU: `off`. `mixed_float16` on a CPU is emulated (a conv net's step x12.6 here,
+  AVX512-BF16 CPU: a conv net's step x0.35-x0.75, an MLP's x0.72-x1.43 in runs so far, docs/benchmarks.md);
+- any other CPU: `off`. `mixed_float16` on a CPU is emulated (a conv net's step x6.9-x12.6 here,
   up to ~80x elsewhere), so auto never picks it on a CPU.
 
 The hardware's pick is only a candidate: `auto` then measures it against float32 on the
@@ -20,8 +20,9 @@ adds loss scaling for fp16), then every layer runs float32 for the first `PHASE_
 the first `fit`, the candidate for the next `PHASE_STEPS` (each phase's first step, a retrace,
 untimed), and the faster is kept. The variables are float32 either way, so switching costs a
 retrace and nothing else. The trial runs only when it is affordable (trial.py: under 0.5% of
-the job); otherwise the job trains in float32, as its plain script would. The choice and both
-medians are a `precision` event and `tuning/precision.json`, which later attempts reuse. Auto
+the job); otherwise the job trains in float32, as its plain script would. The choice, both
+medians, `trial_s` and the predicted cost `predicted_s` are a `precision` event and
+`tuning/precision.json`, which later attempts reuse. Auto
 does not measure with `training.deterministic: true` or under a distribution strategy (the
 choice must not depend on timing, and every replica must run the same policy): the hardware
 decides there.
@@ -183,6 +184,7 @@ class PrecisionTuner(keras.callbacks.Callback):
         self._t_begin = 0.0
         self._t_trial = 0.0
         self._first_step_s: float | None = None
+        self._predicted_s: float | None = None  # the trial's predicted cost, once the float32 phase measured
         self._steps = 0
 
     @property
@@ -217,7 +219,7 @@ class PrecisionTuner(keras.callbacks.Callback):
             self._finish(model)
             return
         step_s = statistics.median(self.timings["off"])
-        cost_s = trial.predicted_cost_s(self._first_step_s or step_s, step_s, PHASE_STEPS)
+        cost_s = self._predicted_s = trial.predicted_cost_s(self._first_step_s or step_s, step_s, PHASE_STEPS)
         left = trial.steps_left(self.params, self._steps, getattr(model, "_initial_epoch", None) or 0)
         if not trial.affordable(cost_s, step_s, left):
             self._finish(model, skipped=f"a trial of {self.candidate} would cost ~{cost_s:.2f} s, more than "
@@ -245,7 +247,8 @@ class PrecisionTuner(keras.callbacks.Callback):
                 self._set(model, "float32")
                 model.train_function = self._off_function or _rebuilt(model)
         doc = {"policy": self.choice, "candidate": self.candidate, "off_step_s": off, "candidate_step_s": cand,
-               "trial_s": round(trial_s, 4), "steps_measured": {k: len(v) for k, v in self.timings.items()},
+               "trial_s": round(trial_s, 4), "predicted_s": self._predicted_s,
+               "steps_measured": {k: len(v) for k, v in self.timings.items()},
                "reason": skipped or f"measured; {self.why}"}
         self.store.write_bytes(TUNING_KEY, json.dumps(doc).encode())
         self.reporter.event("precision", _message(self.choice, self.candidate, off, cand, skipped), **doc)

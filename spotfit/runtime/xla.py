@@ -7,9 +7,10 @@ rest of the job. Each phase's first step (tracing, XLA compilation) is left out 
 the times are the median of the others, measured from batch begin to batch end (epoch-end work
 such as validation is not counted). The XLA phase runs only when affordable (trial.py: its
 predicted cost, an XLA compilation of about `COMPILE_FACTOR` first steps plus the phase's steps,
-under 0.5% of the job); otherwise XLA stays off, as in the plain script. The choice and both
-timings are recorded as an `xla` event and in `tuning/xla.json` under the job's prefix, which
-later attempts reuse, so a resumed job does not measure again.
+under 0.5% of the job); otherwise XLA stays off and the step traced without it is kept (no
+retrace), as in the plain script. The choice, both timings, what the trial took (`trial_s`) and
+its predicted cost (`predicted_s`) are recorded as an `xla` event and in `tuning/xla.json` under
+the job's prefix, which later attempts reuse, so a resumed job does not measure again.
 
 Auto does not measure, and decides from the hardware like Keras's own `jit_compile="auto"`
 (on with a GPU, off on a CPU), when the choice must not depend on timing noise or on the
@@ -88,6 +89,7 @@ class XlaTuner(keras.callbacks.Callback):
         self._first_step_s: float | None = None  # the measuring fit call's first step (tracing included)
         self._steps = 0
         self._t_trial = 0.0
+        self._predicted_s: float | None = None  # the trial's predicted cost, once the phase without XLA measured
         self.mode = mode
         self.store = store
         self.reporter = reporter
@@ -150,7 +152,7 @@ class XlaTuner(keras.callbacks.Callback):
             return
         if self._phase == "off":
             step_s = statistics.median(self.timings["off"])
-            cost_s = trial.predicted_cost_s(self._first_step_s, step_s, PHASE_STEPS, COMPILE_FACTOR)
+            cost_s = self._predicted_s = trial.predicted_cost_s(self._first_step_s, step_s, PHASE_STEPS, COMPILE_FACTOR)
             left = trial.steps_left(self.params, self._steps, getattr(model, "_initial_epoch", None) or 0)
             if not trial.affordable(cost_s, step_s, left):
                 self._finish(model, skipped=f"a trial would cost ~{cost_s:.2f} s, more than "
@@ -194,13 +196,14 @@ class XlaTuner(keras.callbacks.Callback):
         trial_s = time.perf_counter() - self._t_trial if self._t_trial else 0.0
         self._phase = None
         choice = decide(off, on)
-        if not choice:
+        if not choice and False in self._functions:  # the XLA phase ran: back to the function measured without it
             _set_jit(model, False)
-            model.train_function = self._functions.get(False) or _rebuilt(model)
+            model.train_function = self._functions[False]
         elif isinstance(model.train_function, _GuardedFunction):
             model.train_function = model.train_function.function
         self.choice = choice
         doc = {"choice": "on" if choice else "off", "off_step_s": off, "on_step_s": on, "trial_s": round(trial_s, 4),
+               "predicted_s": self._predicted_s,
                "steps_measured": {k: len(v) for k, v in self.timings.items()}, "reason": skipped or "measured"}
         self.store.write_bytes(TUNING_KEY, json.dumps(doc).encode())
         message = f"XLA off: not measured: {skipped}" if skipped else _message(choice, off, on)

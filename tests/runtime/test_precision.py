@@ -95,6 +95,7 @@ def test_auto_measures_float32_against_bf16_and_keeps_the_faster(monkeypatch):
     (kind, data), = [e for e in events if e[0] == "precision"]
     assert data["steps_measured"] == {"off": precision.PHASE_STEPS - 1, "mixed_bfloat16": precision.PHASE_STEPS - 1}
     assert data["off_step_s"] > 0 and data["candidate_step_s"] > 0 and data["trial_s"] > 0
+    assert data["predicted_s"] > 0  # what the budget was checked against
     faster = "mixed_bfloat16" if data["candidate_step_s"] < data["off_step_s"] else "off"
     assert tuner.choice == data["policy"] == faster
     assert precision.load_tuning(store)["policy"] == faster  # what a resumed attempt reuses
@@ -111,3 +112,35 @@ def test_a_job_too_short_to_pay_for_the_trial_trains_in_float32_like_its_plain_s
     assert tuner.choice == data["policy"] == "off" and "would cost" in data["reason"]
     assert data["steps_measured"]["mixed_bfloat16"] == 0 and data["trial_s"] == 0
     assert {layer.compute_dtype for layer in model.layers} == {"float32"} and global_policy == "float32"
+
+
+def test_a_later_attempt_reuses_the_measured_choices_without_a_trial(tmp_path, monkeypatch):
+    import json
+
+    import keras
+
+    from spotfit.runtime import main, xla
+    from spotfit.runtime.config import RuntimeConfig
+    from spotfit.runtime.session import Session
+    from spotfit.stores import open_store
+
+    monkeypatch.setenv("SPOTFIT_NUM_REPLICAS", "1")  # _speedups sets them; restored after the test
+    monkeypatch.setenv("SPOTFIT_WORKER_INDEX", "0")
+    url = f"file://{tmp_path}/job"
+    store = open_store(url)
+    store.write_bytes(precision.TUNING_KEY, json.dumps({"policy": "mixed_bfloat16", "off_step_s": 0.012,
+                                                        "candidate_step_s": 0.008}).encode())
+    store.write_bytes(xla.TUNING_KEY, json.dumps({"choice": "off", "off_step_s": 0.012, "on_step_s": 0.02}).encode())
+    session = Session(RuntimeConfig(job_id="j", job_url=url, script="train.py", workdir=str(tmp_path), attempt=2,
+                                    tensorboard=False))
+    try:
+        main._speedups(session)
+        assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
+    finally:
+        precision.apply("off")
+    assert session.precision is None  # no trial: nothing measures again
+    assert session.xla is not None and session.xla.choice is False and not session.xla.measuring
+    events = {e["kind"]: e for e in (json.loads(store.read_bytes(k)) for k in store.list("events"))}
+    assert events["precision"]["attempt"] == 2 and events["precision"]["data"] == {
+        "reused": True, "policy": "mixed_bfloat16", "off_step_s": 0.012, "candidate_step_s": 0.008}
+    assert events["xla"]["data"]["reused"] is True and events["xla"]["data"]["choice"] == "off"

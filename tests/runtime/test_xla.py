@@ -95,3 +95,43 @@ def test_a_compile_failure_under_xla_on_falls_back_and_training_goes_on(tmp_path
     assert "InvalidArgumentError" in failed["message"]
     assert [e["data"]["choice"] for e in events if e["kind"] == "xla"] == ["on", "off"]  # asked, then fell back
     assert kinds.count("failed") == 0 and kinds[-1] == "done"
+
+
+class _CountTraces(keras.layers.Layer):
+    """Counts its calls: inside `fit` Python runs only while the train step is traced."""
+
+    calls = 0
+
+    def call(self, x):
+        _CountTraces.calls += 1
+        return x
+
+
+def _fit_counting_traces(callbacks: list, before_fit=None) -> int:
+    """Calls of the model's Python code during an 80-step `fit` of a fresh model: its traces."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((320, 8)).astype("float32"), rng.integers(0, 2, 320)
+    model = keras.Sequential([keras.Input((8,)), _CountTraces(), keras.layers.Dense(2, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy")
+    if before_fit is not None:
+        before_fit(model)
+    before = _CountTraces.calls
+    model.fit(x, y, batch_size=8, epochs=2, callbacks=callbacks, verbose=0)
+    return _CountTraces.calls - before
+
+
+@pytest.mark.slow
+def test_a_job_too_short_for_the_xla_trial_traces_its_step_as_often_as_plain_fit(monkeypatch):
+    monkeypatch.delenv(trial.BUDGET_ENV, raising=False)
+    store = open_store("memory://xla-skip/jobs/j1")
+    events: list[tuple[str, dict]] = []
+    reporter = Reporter(store, attempt=1)
+    reporter.event = lambda kind, message, **data: events.append((kind, data))  # type: ignore[method-assign]
+    tuner = xla.XlaTuner("auto", store, reporter)
+    tuned = _fit_counting_traces([tuner], tuner.before_fit)  # 80 steps: too short to pay for a trial
+    (data,) = [d for kind, d in events if kind == "xla"]
+    assert data["choice"] == "off" and "would cost" in data["reason"] and data["predicted_s"] > 0
+    assert data["steps_measured"] == {"off": xla.PHASE_STEPS - 1, "on": 0}
+    assert tuned == _fit_counting_traces([]), "the skipped trial rebuilt the train step: a retrace plain fit never pays"
