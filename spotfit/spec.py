@@ -252,7 +252,11 @@ class Kubernetes(_Section):
                                                description="custom: node labels of on-demand nodes")
     spot_tolerations: list[dict[str, str]] = Field(default_factory=list, description="custom: tolerations for spot")
     image: str = Field(DEFAULT_IMAGE, description="container image with TensorFlow and Python 3.11")
-    runtime_wheel: str | None = Field(None, description="store URL of the spotfit wheel the pod installs")
+    runtime_wheel: str | None = Field(None, description="store URL of a spotfit wheel the pod installs instead of "
+                                                       "the shipped one")
+    runtime_pip: str | None = Field(None, description="a published spotfit to pip-install instead of the shipped wheel")
+    runtime_extras: list[str] = Field(default_factory=lambda: ["s3", "gcs"],
+                                      description="extras of the installed wheel (the image brings TensorFlow)")
     service_account: str | None = Field(None, description="service account with storage access (IRSA, workload "
                                                           "identity)")
     secret_env: list[str] = Field(default_factory=list, description="variables copied from the controller's "
@@ -274,6 +278,13 @@ class Kubernetes(_Section):
     def _custom_needs_selector(self) -> Kubernetes:
         if self.spot == "custom" and not self.spot_selector:
             raise ValueError("`spot: custom` needs `spot_selector` (the node labels of your spot pool)")
+        return self
+
+    @model_validator(mode="after")
+    def _one_runtime_source(self) -> Kubernetes:
+        if self.runtime_wheel and self.runtime_pip:
+            raise ValueError("expected at most one of `runtime_wheel` and `runtime_pip` (where the pod's spotfit "
+                             "comes from)")
         return self
 
 
@@ -367,7 +378,16 @@ class JobSpec(_Section):
                                 "expected a readable pip requirements file.",
                                 hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
                     from None
-        return {**self.aws.model_dump(), "environment": {"pip": list(env.pip), "requirements": text}}
+        return {**self.aws.model_dump(), "runtime_extras": self._runtime_extras(self.aws.runtime_extras),
+                "environment": {"pip": list(env.pip), "requirements": text}}
+
+    def kubernetes_options(self) -> dict[str, Any]:
+        """The `kubernetes:` section for the backend, with the notebook extra for a notebook job."""
+        return {**self.kubernetes.model_dump(), "runtime_extras": self._runtime_extras(self.kubernetes.runtime_extras)}
+
+    def _runtime_extras(self, extras: list[str]) -> list[str]:
+        """A notebook job's attempt runs JupyterLab: its spotfit gets the `notebook` extra too."""
+        return [*extras, "notebook"] if self.is_notebook and "notebook" not in extras else list(extras)
 
     def spec_hash(self) -> str:
         """sha256 of the canonical JSON form of the spec (stable across key order)."""

@@ -100,10 +100,13 @@ def registered_backends() -> list[str]:
 def backend_options(spec: Any) -> dict[str, Any]:
     """The spec's section of its backend (`aws:`, `kubernetes:`) as a dict; {} for a backend without one.
 
-    The `aws:` section carries the job's resolved `environment` (what its instances install).
+    The `aws:` section carries the job's resolved `environment` (what its instances install); both
+    cloud sections carry the `notebook` extra in `runtime_extras` for a notebook job.
     """
     if spec.backend == "aws":
         return spec.aws_options()
+    if spec.backend == "kubernetes":
+        return spec.kubernetes_options()
     section = getattr(spec, spec.backend, None)
     return section.model_dump() if section is not None else {}
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from spotfit import sdk
-from spotfit.backends.aws.wheel import running_wheel
+from spotfit.backends.wheel import running_wheel
 from spotfit.controller.loop import Controller
 from spotfit.runtime import main
 from spotfit.stores import open_store

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from spotfit.backends import wheel as wheel_module
 from spotfit.backends.aws import environment
-from spotfit.backends.aws import wheel as wheel_module
 from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.environment import cache_root, instance_env
-from spotfit.backends.aws.wheel import running_wheel
+from spotfit.backends.wheel import running_wheel
 from spotfit.errors import SpecError, UsageError
 from spotfit.spec import load_spec, parse_spec
 from spotfit.stores import open_store
@@ -26,7 +26,7 @@ def test_the_wheel_holds_exactly_the_running_package_and_its_dependencies(tmp_pa
     with zipfile.ZipFile(tmp_path / wheel.filename) as zf:
         names = set(zf.namelist())
         meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-        shipped = zf.read("spotfit/backends/aws/wheel.py")
+        shipped = zf.read("spotfit/backends/wheel.py")
     assert shipped == Path(wheel_module.__file__).read_bytes()
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert "Requires-Dist: s3fs" in meta and 'extra == "tf-gpu"' in meta

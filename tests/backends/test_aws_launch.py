@@ -9,6 +9,8 @@ import pytest
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.environment import instance_env
 from spotfit.backends.aws.userdata import check_no_secrets, user_data
+from spotfit.backends.base import backend_options
+from spotfit.backends.wheel import running_wheel
 from spotfit.errors import BackendError, SpecError, UsageError
 from spotfit.spec import parse_spec
 
@@ -129,6 +131,18 @@ def test_user_data_installs_a_published_spotfit_only_when_runtime_pip_says_so():
     env = instance_env("s3://b/jobs/j", "ami-1", {"runtime_pip": "spotfit[tf-gpu,s3]==0.1.0"})
     text = user_data("s3://b/jobs/j", 1, env)
     assert env.wheel_url is None and "wheels/" not in text and "'spotfit[tf-gpu,s3]==0.1.0'" in text
+
+
+def test_a_notebook_job_installs_the_notebook_extra_and_a_training_job_does_not():
+    def installed(raw: dict) -> str:
+        spec = parse_spec({"name": "j", "backend": "aws", **raw})
+        env = instance_env("s3://b/jobs/j", "ami-1", backend_options(spec))
+        return user_data("s3://b/jobs/j", 1, env)
+
+    assert f"'./{running_wheel().filename}[tf-gpu,s3,notebook]'" in installed({"kind": "notebook"})
+    assert f"'./{running_wheel().filename}[tf-gpu,s3]'" in installed({"script": "train.py"})
+    custom = installed({"kind": "notebook", "aws": {"runtime_extras": ["s3", "notebook"]}})
+    assert f"'./{running_wheel().filename}[s3,notebook]'" in custom  # named once, not twice
 
 
 def test_spec_refuses_ssh_open_beyond_one_address():

@@ -31,7 +31,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from spotfit.backends.aws.wheel import running_wheel
+from spotfit.backends.wheel import cache_root, running_wheel
 from spotfit.stores import child, open_store
 
 DEFAULT_EXTRAS = ("tf-gpu", "s3")
@@ -58,12 +58,6 @@ class InstanceEnv:
     @property
     def wheel_url(self) -> str | None:
         return child(self.cache_url, "wheels", self.wheel_name) if self.wheel_name else None
-
-
-def cache_root(job_url: str) -> str:
-    """`s3://b/p/jobs/j1` -> `s3://b/p/cache` (the job's own prefix when it is not under `jobs/`)."""
-    head, sep, _ = job_url.rstrip("/").rpartition("/jobs/")
-    return child(head if sep else job_url, "cache")
 
 
 def requirements_text(environment: dict) -> str:

@@ -1,6 +1,7 @@
 """The `kubernetes` backend: each attempt is a Job (one worker) or a TFJob / Indexed Job (several).
 
-`launch` ships the script's folder to the job's store (as the aws backend does), resolves the
+`launch` ships the script's folder and the running spotfit's wheel to the job's store (as the aws
+backend does; the wheel once per content, to `<store>/cache/wheels/`), resolves the
 settings (`settings`: placement from the `kubernetes.spot` profile and the policy's market,
 image, install step, TFJob or Indexed Job), and creates the objects `manifests.attempt_objects`
 builds, in order. A retried launch finds its objects by name (409 Conflict) instead of making
@@ -24,9 +25,10 @@ from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.handle import KubernetesHandle
-from spotfit.backends.kubernetes.install import container_script
+from spotfit.backends.kubernetes.install import DEFAULT_EXTRAS, container_script
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
+from spotfit.backends.wheel import ship_wheel, shipped_wheel_url
 from spotfit.errors import BackendError, UsageError
 from spotfit.spec import DEFAULT_IMAGE
 
@@ -113,8 +115,6 @@ class KubernetesBackend:
 
     def settings(self, request: LaunchRequest, tfjob: bool | None = None) -> mf.AttemptSettings:
         """The manifests' settings for `request`; `tfjob=None` asks the cluster (several workers)."""
-        from spotfit import __version__
-
         opts = request.options
         check_env(request.env, opts.get("secret_env") or [])
         multi = self.multi_worker_kind(opts, request.workers, tfjob) if request.workers > 1 else "indexed"
@@ -122,7 +122,8 @@ class KubernetesBackend:
         return mf.AttemptSettings(
             job_id=request.job_id, attempt=request.attempt, job_url=request.job_url,
             namespace=opts.get("namespace") or "default", image=opts.get("image") or DEFAULT_IMAGE,
-            script=container_script(opts.get("runtime_wheel"), __version__),
+            script=container_script(wheel_url(request), opts.get("runtime_extras") or DEFAULT_EXTRAS,
+                                    opts.get("runtime_pip")),
             workers=max(request.workers, 1), gpus=gpus,
             placement=placement(opts.get("spot"), request.market, opts),
             grace_s=int(opts.get("grace_s") or 120),
@@ -141,6 +142,8 @@ class KubernetesBackend:
         s = self.settings(request)
         values = secret_values(s.secret_env)
         shipping.ship(open_store(request.job_url), request.attempt, {}, s.workers, s.worker_port)
+        if ships_wheel(request.options):
+            ship_wheel(request.job_url)
         handle = self._handle(request, s)
         api, core, batch, custom = self._apis(handle)
         for obj in mf.attempt_objects(s, values):
@@ -250,6 +253,21 @@ class KubernetesBackend:
                              "s3:// or gs:// URL that the pods can reach.",
                              hint="Set `checkpoint.store: s3://BUCKET/PREFIX` (or gs://) and give the pods access "
                                   "through `kubernetes.service_account` (IRSA, workload identity).")
+
+
+def ships_wheel(options: dict) -> bool:
+    """Whether the pods install the running spotfit's wheel (neither `runtime_wheel` nor `runtime_pip` set)."""
+    return not (options.get("runtime_wheel") or options.get("runtime_pip"))
+
+
+def wheel_url(request: LaunchRequest) -> str | None:
+    """The wheel the pods install: `runtime_wheel`, else the shipped one (None with `runtime_pip`).
+
+    The shipped wheel's URL follows from its content, so a dry run shows the URL `launch` uploads to.
+    """
+    if not ships_wheel(request.options):
+        return request.options.get("runtime_wheel")
+    return shipped_wheel_url(request.job_url)
 
 
 def check_env(env: dict[str, str], secret_env: list[str]) -> None:

@@ -7,12 +7,14 @@ pods' own behaviour is in test_preemption.py.
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
 from spotfit.backends.base import LaunchRequest
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.backend import KubernetesBackend
+from spotfit.backends.wheel import running_wheel
 from spotfit.errors import UsageError
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
@@ -48,6 +50,29 @@ def test_launch_sends_exactly_the_dry_run_objects_and_ships_the_code(tmp_path, c
     launch = json.loads(open_store(request.job_url).read_bytes("attempts/0001/launch.json"))
     assert launch["code_key"] and launch["workdir"] == str(tmp_path)
     assert backend.status(handle).running  # Pending: the attempt is under way
+
+
+def test_launch_uploads_the_running_wheel_to_the_url_the_pod_fetches(tmp_path, cluster):
+    request = _request(tmp_path, cluster)
+    KubernetesBackend(allow_local_store=True).launch(request)
+    [job] = [o for (plural, _, _), o in cluster.objects.items() if plural == "jobs"]
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    url = f"file://{tmp_path}/store/cache/wheels/{running_wheel().filename}"
+    assert shlex.quote(url) in script and "[s3,gcs]" in script and "pip install --quiet 'spotfit[" not in script
+    assert open_store(f"file://{tmp_path}/store/cache").read_bytes(f"wheels/{running_wheel().filename}") == \
+        running_wheel().data
+
+
+def test_a_runtime_wheel_or_runtime_pip_is_installed_instead_and_nothing_is_shipped(tmp_path, cluster):
+    backend = KubernetesBackend(allow_local_store=True)
+    own = "s3://b/w/spotfit-0.1.0-py3-none-any.whl"
+    wheel_script = backend.settings(_request(tmp_path, cluster, runtime_wheel=own)).script
+    assert shlex.quote(own) in wheel_script and "cache/wheels" not in wheel_script
+    backend.launch(_request(tmp_path, cluster, runtime_pip="spotfit[s3,gcs]==0.1.0"))
+    [job] = [o for (plural, _, _), o in cluster.objects.items() if plural == "jobs"]
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "pip install --quiet 'spotfit[s3,gcs]==0.1.0'" in script and ".whl" not in script
+    assert not open_store(f"file://{tmp_path}/store/cache").exists(f"wheels/{running_wheel().filename}")
 
 
 def test_a_retried_launch_and_find_reuse_the_first_objects(tmp_path, cluster):

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import itertools
 import json
+import shlex
 
 import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 
-from spotfit.backends.base import LaunchRequest
+from spotfit.backends.base import LaunchRequest, backend_options
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.backends.kubernetes.pod import tf_config, worker_env
 from spotfit.backends.kubernetes.profiles import PROFILES
+from spotfit.backends.wheel import running_wheel
+from spotfit.errors import SpecError
+from spotfit.spec import parse_spec
 from tests.backends.kube.tfjob_schema import TFJOB_SCHEMA
 from tests.support.jobs import spotfit_cmd, write_spec
 
@@ -141,6 +145,22 @@ def test_several_workers_with_the_crd_are_a_tfjob_and_secrets_come_as_env_from()
     assert "TF_CONFIG" not in {e["name"] for e in container["env"]}  # the operator sets it
 
 
+def test_a_notebook_job_pod_installs_the_notebook_extra_and_a_training_job_pod_does_not():
+    def script(raw: dict) -> str:
+        spec = parse_spec({"name": "j", "backend": "kubernetes", **raw})
+        return KubernetesBackend().settings(_request(**backend_options(spec))).script
+
+    wheel = f"/tmp/{running_wheel().filename}"
+    assert shlex.quote(f"{wheel}[s3,gcs,notebook]") in script({"kind": "notebook"})
+    assert shlex.quote(f"{wheel}[s3,gcs]") in script({"script": "train.py"})
+
+
+def test_runtime_wheel_and_runtime_pip_together_are_refused():
+    with pytest.raises(SpecError, match="runtime_pip"):
+        parse_spec({"name": "j", "script": "train.py", "kubernetes": {"runtime_pip": "spotfit==0.1.0",
+                                                                       "runtime_wheel": "s3://b/spotfit-0.1.0.whl"}})
+
+
 def test_dry_run_prints_exactly_the_manifests(tmp_path):
     import subprocess
 
@@ -159,6 +179,9 @@ def test_dry_run_prints_exactly_the_manifests(tmp_path):
     doc = subprocess.run(spotfit_cmd("run", str(spec), "--backend", "kubernetes", "--dry-run", "--json"),
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     as_json = json.loads(doc.stdout)["objects"]
+    wheel = f"s3://bucket/spotfit/cache/wheels/{running_wheel().filename}"  # where `launch` uploads it
+    for listing in (objects, as_json):
+        assert shlex.quote(wheel) in listing[1]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
     name = as_json[1]["metadata"]["name"]  # job ids differ between the two runs: compare all else
     assert json.dumps(objects).replace(objects[1]["metadata"]["name"], "N").replace(
         objects[1]["metadata"]["labels"][mf.LABEL_JOB], "J") == json.dumps(as_json).replace(name, "N").replace(

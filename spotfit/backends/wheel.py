@@ -8,8 +8,10 @@ come from the `pyproject.toml` beside the package when spotfit runs from its sou
 from the installed distribution's metadata.
 
 Building it reads the package's few hundred kilobytes and takes milliseconds, so it is built in
-memory once per process (`functools.cache`) and uploaded to a store only when that store lacks
-that name (`shipping.ship`).
+memory once per process (`functools.cache`) and uploaded to a store's cache only when that
+store lacks that name (`ship_wheel`). The AWS boot script and the Kubernetes pod both install it
+from there: `<store>/cache/wheels/<filename>`, a URL that follows from the content alone, so a
+dry run names the same URL a launch uploads to (`shipped_wheel_url`).
 
 Example:
 
@@ -17,6 +19,8 @@ Example:
 >>> w.filename.startswith("spotfit-") and w.filename.endswith("-py3-none-any.whl")
 True
 >>> w.filename == running_wheel().filename  # cached, and deterministic
+True
+>>> shipped_wheel_url("s3://b/p/jobs/j1") == f"s3://b/p/cache/wheels/{w.filename}"
 True
 """
 
@@ -33,6 +37,7 @@ from importlib import metadata
 from pathlib import Path
 
 import spotfit
+from spotfit.stores import child, open_store
 
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # zip's earliest date: the same bytes whenever it is built
 
@@ -63,6 +68,25 @@ def running_wheel() -> Wheel:
     digest.update("\n".join(requires).encode())
     version = f"{spotfit.__version__}+g{digest.hexdigest()[:12]}"
     return Wheel(f"spotfit-{version}-py3-none-any.whl", _pack(contents, version, requires_python, requires))
+
+
+def cache_root(job_url: str) -> str:
+    """`s3://b/p/jobs/j1` -> `s3://b/p/cache` (the job's own prefix when it is not under `jobs/`)."""
+    head, sep, _ = job_url.rstrip("/").rpartition("/jobs/")
+    return child(head if sep else job_url, "cache")
+
+
+def shipped_wheel_url(job_url: str) -> str:
+    """Where the running wheel lies in the cache of `job_url`'s store (pure: no upload)."""
+    return child(cache_root(job_url), "wheels", running_wheel().filename)
+
+
+def ship_wheel(job_url: str) -> str:
+    """Upload the running wheel to the cache of `job_url`'s store unless it is there; its URL."""
+    store, key = open_store(cache_root(job_url)), f"wheels/{running_wheel().filename}"
+    if not store.exists(key):
+        store.write_bytes(key, running_wheel().data)
+    return shipped_wheel_url(job_url)
 
 
 def _requirements(source_root: Path) -> tuple[str, list[str]]:
