@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from spotfit import sdk
+from spotfit import interactive, sdk
 from spotfit.cli.app import JobRef, JsonFlag, app, console, print_json
 from spotfit.errors import UsageError
 from spotfit.states import JobState
@@ -35,14 +35,14 @@ def notebook(
     if spec == "open":
         if job is None:
             raise UsageError("Missing JOB: `spotfit notebook open JOB`.", hint="Pass the notebook's job id.")
-        _show(sdk.notebook_where(job, wait_s=wait_s), json_)
+        _show(interactive.notebook_where(job, wait_s=wait_s), json_)
         return
     if job is not None:
         raise UsageError(f"Unexpected argument {job!r}: expected `spotfit notebook [SPEC]` or "
                          "`spotfit notebook open JOB`.", hint="See `spotfit notebook --help`.")
-    job_id = sdk.notebook(spec, backend=backend)
+    job_id = interactive.notebook(spec, backend=backend)
     sdk.start_detached(job_id)
-    _show(sdk.notebook_where(job_id, wait_s=wait_s), json_)
+    _show(interactive.notebook_where(job_id, wait_s=wait_s), json_)
     if detach:
         return
     try:
@@ -76,7 +76,7 @@ def ssh(
     json_: JsonFlag = False,
 ) -> None:
     """A shell (or `-- CMD`) where the job's attempt runs: its folder (local), SSM/SSH (aws), exec (kubernetes)."""
-    doc = sdk.shell(job, list(ctx.args))
+    doc = interactive.shell(job, list(ctx.args))
     if json_ or print_only:
         if json_:
             print_json(doc)
@@ -94,7 +94,7 @@ def port_forward(
     json_: JsonFlag = False,
 ) -> None:
     """Carry 127.0.0.1:LOCAL here to REMOTE at the job's attempt (TensorBoard: `spotfit port-forward JOB 6006`)."""
-    doc = sdk.port_forward(job, ports)
+    doc = interactive.port_forward(job, ports)
     if json_ or print_only:
         if json_:
             print_json(doc)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spotfit import access, sdk
+from spotfit import access, interactive, sdk
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.controller.budget import rules_of
@@ -96,18 +96,18 @@ def _running_notebook(tmp_path, backend: str, handle) -> str:
 
 def test_notebook_open_on_aws_forwards_its_port_over_ssm_and_keeps_the_token_out_of_json(tmp_path):
     handle = AwsHandle(region="us-west-2", job="nb-1", attempt=1, job_url="s3://b/j", instances=("i-0abc",))
-    where = sdk.notebook_where(_running_notebook(tmp_path, "aws", handle))
+    where = interactive.notebook_where(_running_notebook(tmp_path, "aws", handle))
     token = open(where["token_file"]).read().strip()
     assert where["url"] == "http://127.0.0.1:8888/lab" and token not in json.dumps(where)
     assert where["forward"][:7] == ["aws", "ssm", "start-session", "--region", "us-west-2", "--target", "i-0abc"]
-    assert sdk.port_forward("nb-1", "6006")["argv"][-1] == json.dumps({"portNumber": ["6006"],
+    assert interactive.port_forward("nb-1", "6006")["argv"][-1] == json.dumps({"portNumber": ["6006"],
                                                                         "localPortNumber": ["6006"]})
 
 
 def test_notebook_open_on_kubernetes_is_a_kubectl_port_forward(tmp_path):
     handle = KubernetesHandle(namespace="default", name="nb-1-0001", kind="Job", job="nb-1", attempt=1,
                               job_url="s3://b/j")
-    where = sdk.notebook_where(_running_notebook(tmp_path, "kubernetes", handle))
+    where = interactive.notebook_where(_running_notebook(tmp_path, "kubernetes", handle))
     assert where["forward"] == ["kubectl", "--namespace", "default", "port-forward", "--address", "127.0.0.1",
                                 "job/nb-1-0001", "8888:8888"]
-    assert sdk.shell("nb-1", ["nvidia-smi"])["argv"][-2:] == ["--", "nvidia-smi"]
+    assert interactive.shell("nb-1", ["nvidia-smi"])["argv"][-2:] == ["--", "nvidia-smi"]

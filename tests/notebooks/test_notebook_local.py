@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from spotfit import sdk
+from spotfit import interactive, sdk
 from spotfit.backends.local_process import LocalHandle
 from spotfit.states import AttemptState
 from spotfit.stores import open_store
@@ -88,8 +88,8 @@ def test_token_kernel_tensorflow_preemption_and_cancel_keep_the_files(jobs, tmp_
     first.chief.signal_group(signal.SIGTERM)
     wait_for(lambda: sdk.db().attempts(doc["id"])[0]["state"] == AttemptState.PREEMPTED, 60,
              "attempt 1 to end preempted after SIGTERM")
-    where = wait_for(lambda: (lambda w: w if w["attempt"] == 2 else None)(sdk.notebook_where(doc["id"], START_S)),
-                     START_S, "attempt 2's notebook server to answer")
+    where = wait_for(lambda: (lambda w: w if w["attempt"] == 2 else None)(
+        interactive.notebook_where(doc["id"], START_S)), START_S, "attempt 2's notebook server to answer")
     assert where["token_file"] == doc["token_file"]  # the same token opens the relaunched notebook
     port2 = int(where["url"].split(":")[2].split("/")[0])
     status, made = request(port2, "/api/contents/made.txt?content=1", token)
