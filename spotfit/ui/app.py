@@ -9,11 +9,14 @@
 | `/api/jobs/{job}/cost` | `spotfit cost JOB --json` |
 | `/api/jobs/{job}/logs?attempt=N` | `spotfit logs JOB --json` |
 | `/api/plan?spec=PATH` | `spotfit plan PATH --json` |
+| `/api/sweeps` | every sweep's `spotfit sweep status SWEEP --json`, newest first |
+| `/api/sweeps/{sweep}` | `spotfit sweep status SWEEP --json` |
 | `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
 
 Every request reads the state DB through its own read-only connection (`ReadOnlyStateDB`),
-handed to the SDK with `sdk.reading_from`. Routes are plain functions: Starlette runs them
-in its thread pool, and SQLite connections stay in the thread that opened them.
+handed to the SDK with `sdk.reading_from`, and the sweep DB through another (`ReadOnlySweepDB`).
+Routes are plain functions: Starlette runs them in its thread pool, and SQLite connections stay
+in the thread that opened them.
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ from starlette.types import ASGIApp
 
 from spotfit import arguments, sdk
 from spotfit.errors import NotFoundError, SpotfitError
+from spotfit.home import home
 from spotfit.states import JobState
-from spotfit.ui import board, charts
+from spotfit.ui import board, charts, sweepview
 from spotfit.ui.auth import TokenGate
 from spotfit.ui.jobpage import CostCache, job_page
-from spotfit.ui.readonly import ReadOnlyStateDB
+from spotfit.ui.readonly import ReadOnlyStateDB, ReadOnlySweepDB
 from spotfit.ui.tensorboards import TensorBoards
 
 HERE = Path(__file__).resolve().parent
@@ -74,6 +78,19 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
                 yield db
         finally:
             db.close()
+
+    @contextmanager
+    def reading_sweeps() -> Iterator[tuple[ReadOnlySweepDB, ReadOnlyStateDB] | None]:
+        """The sweep DB and the state DB, read-only; None where no sweep has run in this home yet."""
+        sweeps = ReadOnlySweepDB.open(home() / "sweeps.db")  # where the sweep controller keeps it
+        if sweeps is None:
+            yield None
+            return
+        try:
+            with reading() as jobs:
+                yield sweeps, jobs
+        finally:
+            sweeps.close()
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         return templates.TemplateResponse(request, name, context)
@@ -138,7 +155,24 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
 
     @app.get("/sweeps", response_class=HTMLResponse)
     def sweeps_page(request: Request) -> HTMLResponse:
-        return page(request, "sweeps.html")
+        with reading_sweeps() as dbs:
+            rows = [sweepview.list_row(row, doc) for row, doc in sweepview.leaderboards(*dbs)] if dbs else []
+        return page(request, "sweeps.html", sweeps=rows)
+
+    @app.get("/sweeps/{ref}", response_class=HTMLResponse)
+    def one_sweep(request: Request, ref: str) -> HTMLResponse:
+        with reading_sweeps() as dbs:
+            if dbs is None:
+                raise _no_sweeps_yet(ref)
+            sweeps, jobs = dbs
+            row = sweeps.get_sweep(ref)
+            doc = sweepview.leaderboard(sweeps, jobs, row["id"])
+        objective = sweepview.objective(row)
+        figures = {"parallel": charts.sweep_parallel_figure(doc, objective["metric"]),
+                   "history": charts.sweep_history_figure(doc, objective["metric"], objective["mode"])}
+        return page(request, "sweep.html", sweep=doc, row=row, objective=objective,
+                    names=sorted({n for t in doc["trials"] for n in t["params"]}),
+                    figures={k: v for k, v in figures.items() if v})
 
     @app.get("/static/plotly.min.js")
     def plotly() -> FileResponse:
@@ -181,6 +215,18 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
         with reading():
             return _json(sdk.logs(ref, attempt))
 
+    @app.get("/api/sweeps")
+    def api_sweeps() -> Response:
+        with reading_sweeps() as dbs:
+            return _json([doc for _, doc in sweepview.leaderboards(*dbs)] if dbs else [])
+
+    @app.get("/api/sweeps/{ref}")
+    def api_sweep(ref: str) -> Response:
+        with reading_sweeps() as dbs:
+            if dbs is None:
+                raise _no_sweeps_yet(ref)
+            return _json(sweepview.leaderboard(*dbs, ref))
+
     @app.get("/api/plan")
     def api_plan(spec: str, trace: str | None = None) -> Response:
         return _json(sdk.plan(spec, trace))
@@ -191,6 +237,11 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
 def _json(doc: Any, status_code: int = 200) -> Response:
     """`doc` serialised exactly as the CLI's `--json` does (`print_json`: dates as strings)."""
     return Response(json.dumps(doc, indent=2, default=str), status_code=status_code, media_type="application/json")
+
+
+def _no_sweeps_yet(ref: str) -> NotFoundError:
+    return NotFoundError(f"No sweep matches {ref!r}: no sweep has run with this SPOTFIT_HOME yet.",
+                         hint="Start one with `spotfit sweep SWEEP.yaml`.")
 
 
 def _usd(value: float | None) -> str:

@@ -108,3 +108,46 @@ def plan_figure(plan: dict) -> dict:
     }], "layout": _layout(f"Expected cost of {plan['work_h']:g} h of work on {plan['count']}×{plan['accelerator']}",
                           height=120 + 28 * len(offers), xaxis={"title": {"text": "expected USD"}},
                           yaxis={"autorange": "reversed", "automargin": True})}
+
+
+def _axis_values(values: list) -> dict:
+    """A parallel-coordinates dimension's values: numbers as they are, other choices as ticks."""
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return {"values": values}
+    labels = sorted({str(v) for v in values})
+    return {"values": [labels.index(str(v)) for v in values], "tickvals": list(range(len(labels))),
+            "ticktext": labels}
+
+
+def sweep_parallel_figure(doc: dict, metric: str) -> dict | None:
+    """Each trial with a value as one line through its parameters to the objective (None: no value yet)."""
+    done = [t for t in doc["trials"] if t["value"] is not None]
+    if not done:
+        return None
+    names = sorted({name for t in done for name in t["params"]})
+    dimensions = [{"label": name, **_axis_values([t["params"].get(name) for t in done])} for name in names]
+    values = [t["value"] for t in done]
+    dimensions.append({"label": metric, "values": values})
+    return {"data": [{"type": "parcoords", "name": "trials", "dimensions": dimensions,
+                      "line": {"color": values, "colorscale": "Viridis", "showscale": True}}],
+            "layout": _layout(f"Parameters against {metric} ({len(done)} trials with a value)", height=360,
+                              margin={"l": 70, "r": 70, "t": 80, "b": 30})}
+
+
+def sweep_history_figure(doc: dict, metric: str, mode: str) -> dict | None:
+    """The objective by trial number, with the best so far (None: no trial has a value yet)."""
+    done = sorted((t for t in doc["trials"] if t["value"] is not None), key=lambda t: t["number"])
+    if not done:
+        return None
+    better = max if mode == "max" else min
+    best: list[float] = []
+    for t in done:
+        best.append(better(best[-1], t["value"]) if best else t["value"])
+    numbers = [t["number"] for t in done]
+    return {"data": [
+        {"type": "scatter", "mode": "markers", "name": metric, "x": numbers, "y": [t["value"] for t in done],
+         "marker": {"color": COLORS["on_demand"], "size": 8}},
+        {"type": "scatter", "mode": "lines", "name": "best so far", "x": numbers, "y": best,
+         "line": {"color": COLORS["spot"], "shape": "hv"}},
+    ], "layout": _layout("Optimization history", xaxis={"title": {"text": "trial"}, "dtick": 1},
+                         yaxis={"title": {"text": metric}})}

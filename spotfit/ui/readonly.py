@@ -1,4 +1,4 @@
-"""The dashboard's view of the state DB: a connection SQLite itself holds read-only.
+"""The dashboard's view of the state DB and the sweep DB: connections SQLite itself holds read-only.
 
 The dashboard reads while controllers write. It opens the database with `mode=ro` (a URI
 filename), so no code path of the dashboard, however wrong, can change a job's rows: SQLite
@@ -28,6 +28,7 @@ from typing import Any
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import SCHEMA_VERSION, StateDB
 from spotfit.state_dialect import Sqlite
+from spotfit.sweep.store import SweepDB
 
 
 class ReadOnlyStateDB(StateDB):
@@ -84,3 +85,34 @@ class ReadOnlyStateDB(StateDB):
                 attempt["info"] = json.loads(attempt.pop("info_json") or "{}")
                 out[attempt["job_id"]].append(attempt)
         return out
+
+
+class ReadOnlySweepDB(SweepDB):
+    """`SweepDB`'s reads over a read-only connection (`mode=ro`, as `ReadOnlyStateDB`).
+
+    `open` gives None where no sweep has run in this home: no `sweeps.db` means no sweeps yet.
+
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> ReadOnlySweepDB.open(os.path.join(folder, "sweeps.db")) is None
+    True
+    >>> SweepDB(os.path.join(folder, "sweeps.db")).create_sweep("d-sweep-ab12cd", "d", "{}")
+    >>> ro = ReadOnlySweepDB.open(os.path.join(folder, "sweeps.db"))
+    >>> [s["id"] for s in ro.list_sweeps()]
+    ['d-sweep-ab12cd']
+    >>> ro.update_sweep("d-sweep-ab12cd", state="failed")
+    Traceback (most recent call last):
+    sqlite3.OperationalError: attempt to write a readonly database
+    >>> ro.close()
+    """
+
+    def __init__(self, path: str | Path):  # not SweepDB.__init__: it would create the file and its tables
+        self.path = str(path)
+        self._conn = Sqlite.read_only(self.path).conn
+
+    @classmethod
+    def open(cls, path: str | Path) -> ReadOnlySweepDB | None:
+        return cls(path) if Path(path).is_file() else None
+
+    def close(self) -> None:
+        self._conn.close()

@@ -25,6 +25,7 @@ import pytest
 
 from spotfit import sdk
 from spotfit.states import JobState
+from spotfit.sweep.store import SweepDB
 from spotfit.ui.charts import iso
 from tests.support.jobs import DIGITS, spotfit_cmd, write_spec
 from tests.support.ledger import ticks
@@ -235,6 +236,22 @@ def test_the_plan_page_charts_the_ranked_offers(page, dashboard, tmp_path):
     assert page.evaluate("document.getElementById('plan').data[0].x") == [o["expected_cost_usd"] for o in offers]
     assert page.evaluate("document.querySelectorAll('#plan .barlayer .point').length") == len(offers)
     _screenshot(page, "plan", tmp_path)
+
+
+def test_the_sweep_page_draws_its_parallel_coordinates_and_links_the_trials_jobs(page, dashboard, job, tmp_path):
+    sweep_id = "digits-sweep-b0a1c2"
+    sweeps = SweepDB(dashboard.home / "sweeps.db")
+    sweeps.create_sweep(sweep_id, "digits", json.dumps({"objective": {"metric": "val_accuracy", "mode": "max"}}))
+    for number, (lr, value) in enumerate([(0.01, 0.91), (0.002, 0.95), (0.05, None)]):
+        sweeps.add_trial(sweep_id, number, {"lr": lr, "units": 32})
+        sweeps.update_trial(sweep_id, number, job_id=job, state="completed" if value else "pruned", value=value)
+    page.goto(dashboard.url)
     page.goto(f"{dashboard.base}sweeps")
-    assert "not available" in page.locator("main").inner_text()
     _screenshot(page, "sweeps", tmp_path)
+    page.click(f"a[href='/sweeps/{sweep_id}']")
+    page.wait_for_function("document.getElementById('parallel') && document.getElementById('parallel').data")
+    dims = page.evaluate("document.getElementById('parallel').data[0].dimensions.map(d => [d.label, d.values])")
+    assert dims == [["lr", [0.01, 0.002]], ["units", [32, 32]], ["val_accuracy", [0.91, 0.95]]]
+    assert page.locator("#trials tbody tr").count() == 3
+    assert page.locator(f"#trials tbody a[href='/jobs/{job}']").count() == 3
+    _screenshot(page, "sweep", tmp_path)
