@@ -42,10 +42,9 @@ def test_a_spot_notice_saves_the_notebook_and_nothing_is_open_to_the_world(aws, 
     (reservation,) = ec2.describe_instances(InstanceIds=list(handle.instances))["Reservations"]
     assert reservation["Instances"][0]["MetadataOptions"]["HttpTokens"] == "required"
 
-    interrupted = threading.Event()
-    imds = servers("10.0.0.5", interrupted)
+    imds = servers("10.0.0.5")
     result: dict = {}
-    worker = threading.Thread(target=lambda: result.setdefault("code", agent.run(url, 1, imds, poll_s=0.1)),
+    worker = threading.Thread(target=lambda: result.setdefault("code", agent.run(url, 1, imds.url, poll_s=0.1)),
                               daemon=True)
     worker.start()
     try:
@@ -56,7 +55,7 @@ def test_a_spot_notice_saves_the_notebook_and_nothing_is_open_to_the_world(aws, 
                             {"type": "file", "format": "text", "content": "kept through the notice"})
         assert status in (200, 201)
     finally:
-        interrupted.set()  # the spot interruption notice (IMDSv2 spot/instance-action)
+        imds.interrupt(notice_s=30.0)  # the spot interruption notice (IMDSv2 spot/instance-action)
         wait_for(lambda: not worker.is_alive(), 120, "the agent to end after the spot notice")
         backend.stop(handle, grace_s=0)
     assert result["code"] == EXIT_PREEMPTED
