@@ -18,9 +18,11 @@ demo: $(STAMP)
 	SPOTFIT_HOME=$(DEMO_HOME) $(BIN)/spotfit run examples/digits/spotfit.yaml
 	SPOTFIT_HOME=$(DEMO_HOME) $(BIN)/spotfit cost digits
 
-# The whole suite: unit tests, the docstring examples of spotfit/, and the real end-to-end runs.
+# The whole suite: unit tests, the docstring examples of spotfit/, and the real end-to-end runs,
+# on both cores (a test file stays on one worker, so its module fixtures start once); the 20
+# slowest tests are listed at the end.
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=20
 
 # The dashboard's browser tests drive Debian's chromium (Playwright cannot download a browser
 # here); installing it needs root, as in CI. Only `make test` needs it.
