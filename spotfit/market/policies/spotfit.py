@@ -12,10 +12,9 @@ and the present only (the zone's completed up and down runs so far, its current 
    only while the slack can pay both launches.
 3. Spot down, on on-demand: stay (hysteresis: leaving wastes the launch just paid).
 4. Reserve: slack is spent no faster than the work gets done. Waiting must leave at least
-   initial slack × work left / work (+ two launches); a switch back to spot half of that. In
-   one zone the reserve never exceeds the launches that finishing on spot alone is expected
-   to cost (two per outage over the work left), since θ rations the waiting itself; with
-   several zones (no θ) it never exceeds those outages' expected length plus a launch each.
+   initial slack × work left / work (+ two launches); a switch back to spot half of that. The
+   reserve never exceeds what finishing on spot alone is expected to need (outages and
+   relaunches over the work left, from the past runs), so loose deadlines wait outages out.
 5. Spot down, idle: wait while this down run is younger than a threshold θ, else go on-demand.
    θ is the largest wait such that waiting up to θ through every down run still to come
    (empirical down-run lengths, E[min(d, θ)]) fits the slack left after the launches those
@@ -146,28 +145,18 @@ def _slack_price(ctx: Context, zone: str, runs: _Runs) -> float:
 def _reserve_s(ctx: Context) -> float:
     """Slack kept back for the rest of the job: a share of the initial slack, shrinking with
     the work left, so that no early outage or flapping spends what later preemptions need;
-    but never more than what the rest is expected to need from the slack.
-
-    In one zone that cap is the launches only (two per outage still to come: on-demand across
-    it, spot again after it), because θ already rations the waiting through outages; counting
-    the outages' length here as well made a loose deadline leave spot for on-demand at the
-    first long outage, with most of the slack unspent at the end. Several zones have no θ (the
-    job waits while every zone is down), so there the cap also counts the expected outage time.
-    """
+    but never more than a margin over what finishing on spot alone is expected to need."""
     initial = ctx.deadline_s - ctx.work_s - ctx.overhead_s
     share = _RESERVE_SHARE * initial * ctx.work_left_s / ctx.work_s
-    with_outages = len(ctx.zones) > 1
-    return min(share, _NEED_MARGIN * min(_spot_only_need_s(ctx, _zone_runs(ctx, z), with_outages)
-                                         for z in ctx.zones))
+    return min(share, _NEED_MARGIN * min(_spot_only_need_s(ctx, _zone_runs(ctx, z)) for z in ctx.zones))
 
 
-def _spot_only_need_s(ctx: Context, runs: _Runs, with_outages: bool) -> float:
-    """Expected slack that finishing the work left on spot alone would take: one outage per mean
-    up run of the work left (means of the past runs, with priors), and for each a launch plus
-    its expected length (`with_outages`) or a second launch."""
+def _spot_only_need_s(ctx: Context, runs: _Runs) -> float:
+    """Expected slack that finishing the work left on spot alone would take: the outages met on
+    the way and one launch after each (means of the past runs, with priors)."""
     mean_up, mean_down = _means_h(runs)
     outages = ctx.work_left_s / 3600.0 / mean_up
-    return outages * (mean_down * 3600.0 + ctx.overhead_s if with_outages else 2 * ctx.overhead_s)
+    return outages * (mean_down * 3600.0 + ctx.overhead_s)
 
 
 def _worth_leaving_on_demand(ctx: Context, zone: str) -> bool:
