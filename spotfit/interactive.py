@@ -10,7 +10,8 @@ import json
 import time
 
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.sdk import _find, db, submit_spec
+from spotfit.sdk.context import db, find_job
+from spotfit.sdk.submit import submit_spec
 from spotfit.states import AttemptState, JobState
 
 
@@ -32,7 +33,7 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
     from spotfit import access, notebooks
     from spotfit.stores import open_store
 
-    job = _find(db(), ref)
+    job = find_job(db(), ref)
     deadline = time.monotonic() + wait_s
     while True:
         job = db().get_job(job["id"])
@@ -79,7 +80,7 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
     """
     from spotfit import access
 
-    job = _find(db(), ref)
+    job = find_job(db(), ref)
     attempt, handle = _live_handle(job)
     backend = json.loads(job["spec_json"]).get("backend", "local")
     cwd = _local_folder(job, attempt["number"]) if backend == "local" else None
@@ -105,7 +106,7 @@ def port_forward(ref: str, ports: str) -> dict:
     from spotfit import access
 
     local, remote = access.parse_ports(ports)
-    job = _find(db(), ref)
+    job = find_job(db(), ref)
     _, handle = _live_handle(job)
     backend = json.loads(job["spec_json"]).get("backend", "local")
     return {"id": job["id"], "backend": backend, "local": local, "remote": remote,

@@ -88,7 +88,7 @@ fi
 
 def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, imds_url: str = IMDS_URL) -> str:
     """The user-data script of one attempt (every worker of it runs the same script)."""
-    from spotfit.sdk import boot_log_key
+    from spotfit.sdk.reports import boot_log_key
 
     boot_log_url = shlex.quote(f"{job_url.rstrip('/')}/{boot_log_key(int(attempt))}")
     fetch = f'  aws s3 cp --quiet {shlex.quote(env.wheel_url)} "$ROOT/"\n' if env.wheel_url else ""

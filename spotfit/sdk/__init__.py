@@ -1,0 +1,152 @@
+"""What the CLI and scripts call: one function per verb, returning plain data.
+
+Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost. Market and
+tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard, ui (the web dashboard).
+Interactive work (notebooks, ssh, port-forward) is in `spotfit.interactive`.
+
+Each function takes plain arguments and returns plain data (dicts that are also the `--json`
+documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
+This module holds a job's lifecycle (run, resume, cancel, wait) and names every verb; the others
+live by family: `submit` (validate, submit), `reports` (status, list, events, logs, cost),
+`market` (plan, catalog, simulate, market record) and `tools` (dry run, gc, doctor, TensorBoard,
+dashboard), over `context` (which state DB the verbs read).
+
+A job runs with `sdk.run_job(sdk.submit("examples/digits/spotfit.yaml"))` (it trains, so it is
+not a docstring example). Example:
+
+>>> import spotfit.sdk as sdk
+>>> offer = sdk.catalog(accelerator="V100", count=1, cloud="aws", spot=True)["offers"][0]
+>>> offer["instance_type"], offer["spot_usd_per_h"] < offer["on_demand_usd_per_h"]
+('p3.2xlarge', True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from spotfit import arguments, job_secrets
+from spotfit.errors import UsageError
+from spotfit.home import home, state_is_shared, state_target
+from spotfit.sdk.context import controller_alive, db, find_job, live_controllers, reading_from
+from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulate
+from spotfit.sdk.reports import BOOT_LOG_LINES, boot_log_key, cost, events, list_jobs, logs, status
+from spotfit.sdk.submit import parse_preempt_at, submit, submit_spec, validate
+from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard, ui
+from spotfit.state import StateDB
+from spotfit.states import AttemptState, JobState, StopRequest
+
+__all__ = [
+    "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "cancel", "catalog", "controller_alive", "cost", "db",
+    "doctor", "dry_run", "events", "find_job", "gc", "list_jobs", "live_controllers", "logs", "market_record",
+    "parse_preempt_at", "plan", "reading_from", "resume", "run_job", "serve_controller", "simulate",
+    "start_detached", "status", "submit", "submit_spec", "tensorboard", "ui", "validate", "wait",
+]
+
+
+def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
+    """Drive a submitted job to its end in this process; returns its status document."""
+    from spotfit.controller.loop import Controller
+
+    Controller(db(), job_id, on_update=on_update).run()
+    return status(job_id)
+
+
+def start_detached(job_id: str) -> int | None:
+    """Start the job's controller as a detached process (survives this shell); returns its pid.
+
+    On a shared state (`$SPOTFIT_STATE_URL`) nothing starts here: the long-running
+    `spotfit controller`s drive the job (None), so this machine may close at once.
+    """
+    if state_is_shared():
+        return None
+    log = home() / "logs" / job_id / "controller.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "spotfit.controller", job_id],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True, env={**os.environ},
+        )
+    return proc.pid
+
+
+def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 32,
+                     log: Callable[[str], None] = print) -> None:
+    """Run a long-running controller on this state until the process ends (`spotfit controller`)."""
+    from spotfit.controller.service import Service
+
+    arguments.number("--scan-s", scan_s, low=0, high=3600, low_open=True, hint="Pass --scan-s 2.")
+    arguments.number("--poll-s", poll_s, low=0, high=60, low_open=True, hint="Pass --poll-s 1.")
+    arguments.number("--max-jobs", max_jobs, low=1, high=10_000, hint="Pass --max-jobs 32.")
+    Service(state_target(), scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, log=log).run()
+
+
+def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
+    """Give a job whose controller died a new one: it adopts or relaunches the attempt."""
+    job = find_job(db(), ref)
+    if not JobState(job["state"]).is_resumable():
+        raise UsageError(
+            f"Job {job['id']} is {job['state']}: only pending, running, waiting, paused or stopped jobs resume.",
+            hint="Start a new run with `spotfit run JOB.yaml`.",
+        )
+    if controller_alive(job):
+        raise UsageError(
+            f"Job {job['id']} already has a live controller ({job['lease_owner']}: host/pid/token).",
+            hint=f"Watch it with `spotfit status {job['id']}`.",
+        )
+    if job["state"] == JobState.STOPPED:  # stopped by a rule or pruned: it goes on from its checkpoint
+        db().update_job(job["id"], state=JobState.PAUSED, cancel_requested=StopRequest.NONE,
+                        message="resuming a stopped job")
+    if detach and state_is_shared() and job["state"] in (JobState.PAUSED, JobState.STOPPED):
+        # The long-running controllers pick up waiting jobs, not paused ones.
+        db().update_job(job["id"], state=JobState.WAITING, message="resumed")
+        db().add_event(job["id"], "resumed", "paused job resumed")
+    if detach:
+        start_detached(job["id"])
+        return status(job["id"])
+    return run_job(job["id"], on_update)
+
+
+
+def cancel(ref: str) -> dict:
+    """Ask the job to stop: its controller saves a checkpoint and stops the attempt."""
+    state_db = db()
+    job = find_job(state_db, ref)
+    if JobState(job["state"]).is_terminal():
+        return status(job["id"])
+    state_db.update_job(job["id"], cancel_requested=StopRequest.CANCEL)
+    state_db.add_event(job["id"], "cancel_requested", "cancel requested by the user")
+    if not controller_alive(job, state_db):
+        _cancel_orphan(state_db, job)
+    return status(job["id"])
+
+
+def _cancel_orphan(state_db: StateDB, job: dict) -> None:
+    """No controller: stop a still-running attempt directly, then mark the job cancelled."""
+    from spotfit.backends.base import make_backend
+    from spotfit.spec import JobSpec
+
+    backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
+    for a in state_db.attempts(job["id"]):
+        if AttemptState(a["state"]).is_live() and a["handle"]:
+            backend.stop(backend.load_handle(a["handle"]))
+            state_db.update_attempt(job["id"], a["number"], state=AttemptState.STOPPED, ended_at=time.time())
+    state_db.update_job(job["id"], state=JobState.CANCELLED, message="cancelled by the user (no live controller)")
+    job_secrets.release(backend, state_db, job["id"], JobSpec.model_validate(json.loads(job["spec_json"])),
+                        JobState.CANCELLED)
+
+
+def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict:
+    """Block until the job reaches a terminal state (for scripts and tests)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        doc = status(ref)
+        if JobState(doc["state"]).is_terminal():
+            return doc
+        time.sleep(poll_s)
+    raise TimeoutError(f"job {ref} still {status(ref)['state']} after {timeout_s:.0f}s")

@@ -1,0 +1,120 @@
+"""The market verbs: where to run (`plan`), the price catalogs, trace replays, live price records."""
+
+from __future__ import annotations
+
+from spotfit import arguments
+from spotfit.errors import BackendError, SpotfitError, UsageError
+from spotfit.sdk.context import db
+
+MAX_STARTS = 1_000  # start ticks of `simulate`: beyond this the replays take hours and say nothing new
+
+
+def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict:
+    """Rank where to run the job spec at `path`: expected cost, preemptions, finish (`spotfit plan`).
+
+    `trace` replaces the spec's `market.trace` (a bundled name or a file in any format
+    `load_trace` reads); it must record the job's accelerator. `all_clouds` lets the
+    recommendation go to a cloud spotfit cannot launch on.
+    """
+    from spotfit.market import offers
+    from spotfit.market.trace import load_trace
+    from spotfit.spec import load_spec
+
+    spec = load_spec(path, check_script=False)
+    res, market = spec.resources, spec.market
+    if trace is not None:
+        arguments.text("--trace", trace, expected="a trace file or a bundled trace name, e.g. aws-v100",
+                       hint="Pass --trace aws-v100 or a path to a trace CSV(.gz).")
+    name = trace if trace is not None else market.trace
+    history = load_trace(name, gap_s=market.gap_s) if name else None
+    return offers.plan(
+        accelerator=res.accelerator,
+        count=res.count,
+        work_h=spec.work_h,
+        deadline_h=spec.deadline_h,
+        spot=res.spot,
+        trace=history,
+        zones=list(market.zones or []) or None,
+        start=market.start,
+        overhead_h=market.overhead_h,
+        policy=market.policy,
+        all_clouds=all_clouds,
+        trace_required=trace is not None,
+    ).to_json()
+
+
+def catalog(accelerator: str | None = None, count: float | None = None, cloud: str | None = None,
+            region: str | None = None, spot: bool = False) -> dict:
+    """GPU offers of the bundled price catalogs, cheapest first (`spotfit catalog`)."""
+    from spotfit.market.catalog import load_catalog
+
+    if count is not None:
+        arguments.number("--count", count, low=1, high=16, hint="Pass --count 1 (or 2, 4, 8).")
+        if not float(count).is_integer():  # a fraction matches no offer: say so rather than list none
+            raise UsageError(f"Invalid `--count`: received {count!r}, expected a whole number of accelerators "
+                             "per instance.", hint="Pass --count 1 (or 2, 4, 8).")
+    everything = load_catalog()
+    accelerators = sorted({o.accelerator for o in everything})
+    if accelerator is not None and accelerator.lower() not in {a.lower() for a in accelerators}:
+        raise UsageError(f"Invalid `--accelerator`: received {accelerator!r}, expected one the bundled catalogs "
+                         f"list: {', '.join(accelerators)}.", hint="Pass --accelerator V100, or leave it out.")
+    if region is not None and region not in {o.region for o in everything}:
+        raise UsageError(f"Invalid `--region`: received {region!r}, expected a region the bundled catalogs list, "
+                         "e.g. us-east-1.", hint="Run `spotfit catalog` without --region to see them all.")
+    offers = load_catalog(accelerator=accelerator, count=count, cloud=cloud, region=region, spot=spot)
+    return {"offers": [o.to_json() for o in offers]}
+
+
+def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 52.0, overhead_h: float = 0.2,
+             zones: list[str] | None = None, starts: int = 6, policy: str = "all",
+             gap_s: int | None = None) -> dict:
+    """Replay a trace: what each policy pays and whether it meets the deadline (`spotfit simulate`)."""
+    from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
+    from spotfit.market.simulator import Job, run_grid, summarize
+    from spotfit.market.trace import load_trace
+    from spotfit.spec import MAX_HOURS
+
+    policy = DEFAULT_POLICY if policy == "default" else policy  # as `market.policy: default` means
+    if policy != "all" and policy not in POLICIES:
+        raise UsageError(f"Invalid `--policy`: received {policy!r}, expected 'all', 'default' or one of "
+                         f"{', '.join(sorted(POLICIES))}.", hint=f"Pass --policy {DEFAULT_POLICY}.")
+    for flag, hours, default in (("--work-h", work_h, 48), ("--deadline-h", deadline_h, 52)):
+        arguments.number(flag, hours, low=0, high=MAX_HOURS, low_open=True, hint=f"Pass {flag} {default} (hours).")
+    arguments.number("--overhead-h", overhead_h, low=0, high=MAX_HOURS, hint="Pass --overhead-h 0.2 (hours).")
+    arguments.number("--starts", starts, low=1, high=MAX_STARTS, hint="Pass --starts 6.")
+    if gap_s is not None:
+        arguments.number("--gap-s", gap_s, low=1, high=86_400, hint="Leave --gap-s out to infer it from the trace.")
+    for zone in zones or []:
+        arguments.text("--zones", zone, hint="Leave --zones out to use every zone of the trace.",
+                       expected="a zone of the trace, e.g. us-east-1a")
+    names = list(POLICIES) if policy == "all" else [policy]
+    market = load_trace(trace, gap_s=gap_s)
+    runs = run_grid(market, Job.from_hours(work_h, deadline_h, overhead_h), names, starts, zones)
+    return {"default_policy": DEFAULT_POLICY, "trace": market.source, "runs": [r.to_json() for r in runs],
+            "summary": summarize(runs)}
+
+
+
+def market_record(region: str, instance_type: str, zones: list[str] | None = None, trace: str | None = None,
+                  hours: float = 24.0, gap_s: int = 300) -> dict:
+    """Append `instance_type`'s live market in `region` to a trace file (`spotfit market record`)."""
+    from spotfit.backends.aws.client import load_boto3, sdk_failure
+    from spotfit.backends.aws.record import observed_outages, record
+
+    arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such as "
+                   "us-east-1", hint="Pass --region us-east-1.")
+    arguments.number("--hours", hours, low=0.1, high=24 * 90, hint="AWS keeps 90 days of spot price history.")
+    arguments.number("--gap-s", gap_s, low=60, high=86400, hint="Pass --gap-s 300 (five minutes).")
+    path = trace or f"{instance_type}_{region}.csv"
+    try:
+        ec2 = load_boto3().Session().client("ec2", region_name=region)
+        return record(ec2, instance_type, path, zones, observed_outages(db(), region, instance_type), hours, gap_s)
+    except SpotfitError:
+        raise
+    except Exception as exc:
+        if (reason := sdk_failure(exc)) is None:
+            raise
+        raise BackendError(f"Could not read the spot price history of {instance_type} in {region}: {reason}",
+                           hint="Check the credentials (`aws sts get-caller-identity`) and the region; the "
+                                "controller's IAM policy in docs/aws.md allows ec2:DescribeSpotPriceHistory.") from exc
+

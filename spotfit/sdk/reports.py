@@ -1,0 +1,170 @@
+"""Reading a job back: its status document, list, events, logs and cost ledger."""
+
+from __future__ import annotations
+
+import json
+
+from spotfit import arguments
+from spotfit.errors import NotFoundError
+from spotfit.home import home, state_is_shared
+from spotfit.sdk.context import controller_alive, db, find_job
+from spotfit.state import StateDB
+from spotfit.states import JobState
+
+
+def status(ref: str) -> dict:
+    """The status document of a job (also `spotfit status --json`)."""
+    state_db = db()
+    job = find_job(state_db, ref)
+    attempts = state_db.attempts(job["id"])
+    result = json.loads(job["result_json"]) if job["result_json"] else {}
+    running_cost = 0.0
+    rows = []
+    for a in attempts:
+        rows.append({
+            "number": a["number"], "state": a["state"], "market": a["market"], "zone": a["zone"],
+            "start_step": a["start_step"], "end_step": a["end_step"], "exit_code": a["exit_code"],
+            "trace_start_s": a["trace_start_s"], "trace_end_s": a["trace_end_s"],
+            "billed_s": a["billed_s"], "cost_usd": a["cost_usd"], "failure": a["info"].get("failure"),
+        })
+        running_cost += a["cost_usd"] or 0.0
+    active = not JobState(job["state"]).is_terminal()
+    gone = "waiting for one" if state_is_shared() else "gone"  # a shared state's `spotfit controller`s take it
+    controller = ("alive" if controller_alive(job, state_db) else gone) if active else "finished"
+    paused = _paused(state_db, job)
+    if paused is not None and controller == gone:  # a rule's pause ends the controller on purpose
+        controller = "none (paused)"
+    return {
+        "id": job["id"],
+        "name": job["name"],
+        "state": job["state"],
+        "message": job["message"],
+        "step": job["step"],
+        "total_steps": job["total_steps"],
+        # Until the script ends, a later `fit` call may add steps: the runtime's total is its plan so far.
+        "total_steps_estimated": active and job["total_steps"] is not None,
+        "loss": job["loss"],
+        "attempts": rows,
+        "cost_usd": round(running_cost, 6),
+        "weights_sha256": result.get("weights_sha256"),
+        "metrics": result.get("metrics") or {},
+        "store": job["store_url"],
+        "controller": controller,
+        "paused": paused,
+        "store_problem": _store_problem(state_db, job["id"]) if active else None,
+        "created_at": job["created_at"],
+    }
+
+
+def _paused(state_db: StateDB, job: dict) -> dict | None:
+    """For a paused job: the rule that paused it, why, and how to resume it."""
+    if job["state"] != JobState.PAUSED:
+        return None
+    last = state_db.last_event(job["id"], ("rule", "budget_limit"))
+    if last is not None and last["data"].get("action") != "pause":
+        last = None
+    rule = last["data"].get("rule", "budget") if last else None
+    # A rule event reads "RULE: WHY -> pause (saves ~$X)": the reason is WHY.
+    reason = last["message"].split(": ", 1)[-1].rsplit(" -> ", 1)[0] if last else job["message"]
+    resume = None if controller_alive(job, state_db) else f"spotfit resume {job['id']}"
+    return {"rule": rule, "reason": reason, "resume": resume}
+
+
+def _store_problem(state_db: StateDB, job_id: str) -> str | None:
+    """The store outage or full disk the controller last reported, while it lasts."""
+    from spotfit.controller.store_guard import STORE_EVENTS
+
+    last = state_db.last_event(job_id, STORE_EVENTS)
+    return None if last is None or last["kind"] == "store_back" else last["message"]
+
+
+def list_jobs(limit: int = 50) -> list[dict]:
+    """The newest `limit` jobs, newest first, each with its `group` (sweep or batch id; `spotfit list`)."""
+    arguments.number("--limit", limit, low=1, high=1_000_000, hint="Pass --limit 50.")
+    groups = {}
+    if (home() / "sweeps.db").exists():  # `group`: the sweep or batch of the job (spotfit/sweep/store.py)
+        from spotfit.sweep.store import SweepDB
+
+        groups = SweepDB(home() / "sweeps.db").group_of()
+    return [
+        {"id": j["id"], "name": j["name"], "state": j["state"], "step": j["step"],
+         "total_steps": j["total_steps"], "created_at": j["created_at"], "group": groups.get(j["id"])}
+        for j in db().list_jobs(limit)
+    ]
+
+
+def events(ref: str, after_id: int = 0) -> list[dict]:
+    job = find_job(db(), ref)
+    return db().events(job["id"], after_id)
+
+
+def logs(ref: str, attempt: int | None = None) -> dict:
+    """The job's attempt logs (the last attempt's, or `attempt`'s) and its events."""
+    from spotfit.stores import open_store
+
+    if attempt is not None:
+        arguments.number("--attempt", attempt, low=1, high=1_000_000,
+                         hint="Leave --attempt out for the latest attempt.")
+    job = find_job(db(), ref)
+    attempts = db().attempts(job["id"])
+    if not attempts:
+        return {"id": job["id"], "attempt": None, "log": "", "events": events(job["id"]), "boot_log_tail": ""}
+    number = attempt or attempts[-1]["number"]
+    if number not in {a["number"] for a in attempts}:
+        raise NotFoundError(
+            f"Job {job['id']} has no attempt {number}: expected one of 1..{len(attempts)}.",
+            hint="Leave --attempt out for the latest attempt.",
+        )
+    key = f"logs/attempt-{number:04d}.log"
+    store = open_store(job["store_url"])
+    try:
+        text = store.read_bytes(key).decode(errors="replace")
+    except NotFoundError:
+        local = home() / "logs" / job["id"] / key
+        text = local.read_text(errors="replace") if local.exists() else ""
+    try:  # an instance's boot (install, agent) log, uploaded by the instance when it powers off
+        boot = store.read_bytes(boot_log_key(number)).decode(errors="replace")
+    except NotFoundError:
+        boot = ""
+    return {"id": job["id"], "attempt": number, "log": text, "events": events(job["id"]),
+            "boot_log_tail": "\n".join(boot.splitlines()[-BOOT_LOG_LINES:])}
+
+
+BOOT_LOG_LINES = 40
+
+
+def boot_log_key(attempt: int) -> str:
+    """Where an instance uploads its boot log (user-data and agent output) in the job's store."""
+    return f"logs/attempt-{attempt:04d}.boot.log"
+
+
+
+def cost(ref: str | None = None) -> dict:
+    """The job's cost ledger (the latest job when `ref` is None): rows, totals, savings, waste, regret.
+
+    `totals` also holds, for the job's own market window, the hindsight optimum (`optimum_usd`),
+    what every online policy would have paid (`policies`) and `regret` (spent ÷ optimum);
+    `hindsight` gives that window, or a `note` saying why a job has none.
+    """
+    from spotfit.controller.hindsight import hindsight
+    from spotfit.controller.ledger import ledger
+    from spotfit.market.policies.base import ALIASES
+    from spotfit.spec import JobSpec
+
+    state_db = db()
+    job = find_job(state_db, ref)
+    attempts = state_db.attempts(job["id"])
+    doc = ledger(attempts, job["total_steps"])
+    totals = doc["totals"]
+    origin_s = job["trace_origin_s"] if job["trace_origin_s"] is not None else next(
+        (a["trace_start_s"] for a in attempts if a["trace_start_s"] is not None), None)
+    try:
+        spec: JobSpec | None = JobSpec.model_validate(json.loads(job["spec_json"]))
+    except ValueError:  # recorded by a spotfit whose spec differs: the ledger stands without hindsight
+        spec = None
+    seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"])
+    totals.update(optimum_usd=seen["optimum_usd"], policies=seen["policies"], regret=seen["regret"])
+    policy = ALIASES.get(spec.market.policy, spec.market.policy) if spec else None
+    return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": policy, **doc,
+            "hindsight": {"window": seen["window"], "note": seen["note"]}}
+

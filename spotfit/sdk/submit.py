@@ -1,0 +1,111 @@
+"""Submitting a job: validate its spec, check the backend, record it pending (`spotfit run`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+from spotfit import job_secrets, scriptcheck
+from spotfit.errors import UsageError
+from spotfit.home import default_store_url, state_is_shared
+from spotfit.sdk.context import db
+
+if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use
+    from spotfit.spec import BackendName, JobSpec, Preemption
+    from spotfit.stores.base import ObjectStore
+
+
+def validate(path: str) -> JobSpec:
+    """Load and validate a job spec; raises `SpecError` with one clear line."""
+    from spotfit.spec import load_spec
+
+    return load_spec(path)
+
+
+_PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[:NOTICE_S], ASCII digits
+
+
+def parse_preempt_at(text: str) -> list[Preemption]:
+    """`"40:5,80"` -> preemptions at step 40 (5 s notice) and 80 (default notice)."""
+    from spotfit.spec import Preemption
+
+    out = []
+    for part in [p for p in (p.strip() for p in text.split(",")) if p] or [text]:
+        match = _PREEMPTION.fullmatch(part)
+        try:
+            if match is None:
+                raise ValueError(part)
+            step, notice = match.groups()
+            out.append(Preemption(at_step=int(step), **({"notice_s": float(notice)} if notice else {})))
+        except ValueError as exc:  # pydantic's ValidationError is one too
+            raise UsageError(
+                f"Invalid --preempt-at: received {part[:80]!r}, expected STEP[:NOTICE_S] with STEP >= 1 "
+                "and NOTICE_S >= 0, comma-separated.",
+                hint="Example: --preempt-at 40:5,80:0 (SIGTERM at step 40 with 5 s notice; SIGKILL at 80).",
+            ) from exc
+    return out
+
+
+def submit(path: str, preempt_at: str | None = None, backend: str | None = None) -> str:
+    """Validate the spec and record a new pending job; returns its id.
+
+    `backend` overrides the spec's `backend:` for this job (`spotfit run --backend`).
+    """
+    from spotfit.spec import load_spec
+
+    return submit_spec(load_spec(path), preempt_at=preempt_at, backend=backend)
+
+
+def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | None = None,
+                before_record: Callable[[str, ObjectStore], None] | None = None) -> str:
+    """Record a new pending job for a validated spec; returns its id (`submit` reads the file).
+
+    `before_record(job_id, store)` writes what the job needs in its store before the job is
+    recorded (a notebook's token and seed files), so no controller sees it without them.
+    """
+    from spotfit.backends.base import registered_backends
+    from spotfit.stores import child, open_store
+
+    chosen = spec.backend if backend is None else backend
+    if chosen not in registered_backends():
+        raise UsageError(
+            f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
+            hint="Use --backend local (the embedded default), aws or kubernetes.",
+        )
+    spec.backend = cast("BackendName", chosen)  # checked against the registry above
+    notes = _backend_preflight(spec)
+    if preempt_at is not None:
+        spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
+    values = job_secrets.read_from_shell(spec.secrets)  # before anything is recorded
+    job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
+    store = open_store(store_url)
+    job_secrets.store_at_submit(chosen, job_id, spec, values, store)
+    store.write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
+    if state_is_shared() and not spec.is_notebook:  # the script's folder goes to the controller, wherever it runs
+        from spotfit.controller import shipped_code
+
+        shipped_code.ship(spec, store)
+    if before_record is not None:
+        before_record(job_id, store)
+    doc = {**spec.model_dump(mode="json"), "base_dir": spec.base_dir}
+    db().create_job(job_id, spec.name, json.dumps(doc), store_url)
+    warning = None if spec.is_notebook else scriptcheck.warning_for(spec.script_path)
+    if warning is not None:
+        db().add_event(job_id, "nothing_checkpointed", warning)
+    for note in notes:
+        db().add_event(job_id, "backend_note", note)
+    return job_id
+
+
+def _backend_preflight(spec: JobSpec) -> list[str]:
+    """The backend's checks before anything is recorded (kubeconfig, context, TFJob CRD); its notes."""
+    from spotfit.backends.base import make_backend
+
+    check = getattr(make_backend(spec.backend), "preflight", None)
+    return check(spec) if check is not None else []
+

@@ -1,0 +1,90 @@
+"""The tool verbs: cloud dry runs and clean-up, `doctor`, TensorBoard and the dashboard."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from spotfit import arguments
+from spotfit.errors import UsageError
+from spotfit.home import home
+from spotfit.sdk.context import db, find_job
+from spotfit.sdk.submit import validate
+from spotfit.states import JobState
+
+
+def dry_run(path: str, backend: str | None = None) -> dict:
+    """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
+    chosen = validate(path).backend if backend is None else backend
+    if chosen == "kubernetes":
+        from spotfit.backends.kubernetes.dryrun import dry_run as plan_objects
+
+        return plan_objects(path)
+    if chosen != "aws":  # the backends that send cloud requests
+        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws or kubernetes (the "
+                         "backends that send cloud requests).", hint="Add --backend aws (or kubernetes), or leave "
+                                                                     "--dry-run out.")
+    from spotfit.backends.aws.dryrun import dry_run as plan_requests
+
+    return plan_requests(path)
+
+
+def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool = False,
+       include_active: bool = False) -> dict:
+    """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
+
+    Resources of jobs still active in this state DB are kept unless `include_active`.
+    """
+    from spotfit.backends.aws.gc import collect
+
+    for region in regions or []:
+        arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such "
+                       "as us-east-1", hint="Pass --region us-east-1 (repeat it for more regions).")
+    if job is not None:
+        arguments.text("--job", job, expected="a job id", hint="Leave --job out to clean up after every job.")
+    regions = regions or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
+    keep = set() if include_active else {
+        j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
+    return collect(regions, keep=keep, job=job, dry_run=dry_run)
+
+
+
+def doctor(store: str | None = None, registry: str | None = None) -> dict:
+    """What this machine can train with, each problem with its fix (`spotfit doctor`; imports TensorFlow)."""
+    from spotfit.runtime import doctor as checks
+
+    for flag, url in (("--store", store), ("--registry", registry)):
+        if url is not None:
+            arguments.text(flag, url, pattern=r"[a-z0-9]+://\S*", expected="a URL such as file:///path or s3://bucket/prefix",
+                           hint=f"Leave {flag} out to probe the home's.")
+    return checks.run(store, registry)
+
+
+def tensorboard(ref: str | None, port: int = 6006,
+                on_start: Callable[[str, str, object], None] | None = None) -> int:
+    """Serve a job's TensorBoard logs on 127.0.0.1:`port` until interrupted; TensorBoard's exit code.
+
+    `on_start(job_id, url, logdir)` is called once the server runs.
+    """
+    from spotfit import tensorboard_server as tb
+
+    arguments.number("--port", port, low=1, high=65_535, hint="Pass --port 6006.")
+    job = find_job(db(), ref)
+    started = (lambda url, logdir: on_start(job["id"], url, logdir)) if on_start else None
+    return tb.serve(job["store_url"], job["id"], port, home() / "cache" / "tensorboard", on_start=started)
+
+
+def ui(host: str = "127.0.0.1", port: int = 8765, on_start: Callable[[str], None] | None = None) -> None:
+    """Serve the dashboard on `host`:`port` until interrupted (`spotfit ui`; port 0 picks a free one).
+
+    `on_start(url)` is called once it listens, with the URL that carries the access token.
+    """
+    arguments.number("--port", port, low=0, high=65_535, hint="Pass --port 8765.")
+    arguments.text("--host", host, pattern=r"[A-Za-z0-9.:\-\[\]]+", expected="an address to bind, e.g. 127.0.0.1",
+                   hint="Leave --host out to bind 127.0.0.1, and reach it from elsewhere through an SSH tunnel.")
+    try:
+        from spotfit.ui.server import serve
+    except ImportError as exc:
+        raise UsageError(f"The dashboard needs the `ui` extra: {exc.name} is not installed.",
+                         hint="pip install 'spotfit[ui]'") from None
+    serve(home() / "state.db", host, port, on_start or (lambda url: None))
