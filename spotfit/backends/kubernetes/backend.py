@@ -29,8 +29,8 @@ from spotfit.backends.kubernetes.install import DEFAULT_EXTRAS, container_script
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
 from spotfit.backends.wheel import ship_wheel, shipped_wheel_url
+from spotfit.backendspec import DEFAULT_IMAGE
 from spotfit.errors import BackendError, UsageError
-from spotfit.spec import DEFAULT_IMAGE
 
 _STORE_CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                       "GOOGLE_APPLICATION_CREDENTIALS"}

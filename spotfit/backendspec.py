@@ -1,0 +1,99 @@
+"""The spec's backend sections: `aws:` (docs/aws.md) and `kubernetes:` (docs/kubernetes.md).
+
+Example:
+
+>>> Kubernetes(namespace="team-a", spot="gke").grace_s
+120
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from spotfit.specbase import _Section, matching
+
+
+class Aws(_Section):
+    """The `aws` backend's settings (docs/aws.md); zones come from `market.zones`."""
+
+    region: str | None = Field(None, description="region when no zone is given; default us-east-1")
+    instance_type: str | None = Field(None, description="override the catalog's type for the accelerator")
+    ami: str | None = Field(None, description="`ami-...`, `ssm:/param` or `name:PATTERN`; default Deep Learning AMI")
+    key_name: str | None = Field(None, description="EC2 key pair for SSH; none = no SSH (use SSM)")
+    ssh_cidr: str | None = Field(None, description="the one address SSH is open to, e.g. 203.0.113.7/32")
+    subnet: str | None = Field(None, description="subnet id; default: the default VPC")
+    iam_instance_profile: str | None = Field(None, description="instance profile (name or ARN) for storage access")
+    runtime_pip: str | None = Field(None, description="a published spotfit to pip-install instead of the shipped wheel")
+    runtime_extras: list[str] = Field(default_factory=lambda: ["tf-gpu", "s3"],
+                                      description="extras of the shipped wheel; [s3] on an image with TF")
+    worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port, open only inside the job's group")
+    boot_timeout_s: float = Field(1800.0, gt=0, description="an attempt with no runtime progress by then failed")
+
+    @field_validator("ssh_cidr")
+    @classmethod
+    def _one_address(cls, value: str | None) -> str | None:
+        import ipaddress
+
+        if value is None:
+            return value
+        try:
+            net = ipaddress.ip_network(value, strict=True)
+        except ValueError:
+            raise ValueError("expected one address as a /32 or /128 network, e.g. 203.0.113.7/32") from None
+        if net.num_addresses != 1:
+            raise ValueError("expected one address (/32 or /128): SSH is never opened to a range or the world")
+        return value
+
+
+KubernetesProfile = Literal["eks", "gke", "aks", "custom"]
+MultiWorker = Literal["auto", "tfjob", "indexed"]
+DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0-gpu"
+
+
+class Kubernetes(_Section):
+    """The `kubernetes` backend's settings (docs/kubernetes.md)."""
+
+    kubeconfig: str | None = Field(None, description="kubeconfig path; default $KUBECONFIG, ~/.kube/config, in-cluster")
+    context: str | None = Field(None, description="kubeconfig context; default the current one")
+    namespace: str = Field("default", description="namespace of the attempts' objects")
+    spot: KubernetesProfile | None = Field(None, description="node pool profile: eks, gke, aks or custom")
+    spot_selector: dict[str, str] = Field(default_factory=dict, description="custom: node labels of spot nodes")
+    on_demand_selector: dict[str, str] = Field(default_factory=dict,
+                                               description="custom: node labels of on-demand nodes")
+    spot_tolerations: list[dict[str, str]] = Field(default_factory=list, description="custom: tolerations for spot")
+    image: str = Field(DEFAULT_IMAGE, description="container image with TensorFlow and Python 3.11")
+    runtime_wheel: str | None = Field(None, description="store URL of a spotfit wheel the pod installs instead of "
+                                                       "the shipped one")
+    runtime_pip: str | None = Field(None, description="a published spotfit to pip-install instead of the shipped wheel")
+    runtime_extras: list[str] = Field(default_factory=lambda: ["s3", "gcs"],
+                                      description="extras of the installed wheel (the image brings TensorFlow)")
+    service_account: str | None = Field(None, description="service account with storage access (IRSA, workload "
+                                                          "identity)")
+    secret_env: list[str] = Field(default_factory=list, description="variables copied from the controller's "
+                                                                    "environment into the attempt's Secret")
+    env_from_secrets: list[str] = Field(default_factory=list, description="existing Secrets passed as environment")
+    multi_worker: MultiWorker = Field("auto", description="several workers: tfjob, indexed, or auto (TFJob if its "
+                                                          "CRD is installed)")
+    grace_s: int = Field(120, ge=10, le=3600, description="terminationGracePeriodSeconds: time to checkpoint")
+    worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port")
+
+    @field_validator("namespace")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        return matching(value, r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+                        "a namespace name: lowercase letters, digits and `-`, at most 63")
+
+    @model_validator(mode="after")
+    def _custom_needs_selector(self) -> Kubernetes:
+        if self.spot == "custom" and not self.spot_selector:
+            raise ValueError("`spot: custom` needs `spot_selector` (the node labels of your spot pool)")
+        return self
+
+    @model_validator(mode="after")
+    def _one_runtime_source(self) -> Kubernetes:
+        if self.runtime_wheel and self.runtime_pip:
+            raise ValueError("expected at most one of `runtime_wheel` and `runtime_pip` (where the pod's spotfit "
+                             "comes from)")
+        return self
