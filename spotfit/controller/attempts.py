@@ -1,18 +1,18 @@
-"""What the controller asks before and during each attempt: time, market, policy, config.
+"""What the controller asks before and during each attempt: time, market, policy.
 
 `AttemptPlanner` holds the job's clock (wall time mapped onto trace time), the replayed
 market, the policy and the injected preemptions, and turns them into answers the loop acts on:
 which market and zone to launch next (or wait), whether spot is still available, what an
-attempt cost, and the `RuntimeConfig` of the next attempt. Without a trace, on a backend that
-publishes prices (aws), the live market (`connect_live`) prices attempts and the policy decides
-each launch on the prices and the outages seen so far; it does not switch a running attempt.
+attempt cost (`attempt_config` builds the next attempt's `RuntimeConfig` from them). Without
+a trace, on a backend that publishes prices (aws), the live market (`connect_live`) prices
+attempts and the policy decides each launch on the prices and the outages seen so far; it does
+not switch a running attempt.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 from spotfit.controller.clock import TraceClock
 from spotfit.errors import SpotfitError
@@ -21,7 +21,6 @@ from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Contex
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace, zone_stats
 from spotfit.market.view import MarketView
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.spec import JobSpec, Preemption
 from spotfit.state import StateDB
 from spotfit.states import AttemptState
@@ -462,65 +461,3 @@ class AttemptPlanner:
         self.db.add_event(self.job_id, "injected_preemption",
                           f"injected preemption at step {injection.at_step} (notice {injection.notice_s:g}s)",
                           attempt=attempt, at_step=injection.at_step, notice_s=injection.notice_s)
-
-    # -- the next attempt's configuration ------------------------------------------------------
-
-    def runtime_config(self, job_url: str, attempt: int, zone: str | None = None) -> RuntimeConfig:
-        spec = self.spec
-        interval = spec.checkpoint.interval
-        return RuntimeConfig(
-            job_id=self.job_id,
-            job_url=job_url,
-            script="" if spec.is_notebook else str(spec.script_path),
-            # A notebook's spec folder: where a cloud backend unpacks the code shipped beside it.
-            workdir=str(Path(spec.base_dir).resolve()) if spec.is_notebook else str(spec.script_path.parent),
-            kind=spec.kind,
-            notebook_sync_s=spec.notebook.sync_s,
-            args=list(spec.args),
-            attempt=attempt,
-            seed=spec.training.seed,
-            deterministic=spec.training.deterministic,
-            keep=spec.checkpoint.keep,
-            interval_steps=getattr(interval, "steps", None),
-            interval_s=getattr(interval, "seconds", None),
-            mtbf_s=self.mtbf_wall_s(zone),
-            hold_at_steps=sorted(p.at_step for p in self.pending_injections()),
-            hold_on_nan=self._nan_rule_armed(),
-            heartbeat_s=0.5,
-            strategy=spec.training.strategy,
-            mixed_precision=spec.training.mixed_precision,
-            xla=spec.training.xla,
-            workers=spec.resources.workers,
-            tensorboard=spec.training.tensorboard,
-            histogram_freq=spec.training.histogram_freq,
-            tensorboard_update_freq=spec.training.tensorboard_update_freq,
-            export=self._export_options(attempt, zone),
-            data_source=spec.data.source if spec.data else None,
-            data_cache_dir=spec.data.cache_dir if spec.data else None,
-            data_cache_limit_gib=spec.data.cache_limit_gib if spec.data else None,
-            data_workers=spec.data.workers if spec.data else 16,
-            data_verify=spec.data.verify if spec.data else "etag",
-        )
-
-    def _nan_rule_armed(self) -> bool:
-        """A `nan_loss` rule will pause or stop the job (it has not fired yet): the runtime waits for it."""
-        fired = {e["data"].get("index") for e in self.db.events(self.job_id) if e["kind"] == "rule"}
-        return any(r.rule == "nan_loss" and r.action in ("pause", "stop") and i not in fired
-                   for i, r in enumerate(self.spec.rules))
-
-    def _export_options(self, attempt: int, zone: str | None) -> dict | None:
-        """What the runtime needs to export and to fill the model card (runtime/export.py)."""
-        if self.spec.export is None:
-            return None
-        from spotfit.home import default_registry_url
-
-        before = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] < attempt)
-        price = self.spot_price(zone) if zone is not None else self.on_demand_usd_per_h()
-        return {"registry": self.spec.export.registry or default_registry_url(),
-                "formats": list(self.spec.export.formats), "name": self.spec.name,
-                "spec_hash": self.spec.spec_hash(), "cost_usd_before": round(before, 6),
-                "price_usd_per_h": price, "time_scale": self.time_scale(),
-                # The runtime keeps the weights of the epoch ends that meet a stopping target, so
-                # that a target_metric stop exports the epoch it fired on (runtime/main.py).
-                "targets": [{"metric": r.metric, "mode": r.mode, "value": r.value} for r in self.spec.rules
-                            if r.rule == "target_metric" and r.action == "stop"]}

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from spotfit import job_secrets, lease
 from spotfit.backends.base import Backend, Handle, LaunchRequest, backend_options, make_backend
-from spotfit.controller import budget, classify, crashpoints, notify, outcome, shipped_code
+from spotfit.controller import attempt_config, budget, classify, crashpoints, notify, outcome, shipped_code
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker, describe
 from spotfit.controller.job_files import JobFiles
@@ -301,7 +301,7 @@ class Controller:
         # The attempt's configuration is in the store before the attempt is recorded: with the
         # store away (or full) nothing is launched, and the next pass tries again.
         number = max((a["number"] for a in self.db.attempts(self.job_id)), default=0) + 1
-        config = self.plan.runtime_config(self.job_url, number, zone).to_json().encode()
+        config = attempt_config.runtime_config(self.plan, self.job_url, number, zone).to_json().encode()
         if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False):
             self.db.update_job(self.job_id, state=JobState.WAITING,
                                message=f"waiting for the store to launch attempt {number}: {self.guard.problem}")
