@@ -1,4 +1,4 @@
-"""Tests of the state DB: jobs, attempts, events, schema version, leases and concurrent writers.
+"""Tests of the state DB's records: jobs, attempts, events, schema version and concurrent writers.
 
 The core operations run on both dialects: SQLite (a file) and PostgreSQL (a real server on
 127.0.0.1, the session's `postgres` fixture, each test in a schema of its own).
@@ -6,8 +6,6 @@ The core operations run on both dialects: SQLite (a file) and PostgreSQL (a real
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -20,38 +18,13 @@ from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import _SCHEMA_V1, SCHEMA_VERSION, StateDB
 from tests.support.postgres import schema_url
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request, tmp_path) -> str:
-    """Where a test's state lives: a SQLite file, or an empty schema on the session's PostgreSQL."""
-    if request.param == "sqlite":
-        return str(tmp_path / "state.db")
-    server = request.getfixturevalue("postgres")
-    return schema_url(server.url, f"t_{os.getpid()}_{tmp_path.name}".lower().replace("-", "_"))
-
-
-@pytest.fixture
-def db(target):
-    state = StateDB(target)
-    yield state
-    state.close()
-
-
-def _job(db: StateDB, job_id: str, name: str, created_at: float | None = None) -> None:
-    db.create_job(job_id, name, spec_json=json.dumps({"name": name}), store_url="memory://s")
-    if created_at is not None:
-        # Pin the creation time: two create_job calls can land on the same clock reading.
-        db.update_job(job_id, created_at=created_at)
-
+from tests.support.statejobs import add_job, child_env
 
 # jobs -------------------------------------------------------------------------------------------
 
 
 def test_create_and_get_job(db):
-    _job(db, "digits-1", "digits")
+    add_job(db, "digits-1", "digits")
     job = db.get_job("digits-1")
     assert job["id"] == "digits-1"
     assert job["name"] == "digits"
@@ -73,14 +46,14 @@ def test_get_unknown_job_raises_not_found(db):
 
 
 def test_create_duplicate_job_id_fails(db):
-    _job(db, "digits-1", "digits")
+    add_job(db, "digits-1", "digits")
     with pytest.raises(db.IntegrityError):
-        _job(db, "digits-1", "digits")
+        add_job(db, "digits-1", "digits")
     assert len(db.list_jobs()) == 1
 
 
 def test_update_job_sets_fields_and_updated_at(db):
-    _job(db, "digits-1", "digits")
+    add_job(db, "digits-1", "digits")
     before = db.get_job("digits-1")
     db.update_job("digits-1", state="running", step=42, loss=0.5, message="training")
     job = db.get_job("digits-1")
@@ -90,9 +63,9 @@ def test_update_job_sets_fields_and_updated_at(db):
 
 
 def test_find_job_by_id_prefix_and_name(db):
-    _job(db, "digits-20240101-aaaa", "digits", created_at=100.0)
-    _job(db, "digits-20240102-bbbb", "digits", created_at=200.0)
-    _job(db, "mnist-20240101-cccc", "mnist", created_at=300.0)
+    add_job(db, "digits-20240101-aaaa", "digits", created_at=100.0)
+    add_job(db, "digits-20240102-bbbb", "digits", created_at=200.0)
+    add_job(db, "mnist-20240101-cccc", "mnist", created_at=300.0)
     assert db.find_job("digits-20240101-aaaa")["id"] == "digits-20240101-aaaa"
     assert db.find_job("digits-20240101")["id"] == "digits-20240101-aaaa"
     assert db.find_job("mnist-2024")["id"] == "mnist-20240101-cccc"
@@ -102,13 +75,13 @@ def test_find_job_by_id_prefix_and_name(db):
 
 
 def test_find_job_exact_id_wins_over_newer_prefix_match(db):
-    _job(db, "run", "alpha", created_at=100.0)
-    _job(db, "run-2", "beta", created_at=200.0)
+    add_job(db, "run", "alpha", created_at=100.0)
+    add_job(db, "run-2", "beta", created_at=200.0)
     assert db.find_job("run")["id"] == "run"
 
 
 def test_find_job_unknown_ref_raises_not_found(db):
-    _job(db, "digits-1", "digits")
+    add_job(db, "digits-1", "digits")
     with pytest.raises(NotFoundError) as info:
         db.find_job("mnist")
     err = info.value
@@ -119,9 +92,9 @@ def test_find_job_unknown_ref_raises_not_found(db):
 
 
 def test_list_jobs_newest_first_with_limit(db):
-    _job(db, "a-1", "a", created_at=100.0)
-    _job(db, "b-1", "b", created_at=300.0)
-    _job(db, "c-1", "c", created_at=200.0)
+    add_job(db, "a-1", "a", created_at=100.0)
+    add_job(db, "b-1", "b", created_at=300.0)
+    add_job(db, "c-1", "c", created_at=200.0)
     assert [j["id"] for j in db.list_jobs()] == ["b-1", "c-1", "a-1"]
     assert [j["id"] for j in db.list_jobs(limit=2)] == ["b-1", "c-1"]
 
@@ -134,8 +107,8 @@ def test_list_jobs_empty(db):
 
 
 def test_attempts_are_numbered_per_job(db):
-    _job(db, "a-1", "a")
-    _job(db, "b-1", "b")
+    add_job(db, "a-1", "a")
+    add_job(db, "b-1", "b")
     assert db.add_attempt("a-1", backend="local", market="spot", state="running") == 1
     assert db.add_attempt("a-1", backend="local", market="on_demand", state="running") == 2
     assert db.add_attempt("b-1", backend="local", market="spot", state="running") == 1
@@ -146,7 +119,7 @@ def test_attempts_are_numbered_per_job(db):
 
 
 def test_attempt_info_round_trips_and_updates(db):
-    _job(db, "a-1", "a")
+    add_job(db, "a-1", "a")
     number = db.add_attempt("a-1", backend="local", market="spot", state="running",
                             zone="us-west-2b", info={"pid": 123, "tags": ["x"]})
     attempt = db.attempts("a-1")[0]
@@ -160,7 +133,7 @@ def test_attempt_info_round_trips_and_updates(db):
 
 
 def test_attempt_default_info_is_empty_mapping(db):
-    _job(db, "a-1", "a")
+    add_job(db, "a-1", "a")
     db.add_attempt("a-1", backend="local", market="spot", state="running")
     assert db.attempts("a-1")[0]["info"] == {}
 
@@ -175,8 +148,8 @@ def test_attempt_for_unknown_job_is_rejected(db):
 
 
 def test_events_in_insertion_order_with_data(db):
-    _job(db, "a-1", "a")
-    _job(db, "b-1", "b")
+    add_job(db, "a-1", "a")
+    add_job(db, "b-1", "b")
     db.add_event("a-1", "submitted", "job submitted")
     db.add_event("b-1", "submitted", "other job")
     db.add_event("a-1", "launch", "attempt 1 launched", attempt=1, zone="us-west-2b")
@@ -194,7 +167,7 @@ def test_events_in_insertion_order_with_data(db):
 
 
 def test_events_after_id_returns_only_newer(db):
-    _job(db, "a-1", "a")
+    add_job(db, "a-1", "a")
     for i in range(5):
         db.add_event("a-1", "tick", f"tick {i}", i=i)
     events = db.events("a-1")
@@ -204,7 +177,7 @@ def test_events_after_id_returns_only_newer(db):
 
 
 def test_event_data_that_is_not_json_is_stored_as_text(db):
-    _job(db, "a-1", "a")
+    add_job(db, "a-1", "a")
     db.add_event("a-1", "path", "a path", where=Path("/tmp/x"))
     assert db.events("a-1")[0]["data"] == {"where": "/tmp/x"}
 
@@ -225,7 +198,7 @@ def test_schema_version_is_set(tmp_path):
 def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path):
     path = tmp_path / "state.db"
     first = StateDB(path)
-    _job(first, "a-1", "a")
+    add_job(first, "a-1", "a")
     first.close()
     second = StateDB(path)
     try:
@@ -271,7 +244,7 @@ def test_postgres_schema_version_is_kept_and_two_opens_migrate_once(postgres):
     first, second = StateDB(url), StateDB(url)
     try:
         assert first.dialect == "postgresql"
-        _job(first, "a-1", "a")
+        add_job(first, "a-1", "a")
         assert second.get_job("a-1")["name"] == "a"
         assert second._q("SELECT version FROM spotfit_schema").fetchall() == [{"version": SCHEMA_VERSION}]
     finally:
@@ -282,7 +255,7 @@ def test_postgres_schema_version_is_kept_and_two_opens_migrate_once(postgres):
 def test_postgres_timestamps_keep_their_precision(postgres):
     db = StateDB(schema_url(postgres.url, "t_precision"))
     try:
-        _job(db, "a-1", "a", created_at=1796075255.9115224)  # REAL would be 4 bytes there: 1796075264.0
+        add_job(db, "a-1", "a", created_at=1796075255.9115224)  # REAL would be 4 bytes there: 1796075264.0
         assert db.get_job("a-1")["created_at"] == 1796075255.9115224
     finally:
         db.close()
@@ -324,8 +297,8 @@ _WRITER = textwrap.dedent(
 def test_two_writer_processes_lose_nothing(target):
     path = target
     db = StateDB(path)
-    _job(db, "job-1", "job")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    add_job(db, "job-1", "job")
+    env = child_env()
     writers = [
         subprocess.Popen([sys.executable, "-c", _WRITER, str(path), "job-1", tag], env=env, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -365,144 +338,12 @@ def test_two_writer_processes_lose_nothing(target):
 # the lease --------------------------------------------------------------------------------------
 
 
-def _dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()  # reaped: the pid now names no process
-    return proc.pid
-
-
-ELSEWHERE = lease.Holder("node-b", 4242, "other")  # a controller on another host: its pid means nothing here
-
-
-def test_lease_refused_while_another_holder_has_it(db):
-    _job(db, "a-1", "a")
-    assert db.claim_lease("a-1", ELSEWHERE, ttl_s=60.0)
-    job = db.get_job("a-1")
-    assert job["lease_owner"] == ELSEWHERE.key and job["controller_pid"] == 4242
-    assert db.lease_live(job)
-    assert not db.claim_lease("a-1", lease.this_process(), ttl_s=60.0)
-    assert db.get_job("a-1")["lease_owner"] == ELSEWHERE.key
-
-
-def test_lease_holder_may_reclaim_and_renew(db):
-    _job(db, "a-1", "a")
-    me = lease.this_process()
-    assert db.claim_lease("a-1", me, ttl_s=60.0)
-    first = db.get_job("a-1")["lease_expires_at"]
-    assert db.claim_lease("a-1", me, ttl_s=60.0)
-    db.renew_lease("a-1", me, ttl_s=120.0, step=7)
-    job = db.get_job("a-1")
-    assert job["lease_expires_at"] > first and job["step"] == 7
-
-
-def test_expired_lease_is_taken_over_from_another_host(db):
-    _job(db, "a-1", "a")
-    assert db.claim_lease("a-1", ELSEWHERE, ttl_s=60.0)
-    db.update_job("a-1", lease_expires_at=db.now() - 1.0)  # its holder stopped renewing
-    assert not db.lease_live(db.get_job("a-1"))
-    me = lease.this_process()
-    assert db.claim_lease("a-1", me, ttl_s=60.0)
-    assert db.get_job("a-1")["lease_owner"] == me.key
-
-
-def test_a_dead_holder_on_this_host_frees_the_lease_at_once(db):
-    _job(db, "a-1", "a")
-    dead = lease.Holder(lease.this_host(), _dead_pid(), "dead")
-    assert db.claim_lease("a-1", dead, ttl_s=600.0)
-    assert not db.lease_live(db.get_job("a-1"))
-    assert db.claim_lease("a-1", lease.this_process(), ttl_s=60.0)
-
-
-def test_renewing_a_lease_another_holder_took_raises_lease_lost(db):
-    _job(db, "a-1", "a")
-    me = lease.this_process()
-    assert db.claim_lease("a-1", me, ttl_s=60.0)
-    db.update_job("a-1", lease_expires_at=db.now() - 1.0)
-    assert db.claim_lease("a-1", ELSEWHERE, ttl_s=60.0)
-    with pytest.raises(lease.LeaseLost) as info:
-        db.renew_lease("a-1", me, ttl_s=60.0, step=99)
-    assert ELSEWHERE.key in info.value.message
-    assert db.get_job("a-1")["step"] == 0  # the loser wrote nothing
-
-
-def test_release_frees_the_lease_only_for_its_holder(db):
-    _job(db, "a-1", "a")
-    me = lease.this_process()
-    assert db.claim_lease("a-1", me, ttl_s=60.0)
-    db.release_lease("a-1", ELSEWHERE)
-    assert db.get_job("a-1")["lease_owner"] == me.key
-    db.release_lease("a-1", me)
-    assert db.get_job("a-1")["lease_owner"] is None
-    assert db.claim_lease("a-1", ELSEWHERE, ttl_s=60.0)
-
-
-def test_claimable_jobs_are_the_active_ones_nobody_holds(db):
-    for job_id in ("a-1", "b-1", "c-1", "d-1"):
-        _job(db, job_id, job_id[0], created_at={"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}[job_id[0]])
-    db.update_job("b-1", state="completed")
-    db.update_job("c-1", state="paused")
-    assert db.claim_lease("d-1", ELSEWHERE, ttl_s=60.0)
-    assert db.claimable_jobs(lease.this_process()) == ["a-1"]
-    assert db.claimable_jobs(ELSEWHERE) == ["a-1", "d-1"]
-
-
-def test_unknown_job_lease_raises_not_found(db):
-    with pytest.raises(NotFoundError):
-        db.claim_lease("ghost", lease.this_process(), ttl_s=60.0)
-
-
-_CLAIMER = textwrap.dedent(
-    """
-    import sys
-    from spotfit import lease
-    from spotfit.state import StateDB
-
-    target, job_id = sys.argv[1:3]
-    db = StateDB(target)
-    print("ready", flush=True)
-    sys.stdin.readline()  # the parent releases every claimer at once
-    print("won" if db.claim_lease(job_id, lease.Holder(f"host-{sys.argv[3]}", 1, "t"), 60.0) else "lost", flush=True)
-    """
-)
-
-
-def test_of_racing_controllers_exactly_one_wins_the_lease(target):
-    db = StateDB(target)
-    _job(db, "a-1", "a")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    claimers = [subprocess.Popen([sys.executable, "-c", _CLAIMER, target, "a-1", str(n)], env=env, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                for n in range(4)]
-    try:
-        for proc in claimers:
-            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-        for proc in claimers:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        answers = []
-        for proc in claimers:
-            out, err = proc.communicate(timeout=60)
-            assert proc.returncode == 0, err
-            answers.append(out.strip())
-    finally:
-        for proc in claimers:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert sorted(answers) == ["lost"] * 3 + ["won"]
-    winner = answers.index("won")
-    assert db.get_job("a-1")["lease_owner"] == f"host-{winner}/1/t"
-    db.close()
-
-
 # known bugs (strict: these start failing once fixed, so the marker gets removed) ----------------
 
 
 def test_find_job_prefix_is_literal(db):
-    _job(db, "my_job-1", "my_job", created_at=100.0)
-    _job(db, "my-job-2", "my-job", created_at=200.0)
+    add_job(db, "my_job-1", "my_job", created_at=100.0)
+    add_job(db, "my-job-2", "my-job", created_at=200.0)
     assert db.find_job("my_job")["id"] == "my_job-1"
     with pytest.raises(NotFoundError):
         db.find_job("%")
-
-
