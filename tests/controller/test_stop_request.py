@@ -6,32 +6,14 @@ import json
 
 import pytest
 
-from spotfit import sdk
 from spotfit.controller.loop import Controller
 from spotfit.errors import NotFoundError
-from spotfit.spec import JobSpec
-
-
-class _Backend:
-    """Records the preemptions the controller sends."""
-
-    name = "local"
-
-    def __init__(self):
-        self.preempted: list[tuple[str, float]] = []
-
-    def load_handle(self, text: str) -> str:
-        return text
-
-    def preempt(self, handle: str, notice_s: float) -> None:
-        self.preempted.append((handle, notice_s))
+from tests.support.stop_requests import recording_controller
 
 
 @pytest.fixture
 def controller(tmp_path) -> Controller:
-    spec = JobSpec.model_validate({"name": "stop", "script": "train.py", "market": {"trace": None}})
-    sdk.db().create_job("stop-1", "stop", spec.model_dump_json(), f"file://{tmp_path}/store")
-    return Controller(sdk.db(), "stop-1", backend=_Backend())
+    return recording_controller(tmp_path, "stop")
 
 
 @pytest.mark.parametrize("phase", ["training", "saving"])

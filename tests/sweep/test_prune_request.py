@@ -8,30 +8,13 @@ import pytest
 
 from spotfit import sdk
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
 from spotfit.states import JobState, StopRequest
-
-
-class _Backend:
-    """Records the preemptions the controller sends."""
-
-    name = "local"
-
-    def __init__(self):
-        self.preempted: list[tuple[str, float]] = []
-
-    def load_handle(self, text: str) -> str:
-        return text
-
-    def preempt(self, handle: str, notice_s: float) -> None:
-        self.preempted.append((handle, notice_s))
+from tests.support.stop_requests import recording_controller
 
 
 @pytest.fixture
 def controller(tmp_path) -> Controller:
-    spec = JobSpec.model_validate({"name": "trial", "script": "train.py", "market": {"trace": None}})
-    sdk.db().create_job("trial-1", "trial", spec.model_dump_json(), f"file://{tmp_path}/store")
-    return Controller(sdk.db(), "trial-1", backend=_Backend())
+    return recording_controller(tmp_path, "trial")
 
 
 def test_a_training_attempt_is_asked_to_stop_after_its_step_and_the_event_says_pruned(controller, monkeypatch):
