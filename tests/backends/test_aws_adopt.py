@@ -21,7 +21,6 @@ import pytest
 
 from spotfit import sdk
 from spotfit.backends.aws import launch as rq
-from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.gc import find_leftovers
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.base import LaunchRequest
@@ -29,7 +28,7 @@ from spotfit.controller import crashpoints
 from spotfit.controller.loop import Controller
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
-from tests.support.aws_moto import instances
+from tests.support.aws_moto import aws_backend, instances
 from tests.support.wait import wait_for
 
 SPEC = """
@@ -56,10 +55,6 @@ def job(tmp_path):
     return sdk.submit(str(folder / "spotfit.yaml"))
 
 
-def _backend(aws) -> AwsBackend:
-    return AwsBackend(session=aws.session, allow_local_store=True, cleanup_wait_s=5.0, poll_s=0.01)
-
-
 def _die_at(point: str, monkeypatch) -> None:
     """The next controller to reach `point` dies there; later ones pass."""
     armed = [True]
@@ -77,7 +72,7 @@ def _run_controller(aws, job_id: str) -> tuple[threading.Thread, dict]:
 
     def run():  # SQLite connections stay in the thread that made them
         try:
-            outcome["state"] = Controller(sdk.db(), job_id, backend=_backend(aws), poll_s=0.02).run()
+            outcome["state"] = Controller(sdk.db(), job_id, backend=aws_backend(aws), poll_s=0.02).run()
         except Died as exc:
             outcome["died_at"] = str(exc)
 
@@ -173,13 +168,13 @@ def _request(url: str, workers: int = 1) -> LaunchRequest:
 
 
 def test_find_returns_what_launch_returned_and_nothing_for_another_attempt(aws, job_url):
-    backend = _backend(aws)
+    backend = aws_backend(aws)
     assert backend.find(_request(job_url)) is None
     launched = backend.launch(_request(job_url, workers=2))
     store = open_store(job_url)
     cluster = store.read_bytes("attempts/0001/cluster.json")
     store.delete("attempts/0001/cluster.json")  # the launch died before it told the workers their peers
-    assert _backend(aws).find(_request(job_url, workers=2)) == launched
+    assert aws_backend(aws).find(_request(job_url, workers=2)) == launched
     assert store.read_bytes("attempts/0001/cluster.json") == cluster  # the agents wait for it: written now
     other = LaunchRequest(job_id="job-1", attempt=2, job_url=job_url, zone="us-west-2b", market="spot",
                           options={"ami": "ami-12c6146b"})
@@ -192,11 +187,11 @@ def test_find_returns_a_security_group_left_by_a_launch_that_died_before_run_ins
         raise Died("RunInstances")
 
     aws.session.events.register("provide-client-params.ec2.RunInstances", die)
-    backend = _backend(aws)
+    backend = aws_backend(aws)
     with pytest.raises(Died):
         backend.launch(_request(job_url))
     aws.session.events.unregister("provide-client-params.ec2.RunInstances", die)
-    handle = _backend(aws).find(_request(job_url))
+    handle = aws_backend(aws).find(_request(job_url))
     assert handle is not None and handle.instances == () and handle.security_group
     assert handle.security_group == aws.ec2.describe_security_groups(Filters=[
         {"Name": "group-name", "Values": [rq.resource_name("job-1", 1)]}])["SecurityGroups"][0]["GroupId"]

@@ -4,29 +4,18 @@ rule stops the job where money is really spent.
 
 moto's own spot price history is placeholder data (none for p3.2xlarge), so the tests publish
 the prices `DescribeSpotPriceHistory` answers with (`publish_spot_prices`); the instance side is
-the simulated one of test_aws_recovery (moto runs no machine).
+the simulated one of tests/support/simulated_aws.py (moto runs no machine).
 """
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 from spotfit import sdk
-from spotfit.controller.loop import Controller
-from tests.backends.test_aws_recovery import SimulatedInstances
-from tests.support.aws_moto import aws_backend, fail_run_instances, instances, publish_spot_prices
-from tests.support.wait import wait_for
+from tests.support.aws_moto import fail_run_instances, instances, publish_spot_prices
+from tests.support.simulated_aws import drive, spot_job_text
 
-SPEC = """
-name: awslive
-script: train.py
-backend: aws
-resources: {accelerator: V100, count: 1, spot: true}
-market: {trace: null, zones: [us-west-2a, us-west-2b]}
-aws: {ami: ami-12c6146b, region: us-west-2}
-checkpoint: {interval: {steps: 10}}
-"""
+SPEC = spot_job_text("awslive")
 CHEAP, DEAR = 0.9, 1.4  # $/h, both under p3.2xlarge's on-demand $3.06
 
 
@@ -36,24 +25,10 @@ def _publish(aws) -> None:
                                                    "us-west-2b": [(hour_ago, CHEAP)]})
 
 
-def _drive(aws, spec: str, total_steps: int, interrupt_at: dict[int, int] | None = None) -> dict:
-    job_id = sdk.submit(spec)
-    side = SimulatedInstances(aws.ec2, job_id, sdk.status(job_id)["store"], total_steps, interrupt_at or {})
-    side.start()
-    loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=aws_backend(aws), poll_s=0.02).run(),
-                            daemon=True)
-    loop.start()
-    try:
-        wait_for(lambda: not loop.is_alive(), 120, f"the controller to drive job {job_id} to its end")
-    finally:
-        side.done.set()
-    return {**sdk.status(job_id), "events": sdk.events(job_id)}
-
-
 def test_the_policy_picks_the_cheapest_zone_and_the_ledger_bills_its_price(aws, job_spec):
     _publish(aws)
     fail_run_instances(aws.session, "us-west-2b")  # the cheap zone has no capacity now
-    doc = _drive(aws, str(job_spec(SPEC)), total_steps=20)
+    doc = drive(aws, str(job_spec(SPEC)), total_steps=20, timeout_s=120)
     assert doc["state"] == "completed", doc
     assert any(e["kind"] == "market" and "live prices for us-west-2a, us-west-2b" in e["message"]
                for e in doc["events"])
@@ -70,7 +45,7 @@ def test_the_policy_picks_the_cheapest_zone_and_the_ledger_bills_its_price(aws, 
 
 def test_an_observed_preemption_moves_the_next_launch_to_another_zone(aws, job_spec):
     _publish(aws)
-    doc = _drive(aws, str(job_spec(SPEC)), total_steps=20, interrupt_at={1: 10})  # a spot interruption
+    doc = drive(aws, str(job_spec(SPEC)), total_steps=20, interrupt_at={1: 10}, timeout_s=120)  # a spot interruption
     assert doc["state"] == "completed", doc
     # The cheap zone was preempted less than a tick ago: the policy sees it down and takes the other.
     assert [(a["state"], a["zone"]) for a in doc["attempts"]] == [("preempted", "us-west-2b"),
@@ -80,7 +55,7 @@ def test_an_observed_preemption_moves_the_next_launch_to_another_zone(aws, job_s
 def test_a_budget_rule_stops_an_aws_job_on_live_prices(aws, job_spec):
     _publish(aws)
     # One billing minute at $0.9/h is $0.015: the budget is spent by the first launch.
-    doc = _drive(aws, str(job_spec(SPEC + "budget_usd: 0.001\n")), total_steps=10**6)
+    doc = drive(aws, str(job_spec(SPEC + "budget_usd: 0.001\n")), total_steps=10**6, timeout_s=120)
     assert doc["state"] == "stopped", doc
     [rule] = [e for e in doc["events"] if e["kind"] == "rule"]
     assert rule["data"]["rule"] == "budget" and rule["data"]["action"] == "stop"
