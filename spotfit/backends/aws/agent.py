@@ -18,18 +18,17 @@ The IMDS address is a flag, so that tests point it at a loopback server.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.backends.aws.secrets import agent_env as agent_secrets
 from spotfit.errors import NotFoundError
 from spotfit.stores import open_store
@@ -84,12 +83,7 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
     """Run one worker of an attempt to its end; returns the runtime's exit code."""
     store = open_store(job_url)
     prefix = f"attempts/{attempt:04d}"
-    launch = json.loads(store.read_bytes(f"{prefix}/launch.json"))
-    workdir = Path(launch["workdir"])
-    workdir.mkdir(parents=True, exist_ok=True)
-    if launch.get("code_key"):
-        with tarfile.open(fileobj=io.BytesIO(store.read_bytes(launch["code_key"])), mode="r:gz") as tar:
-            tar.extractall(workdir, filter="data")
+    launch, workdir = unpack_attempt(store, attempt)
     imds = Imds(imds_url)
     env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
     env.update(agent_secrets(store))  # the spec's `secrets:`, from SSM with the instance role

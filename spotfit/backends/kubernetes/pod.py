@@ -14,15 +14,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import tarfile
-from pathlib import Path
 
+from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.stores import open_store
 
 
@@ -54,12 +52,7 @@ def _index(env: dict[str, str]) -> int:
 def run(job_url: str, attempt: int) -> int:
     """Run this pod's worker of the attempt to its end; returns the exit code for the container."""
     store = open_store(job_url)
-    launch = json.loads(store.read_bytes(f"attempts/{attempt:04d}/launch.json"))
-    workdir = Path(launch["workdir"])
-    workdir.mkdir(parents=True, exist_ok=True)
-    if launch.get("code_key"):
-        with tarfile.open(fileobj=io.BytesIO(store.read_bytes(launch["code_key"])), mode="r:gz") as tar:
-            tar.extractall(workdir, filter="data")
+    _, workdir = unpack_attempt(store, attempt)
     env = worker_env(dict(os.environ))
     index = _index(env)
     log_key = f"logs/attempt-{attempt:04d}" + (f"-w{index}" if index else "") + ".log"

@@ -1,0 +1,26 @@
+"""What a cloud worker reads before it starts the runtime: the attempt's launch file and the job's code.
+
+The controller writes `attempts/<n>/launch.json` (the working folder, the environment, the key
+of the shipped code) to the job's store; the AWS agent and the Kubernetes pod both unpack the
+attempt from it the same way before they start `python -m spotfit.runtime`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+from spotfit.stores.base import ObjectStore
+
+
+def unpack_attempt(store: ObjectStore, attempt: int) -> tuple[dict, Path]:
+    """Attempt `attempt`'s launch document and its working folder, made, with the shipped code unpacked in it."""
+    launch = json.loads(store.read_bytes(f"attempts/{attempt:04d}/launch.json"))
+    workdir = Path(launch["workdir"])
+    workdir.mkdir(parents=True, exist_ok=True)
+    if launch.get("code_key"):
+        with tarfile.open(fileobj=io.BytesIO(store.read_bytes(launch["code_key"])), mode="r:gz") as tar:
+            tar.extractall(workdir, filter="data")
+    return launch, workdir
