@@ -38,6 +38,7 @@ from pathlib import Path
 
 import spotfit
 from spotfit.stores import child, open_store
+from spotfit.stores.base import ObjectStore
 
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # zip's earliest date: the same bytes whenever it is built
 
@@ -83,10 +84,15 @@ def shipped_wheel_url(job_url: str) -> str:
 
 def ship_wheel(job_url: str) -> str:
     """Upload the running wheel to the cache of `job_url`'s store unless it is there; its URL."""
-    store, key = open_store(cache_root(job_url)), f"wheels/{running_wheel().filename}"
-    if not store.exists(key):
-        store.write_bytes(key, running_wheel().data)
+    put_wheel(open_store(cache_root(job_url)))
     return shipped_wheel_url(job_url)
+
+
+def put_wheel(cache: ObjectStore) -> None:
+    """Write the running wheel under `wheels/` of the store cache `cache` unless it is there (once per content)."""
+    key = f"wheels/{running_wheel().filename}"
+    if not cache.exists(key):
+        cache.write_bytes(key, running_wheel().data)
 
 
 def _requirements(source_root: Path) -> tuple[str, list[str]]:

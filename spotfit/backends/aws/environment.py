@@ -31,7 +31,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from spotfit.backends.wheel import cache_root, running_wheel
+from spotfit.backends.wheel import cache_root, put_wheel, running_wheel
 from spotfit.stores import child, open_store
 
 DEFAULT_EXTRAS = ("tf-gpu", "s3")
@@ -82,8 +82,8 @@ def instance_env(job_url: str, image_id: str, options: dict) -> InstanceEnv:
 def upload(env: InstanceEnv) -> None:
     """Put the wheel (once per content) and the requirements file where the boot script reads them."""
     store = open_store(env.cache_url)
-    if env.wheel_name and not store.exists(f"wheels/{env.wheel_name}"):
-        store.write_bytes(f"wheels/{env.wheel_name}", running_wheel().data)
+    if env.wheel_name:  # the running wheel's name (`instance_env`)
+        put_wheel(store)
     key = f"env/{env.key}.requirements.txt"
     if not store.exists(key):
         store.write_bytes(key, env.requirements.encode())
