@@ -27,14 +27,13 @@ from pathlib import Path
 
 import pytest
 
-from spotfit import sdk
-from spotfit.errors import NotFoundError
 from tests.support.jobs import spotfit_cmd
+from tests.support.store_faults import digits_script, status_or_empty, write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = '''
+SCRIPT = digits_script('''
 import os, signal, time
 from pathlib import Path
 import keras
@@ -59,22 +58,7 @@ class FullDisk(keras.callbacks.Callback):
         elif self.step == 41 and not (Path(marks) / "preempted").exists():
             (Path(marks) / "preempted").touch()
             os.kill(os.getpid(), signal.SIGTERM)
-
-digits = load_digits()
-x = (digits.images.astype("float32") / 16.0)[..., None][:1500]
-y = digits.target.astype("int32")[:1500]
-model = keras.Sequential([keras.Input(shape=(8, 8, 1)), keras.layers.Flatten(),
-                          keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10, activation="softmax")])
-model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-model.fit(x, y, batch_size=32, epochs=4, shuffle=True, verbose=0, callbacks=[FullDisk()])
-'''
-SPEC = """name: {name}
-script: train.py
-market: {{trace: aws-v100, zones: [us-west-2a], start: '2023-02-17T19:16:00', time_scale: 10}}
-checkpoint: {{interval: {{steps: 10}}, keep: 2{store}}}
-training: {{seed: 7, deterministic: true}}
-env: {env}
-"""
+''', "FullDisk")
 MOUNT = 'mount -t tmpfs -o size=16m spotfit-test-disk "$0" && exec "$@"'
 
 
@@ -86,21 +70,6 @@ def _require_mount_namespace(folder: Path) -> None:
     if probe is None or probe.returncode != 0:
         pytest.skip("SKIPPED LOUDLY: cannot mount a small tmpfs in a mount namespace here (util-linux `unshare "
                     f"--mount --map-root-user` and user namespaces are needed): {probe and probe.stderr.strip()}")
-
-
-def _spec(job_spec, tmp_path: Path, name: str, store: str = "", env: dict | None = None) -> Path:
-    (tmp_path / "src").mkdir(exist_ok=True)
-    (tmp_path / "src" / "train.py").write_text(SCRIPT)
-    return job_spec(SPEC.format(name=name, store=store, env=json.dumps(env or {})), name,
-                    script=tmp_path / "src" / "train.py")
-
-
-def _status(name: str) -> dict:
-    """`spotfit status NAME --json`, in this process (the same SPOTFIT_HOME); {} before the job exists."""
-    try:
-        return sdk.status(name)
-    except NotFoundError:
-        return {}
 
 
 def _fill(folder: Path) -> None:
@@ -120,7 +89,7 @@ def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_s
     _require_mount_namespace(disk)
     marks = tmp_path / "marks"
     marks.mkdir()
-    spec = _spec(job_spec, tmp_path, "full", f", store: 'file://{disk}/store'", {"FULL_MARKS": str(marks)})
+    spec = write_job(job_spec, tmp_path, SCRIPT, "full", f", store: 'file://{disk}/store'", {"FULL_MARKS": str(marks)})
     job = subprocess.Popen(["unshare", "--mount", "--map-root-user", "sh", "-c", MOUNT, str(disk),
                             *spotfit_cmd("run", str(spec), "--json")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
@@ -137,15 +106,16 @@ def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_s
         _fill(inside)
         (marks / "filled").touch()
         # The uninterrupted run trains meanwhile, on the default file:// store.
-        reference = subprocess.Popen(spotfit_cmd("run", str(_spec(job_spec, tmp_path, "reference")), "--json"),
+        reference_spec = write_job(job_spec, tmp_path, SCRIPT, "reference")
+        reference = subprocess.Popen(spotfit_cmd("run", str(reference_spec), "--json"),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL, env=os.environ.copy())
-        wait_for(lambda: _status("full").get("store_problem") or job.poll() is not None, 300,
+        wait_for(lambda: status_or_empty("full").get("store_problem") or job.poll() is not None, 300,
                  "`status` to report the full disk after the preemption at step 41")
         assert job.poll() is None, f"spotfit run ended while the disk was full: {output}"
-        full = _status("full")["store_problem"]
+        full = status_or_empty("full")["store_problem"]
         assert "is full" in full and "free space there" in full, full
-        during = _status("full")
+        during = status_or_empty("full")
         assert during["controller"] == "alive" and during["state"] == "waiting", during
         (inside / "filler").unlink()
         wait_for(lambda: job.poll() is not None, 300, "the job to finish once the disk had space again")

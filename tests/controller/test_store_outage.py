@@ -20,16 +20,15 @@ import uuid
 
 import pytest
 
-from spotfit import sdk
-from spotfit.errors import NotFoundError
 from tests.support.jobs import spotfit_cmd
 from tests.support.seaweed import BUCKET
+from tests.support.store_faults import digits_script, status_or_empty, write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 OUTAGE_S = 60.0  # the outage the issue asks the controller to survive
 
-SCRIPT = '''
+SCRIPT = digits_script('''
 import os, time
 from pathlib import Path
 import keras
@@ -50,39 +49,13 @@ class Outage(keras.callbacks.Callback):
                 if time.monotonic() > deadline:
                     raise SystemExit(f"timed out waiting for the test to write {done}")
                 time.sleep(0.02)
-
-digits = load_digits()
-x = (digits.images.astype("float32") / 16.0)[..., None][:1500]
-y = digits.target.astype("int32")[:1500]
-model = keras.Sequential([keras.Input(shape=(8, 8, 1)), keras.layers.Flatten(),
-                          keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10, activation="softmax")])
-model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-model.fit(x, y, batch_size=32, epochs=4, shuffle=True, verbose=0, callbacks=[Outage()])
-'''
-SPEC = """name: {name}
-script: train.py
-market: {{trace: aws-v100, zones: [us-west-2a], start: '2023-02-17T19:16:00', time_scale: 10}}
-checkpoint: {{interval: {{steps: 10}}, keep: 2{store}}}
-training: {{seed: 7, deterministic: true}}
-env: {env}
-"""
+''', "Outage")
 
 
 def _start(job_spec, tmp_path, name: str, store: str = "", env: dict | None = None) -> subprocess.Popen:
-    (tmp_path / "src").mkdir(exist_ok=True)
-    (tmp_path / "src" / "train.py").write_text(SCRIPT)
-    spec = job_spec(SPEC.format(name=name, store=store, env=json.dumps(env or {})), name,
-                    script=tmp_path / "src" / "train.py")
+    spec = write_job(job_spec, tmp_path, SCRIPT, name, store, env)
     return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
-
-
-def _status(name: str) -> dict:
-    """`spotfit status NAME --json`, in this process (the same SPOTFIT_HOME); {} before the job exists."""
-    try:
-        return sdk.status(name)
-    except NotFoundError:
-        return {}
 
 
 def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spec, tmp_path, own_seaweed):
@@ -105,15 +78,15 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
         (marks / "stopped").touch()
         # The uninterrupted run trains meanwhile, on the default file:// store.
         reference = _start(job_spec, tmp_path, "reference")
-        wait_for(lambda: _status("outage").get("store_problem") or job.poll() is not None, 120,
+        wait_for(lambda: status_or_empty("outage").get("store_problem") or job.poll() is not None, 120,
                  "`status` to report the store outage")
         assert job.poll() is None, f"spotfit run ended during the outage: {output}"
-        assert "does not answer" in _status("outage")["store_problem"]
+        assert "does not answer" in status_or_empty("outage")["store_problem"]
         wait_for(lambda: (marks / "start-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 41, where it asks for the server back")
         ref_out, ref_err = reference.communicate(timeout=300)
         assert reference.returncode == 0, ref_err[-3000:]
-        during = _status("outage")
+        during = status_or_empty("outage")
         assert during["controller"] == "alive" and during["state"] == "running", during
         time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - stopped_at)))  # the outage lasts 60 s
         server.start()

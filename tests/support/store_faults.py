@@ -1,0 +1,55 @@
+"""The digits job of the store-fault tests (a full disk, an S3 outage), and its status seen from the test.
+
+The script trains a small, seeded model on the digits; a callback the test passes in makes the
+fault happen at a fixed step, handing the turn back and forth through marker files. Without
+its marker variable the callback does nothing: that run gives the uninterrupted reference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from spotfit import sdk
+from spotfit.errors import NotFoundError
+
+_FIT = '''
+digits = load_digits()
+x = (digits.images.astype("float32") / 16.0)[..., None][:1500]
+y = digits.target.astype("int32")[:1500]
+model = keras.Sequential([keras.Input(shape=(8, 8, 1)), keras.layers.Flatten(),
+                          keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10, activation="softmax")])
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+model.fit(x, y, batch_size=32, epochs=4, shuffle=True, verbose=0, callbacks=[{callback}()])
+'''
+SPEC = """name: {name}
+script: train.py
+market: {{trace: aws-v100, zones: [us-west-2a], start: '2023-02-17T19:16:00', time_scale: 10}}
+checkpoint: {{interval: {{steps: 10}}, keep: 2{store}}}
+training: {{seed: 7, deterministic: true}}
+env: {env}
+"""
+
+
+def digits_script(callback_source: str, callback: str) -> str:
+    """The training script: `callback_source` (its imports, `keras`, `load_digits` and the class `callback`),
+    then a seeded digits fit with that callback."""
+    return callback_source + _FIT.format(callback=callback)
+
+
+def write_job(job_spec: Callable[..., Path], tmp_path: Path, script: str, name: str, store: str = "",
+              env: dict | None = None) -> Path:
+    """The spec of job `name` running `script` (in `tmp_path/src`); `store` is `, store: URL` or empty."""
+    (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "train.py").write_text(script)
+    return job_spec(SPEC.format(name=name, store=store, env=json.dumps(env or {})), name,
+                    script=tmp_path / "src" / "train.py")
+
+
+def status_or_empty(name: str) -> dict:
+    """`spotfit status NAME --json`, in this process (the same SPOTFIT_HOME); {} before the job exists."""
+    try:
+        return sdk.status(name)
+    except NotFoundError:
+        return {}
