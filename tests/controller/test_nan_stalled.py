@@ -14,8 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +22,7 @@ import pytest
 
 from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.stores import open_store
+from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.slow
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -70,27 +69,11 @@ def _is_runtime(pid: int) -> bool:
         return False
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    received: list = []
-
-    def do_POST(self):
-        self.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def webhook():
     """A webhook receiver on 127.0.0.1: (url, list of received payloads)."""
-    _Receiver.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", _Receiver.received
-    server.shutdown()
-    server.server_close()
+    with webhook_receiver() as hook:
+        yield hook
 
 
 def test_nan_loss_stops_the_job_at_the_nan_step_and_keeps_the_good_checkpoint(tmp_path, webhook):

@@ -6,13 +6,12 @@ import json
 import os
 import re
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.support.jobs import spotfit_cmd
+from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).parent / "scripts" / "rules_train.py"
@@ -37,27 +36,10 @@ def _rule_events(job_id: str) -> list[dict]:
     return [e for e in _cli("logs", job_id)["events"] if e["kind"] == "rule"]
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    received: list = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.received.append(json.loads(body))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def receiver():
-    _Receiver.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", _Receiver.received
-    server.shutdown()
-    server.server_close()
+    with webhook_receiver() as hook:
+        yield hook
 
 
 def test_zero_learning_rate_is_stopped_by_loss_plateau(job_spec, receiver):
