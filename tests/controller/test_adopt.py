@@ -25,30 +25,12 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.local_process import LocalHandle
 from spotfit.controller.crashpoints import HOLD_ENV
+from tests.support.gated_script import gated_script
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = '''
-import os
-import time
-from pathlib import Path
-
-import keras
-import numpy as np
-
-go = Path(os.environ["ADOPT_GO"])
-deadline = time.monotonic() + 300
-while not go.exists():
-    if time.monotonic() > deadline:
-        raise SystemExit(f"the test never created {go}")
-    time.sleep(0.05)
-rng = np.random.default_rng(0)
-x = rng.standard_normal((64, 4)).astype("float32")
-model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
-model.compile("adam", "sparse_categorical_crossentropy")
-model.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs=1, verbose=2)
-'''
+SCRIPT = gated_script("ADOPT_GO", epochs=1)
 DEADLINE_S = 240.0
 
 
@@ -65,16 +47,6 @@ def job(tmp_path):
     yield job_id, go
     for pid in _runtime_pids(sdk.status(job_id)["store"]):  # started by this test's controllers
         os.killpg(pid, signal.SIGKILL)
-
-
-@pytest.fixture
-def processes():
-    """Controllers the test started and runtimes they started: those still running are killed at the end."""
-    started: list[psutil.Process] = []
-    yield started
-    for proc in started:
-        if proc.is_running():  # the same process (pid and start time), not a later one with its pid
-            os.killpg(proc.pid, signal.SIGKILL)  # each leads its own process group
 
 
 def _wait_for(what: str, predicate, timeout_s: float = DEADLINE_S):

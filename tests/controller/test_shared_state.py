@@ -22,43 +22,15 @@ import psutil
 import pytest
 
 from spotfit.state import StateDB
+from tests.support.gated_script import gated_script
 from tests.support.jobs import spotfit_cmd
 from tests.support.postgres import schema_url
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = '''
-import os
-import time
-from pathlib import Path
-
-import keras
-import numpy as np
-
-go = Path(os.environ["SHARED_GO"])
-deadline = time.monotonic() + 300
-while not go.exists():
-    if time.monotonic() > deadline:
-        raise SystemExit(f"the test never created {go}")
-    time.sleep(0.05)
-rng = np.random.default_rng(0)
-x = rng.standard_normal((64, 4)).astype("float32")
-model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
-model.compile("adam", "sparse_categorical_crossentropy")
-model.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs=2, verbose=2)
-'''
+SCRIPT = gated_script("SHARED_GO", epochs=2)
 LEASE_TTL_S = "3"  # short, so that the takeover comes soon; the test waits on it, never on a margin
-
-
-@pytest.fixture
-def processes():
-    """Controllers the test started, and the runtimes they started: those still running are killed at the end."""
-    started: list[psutil.Process] = []
-    yield started
-    for proc in started:
-        if proc.is_running():  # the same process (pid and start time), not a later one with its pid
-            os.killpg(proc.pid, signal.SIGKILL)  # each leads its own process group
 
 
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
