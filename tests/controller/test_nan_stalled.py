@@ -22,7 +22,6 @@ import pytest
 
 from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.stores import open_store
-from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.slow
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -67,13 +66,6 @@ def _is_runtime(pid: int) -> bool:
         return "spotfit.runtime" in " ".join(psutil.Process(pid).cmdline())
     except psutil.Error:
         return False
-
-
-@pytest.fixture
-def webhook():
-    """A webhook receiver on 127.0.0.1: (url, list of received payloads)."""
-    with webhook_receiver() as hook:
-        yield hook
 
 
 def test_nan_loss_stops_the_job_at_the_nan_step_and_keeps_the_good_checkpoint(tmp_path, webhook):

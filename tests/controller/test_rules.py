@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.jobs import spotfit_cmd
-from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).parent / "scripts" / "rules_train.py"
@@ -36,14 +35,8 @@ def _rule_events(job_id: str) -> list[dict]:
     return [e for e in _cli("logs", job_id)["events"] if e["kind"] == "rule"]
 
 
-@pytest.fixture
-def receiver():
-    with webhook_receiver() as hook:
-        yield hook
-
-
-def test_zero_learning_rate_is_stopped_by_loss_plateau(job_spec, receiver):
-    url, received = receiver
+def test_zero_learning_rate_is_stopped_by_loss_plateau(job_spec, webhook):
+    url, received = webhook
     spec = _spec(job_spec, "flat", ["--lr", "0", "--epochs", "50"],
                  "[{rule: loss_plateau, window_steps: 10, action: stop}]", extra=f"notify: {{webhook: {url}}}\n")
     doc = _cli("run", str(spec))
@@ -87,8 +80,8 @@ def test_starved_pipeline_trips_idle_accelerator_and_pauses(job_spec):
     assert doc["attempts"][-1]["state"] == "stopped"
 
 
-def test_tiny_budget_stops_the_job(job_spec, receiver):
-    url, received = receiver
+def test_tiny_budget_stops_the_job(job_spec, webhook):
+    url, received = webhook
     # $0.2 at $0.918/h of spot is 784 trace seconds: 1.3 wall seconds at time_scale 600. What the
     # stop itself takes is wall time too (and billed), so its cost depends on the machine: the
     # checks are that the rule fires once the spend reaches the cap, never before, and that
