@@ -25,25 +25,19 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.local_process import LocalHandle
 from spotfit.controller.crashpoints import HOLD_ENV
-from tests.support.gated_script import gated_script
+from tests.support.gated_script import write_gated_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = gated_script("ADOPT_GO", epochs=1)
 DEADLINE_S = 240.0
 
 
 @pytest.fixture
 def job(tmp_path):
     """A submitted job whose script waits for `tmp_path/go`: (job id, go file); its runtimes die at the end."""
-    folder = tmp_path / "job"
-    folder.mkdir()
-    (folder / "train.py").write_text(SCRIPT)
-    go = tmp_path / "go"
-    (folder / "spotfit.yaml").write_text(
-        f"name: adopt\nscript: train.py\nmarket: {{trace: null}}\nenv: {{ADOPT_GO: '{go}'}}\n")
-    job_id = sdk.submit(str(folder / "spotfit.yaml"))
+    spec, go = write_gated_job(tmp_path, "adopt", "ADOPT_GO", epochs=1)
+    job_id = sdk.submit(str(spec))
     yield job_id, go
     for pid in _runtime_pids(sdk.status(job_id)["store"]):  # started by this test's controllers
         os.killpg(pid, signal.SIGKILL)

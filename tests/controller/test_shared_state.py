@@ -22,14 +22,13 @@ import psutil
 import pytest
 
 from spotfit.state import StateDB
-from tests.support.gated_script import gated_script
+from tests.support.gated_script import write_gated_job
 from tests.support.jobs import spotfit_cmd
 from tests.support.postgres import schema_url
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = gated_script("SHARED_GO", epochs=2)
 LEASE_TTL_S = "3"  # short, so that the takeover comes soon; the test waits on it, never on a margin
 
 
@@ -57,15 +56,10 @@ def test_job_submitted_from_a_laptop_is_driven_by_one_controller_then_taken_over
         postgres, tmp_path, processes):
     url = schema_url(postgres.url, "t_shared_e2e")
     env = {**os.environ, "SPOTFIT_STATE_URL": url}
-    folder = tmp_path / "job"
-    folder.mkdir()
-    (folder / "train.py").write_text(SCRIPT)
-    go = tmp_path / "go"
-    (folder / "spotfit.yaml").write_text(
-        f"name: shared\nscript: train.py\nmarket: {{trace: null}}\nenv: {{SHARED_GO: '{go}'}}\n")
+    spec, go = write_gated_job(tmp_path, "shared", "SHARED_GO", epochs=2)
 
     # The laptop submits and starts no controller: the job waits for one, and says so.
-    out = _cli(env, "run", str(folder / "spotfit.yaml"), "--detach", "--json")
+    out = _cli(env, "run", str(spec), "--detach", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "no `spotfit controller` has been seen" in out.stderr
     job_id = json.loads(out.stdout)["id"]

@@ -1,10 +1,12 @@
-"""A training script that waits for a `go` file before it trains, so that a test decides when training starts.
+"""A job whose script waits for a `go` file before it trains, so that a test decides when training starts.
 
 Tests that kill a controller or a process mid-job use it: the runtime is surely still running
 when the test looks, whatever the machine's speed (the test, not a margin, decides).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 def gated_script(go_env: str, epochs: int) -> str:
@@ -29,3 +31,14 @@ model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="s
 model.compile("adam", "sparse_categorical_crossentropy")
 model.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs={epochs}, verbose=2)
 '''
+
+
+def write_gated_job(tmp_path: Path, name: str, go_env: str, epochs: int) -> tuple[Path, Path]:
+    """Job `name` in `tmp_path/job` (no market trace), its script gated on `tmp_path/go`: (spec file, go file)."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "train.py").write_text(gated_script(go_env, epochs))
+    go = tmp_path / "go"
+    (folder / "spotfit.yaml").write_text(
+        f"name: {name}\nscript: train.py\nmarket: {{trace: null}}\nenv: {{{go_env}: '{go}'}}\n")
+    return folder / "spotfit.yaml", go
