@@ -617,4 +617,4 @@ def ui(host: str = "127.0.0.1", port: int = 8765, on_start: Callable[[str], None
     except ImportError as exc:
         raise UsageError(f"The dashboard needs the `ui` extra: {exc.name} is not installed.",
                          hint="pip install 'spotfit[ui]'") from None
-    serve(home() / "state.db", host, port, on_start or (lambda url: None))
+    serve(state_target(), host, port, on_start or (lambda url: None))

@@ -57,7 +57,7 @@ def ui(
     """Serve the live web dashboard (jobs, costs, preemptions, plans) until Ctrl-C; prints its URL with a token.
 
     SPOTFIT_UI_TOKEN sets the token; otherwise each start makes a new one. The dashboard only reads
-    the state DB.
+    the state DB: $SPOTFIT_HOME's, or the PostgreSQL that SPOTFIT_STATE_URL names (in read-only sessions).
     """
     def started(url: str) -> None:
         console.print(f"spotfit ui: open {url}", highlight=False, soft_wrap=True)

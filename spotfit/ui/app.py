@@ -13,7 +13,8 @@
 | `/api/sweeps/{sweep}` | `spotfit sweep status SWEEP --json` |
 | `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
 
-Every request reads the state DB through its own read-only connection (`ReadOnlyStateDB`),
+Every request reads the state DB (a SQLite file, or a team's PostgreSQL where `SPOTFIT_STATE_URL`
+points) through its own read-only connection (`ReadOnlyStateDB`),
 handed to the SDK with `sdk.reading_from`, and the sweep DB through another (`ReadOnlySweepDB`).
 Routes are plain functions: Starlette runs them in its thread pool, and SQLite connections stay
 in the thread that opened them.
@@ -37,6 +38,7 @@ from starlette.types import ASGIApp
 from spotfit import arguments, sdk
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.home import home
+from spotfit.state_dialect import display_target
 from spotfit.states import JobState
 from spotfit.ui import board, charts, sweepview
 from spotfit.ui.auth import TokenGate
@@ -54,8 +56,8 @@ def plotly_js() -> Path:
     return Path(str(files("plotly") / "package_data" / "plotly.min.js"))
 
 
-def create_app(state_db: Path, token: str) -> ASGIApp:
-    """The dashboard over the state DB at `state_db`, behind `token`."""
+def create_app(target: str | Path, token: str) -> ASGIApp:
+    """The dashboard over the state DB at `target` (a SQLite path or a `postgresql://` URL), behind `token`."""
     tensorboards = TensorBoards()
     costs = CostCache()
 
@@ -72,7 +74,7 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
 
     @contextmanager
     def reading() -> Iterator[ReadOnlyStateDB]:
-        db = ReadOnlyStateDB(state_db)
+        db = ReadOnlyStateDB(target)
         try:
             with sdk.reading_from(db):
                 yield db
@@ -95,14 +97,17 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         return templates.TemplateResponse(request, name, context)
 
-    def board_rows(limit: int, state: str, q: str) -> tuple[list[dict], int]:
+    def board_rows(limit: int, choice: str, q: str) -> tuple[list[dict], int]:
         """The board's rows (newest `limit` matching jobs) and how many jobs match in all."""
-        if not state_db.is_file():
-            return [], 0
         arguments.number("limit", limit, low=1, high=1_000_000, hint="Pass limit=200.")
-        with reading() as db:
-            jobs, total = db.board_jobs(limit, board.states_for(state), q)
+        db = ReadOnlyStateDB.open(target)
+        if db is None:
+            return [], 0
+        try:
+            jobs, total = db.board_jobs(limit, board.states_for(choice), q)
             return board.board_rows(jobs, db.attempts_by_job([j["id"] for j in jobs])), total
+        finally:
+            db.close()
 
     @app.exception_handler(SpotfitError)
     async def spotfit_error(request: Request, err: SpotfitError) -> Response:
@@ -118,7 +123,7 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
         state = state if state in board.STATE_FILTERS else "all"
         rows, total = board_rows(limit, state, q)
         return page(request, "jobs.html", rows=rows, total=total, state=state, q=q, limit=limit,
-                    states=board.STATE_FILTERS, home=state_db.parent)
+                    states=board.STATE_FILTERS, where=display_target(target))
 
     @app.get("/rows", response_class=HTMLResponse)
     def jobs_rows(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
@@ -189,10 +194,14 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
 
     @app.get("/api/jobs")
     def api_jobs(limit: int = 50) -> Response:
-        if not state_db.is_file():
+        db = ReadOnlyStateDB.open(target)
+        if db is None:
             return _json([])
-        with reading():
-            return _json(sdk.list_jobs(limit))
+        try:
+            with sdk.reading_from(db):
+                return _json(sdk.list_jobs(limit))
+        finally:
+            db.close()
 
     @app.get("/api/board")
     def api_board(state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> Response:
