@@ -164,20 +164,23 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
             rows = [sweepview.list_row(row, doc) for row, doc in sweepview.leaderboards(*dbs)] if dbs else []
         return page(request, "sweeps.html", sweeps=rows)
 
-    @app.get("/sweeps/{ref}", response_class=HTMLResponse)
-    def one_sweep(request: Request, ref: str) -> HTMLResponse:
+    def sweep_page(ref: str) -> dict:
         with reading_sweeps() as dbs:
             if dbs is None:
                 raise _no_sweeps_yet(ref)
-            sweeps, jobs = dbs
-            row = sweeps.get_sweep(ref)
-            doc = sweepview.leaderboard(sweeps, jobs, row["id"])
-        objective = sweepview.objective(row)
-        figures = {"parallel": charts.sweep_parallel_figure(doc, objective["metric"]),
-                   "history": charts.sweep_history_figure(doc, objective["metric"], objective["mode"])}
-        return page(request, "sweep.html", sweep=doc, row=row, objective=objective,
-                    names=sorted({n for t in doc["trials"] for n in t["params"]}),
-                    figures={k: v for k, v in figures.items() if v})
+            return sweepview.page(*dbs, ref)
+
+    @app.get("/sweeps/{ref}", response_class=HTMLResponse)
+    def one_sweep(request: Request, ref: str) -> HTMLResponse:
+        return page(request, "sweep.html", **sweep_page(ref))
+
+    @app.get("/sweeps/{ref}/live")
+    def one_sweep_live(request: Request, ref: str) -> Response:
+        """The sweep page's news: its figures, its summary and its trials table (HTML), without a reload."""
+        doc = sweep_page(ref)
+        sections = {f"sweep-{name}": templates.get_template(f"_sweep_{name}.html").render(**doc, request=request)
+                    for name in ("summary", "trials")}
+        return _json({"active": doc["active"], "figures": doc["figures"], "html": sections})
 
     @app.get("/static/plotly.min.js")
     def plotly() -> FileResponse:

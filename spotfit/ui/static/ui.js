@@ -7,7 +7,9 @@ const CONFIG = {displaylogo: false, responsive: true};
 function drawFigures(figures) {
   for (const [id, figure] of Object.entries(figures || {})) {
     const div = document.getElementById(id);
-    if (div && figure) Plotly.react(div, figure.data, figure.layout, CONFIG);
+    if (!div || !figure) continue;
+    div.hidden = false;  // a chart with no data yet waits hidden (a sweep before its first value)
+    Plotly.react(div, figure.data, figure.layout, CONFIG);
   }
 }
 
@@ -37,15 +39,16 @@ function startJobsPage(table) {
   poll(table.dataset.rowsUrl, async (response) => { body.innerHTML = await response.text(); });
 }
 
-function startJobPage(job) {
-  if (job.dataset.active !== "true") return;
-  poll(job.dataset.liveUrl, async (response) => {
+// A job's or a sweep's page: figures and sections (HTML) from its live URL, while it runs.
+function startLivePage(root) {
+  if (root.dataset.active !== "true") return;
+  poll(root.dataset.liveUrl, async (response) => {
     const doc = await response.json();
     drawFigures(doc.figures);
     for (const [id, html] of Object.entries(doc.html)) document.getElementById(id).innerHTML = html;
-    document.getElementById("log").textContent = doc.log_tail;
-    job.dataset.active = String(doc.active);
-    return doc.active;  // a finished job has no more news
+    if ("log_tail" in doc) document.getElementById("log").textContent = doc.log_tail;
+    root.dataset.active = String(doc.active);
+    return doc.active;  // a finished job or sweep has no more news
   });
 }
 
@@ -54,6 +57,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (figures) drawFigures(JSON.parse(figures.textContent));
   const table = document.getElementById("jobs");
   if (table) startJobsPage(table);
-  const job = document.getElementById("job");
-  if (job) startJobPage(job);
+  for (const id of ["job", "sweep"]) {
+    const root = document.getElementById(id);
+    if (root) startLivePage(root);
+  }
 });
