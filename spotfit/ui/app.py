@@ -48,7 +48,9 @@ from spotfit.ui.tensorboards import TensorBoards
 
 HERE = Path(__file__).resolve().parent
 POLL_MS = 2000  # how often an open page asks for news
-BOARD_LIMIT = 200  # jobs on the board's first page; `?limit=N` shows more
+# Jobs on the board's first page, newest first; "show more" adds as many (`?limit=N`). What the first
+# render costs grows with it: each row is a ledger on the server and some 40 DOM nodes in the browser.
+BOARD_LIMIT = 50
 
 
 def plotly_js() -> Path:
@@ -70,7 +72,7 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.trim_blocks = templates.env.lstrip_blocks = True  # a thousand rows, not a thousand blank lines
     templates.env.filters.update(usd=_usd, when=_when, pct=_pct)
-    templates.env.globals.update(poll_ms=POLL_MS, terminal=lambda s: JobState(s).is_terminal())
+    templates.env.globals.update(poll_ms=POLL_MS, page_rows=BOARD_LIMIT, terminal=lambda s: JobState(s).is_terminal())
 
     @contextmanager
     def reading() -> Iterator[ReadOnlyStateDB]:
@@ -99,7 +101,7 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
 
     def board_rows(limit: int, choice: str, q: str) -> tuple[list[dict], int]:
         """The board's rows (newest `limit` matching jobs) and how many jobs match in all."""
-        arguments.number("limit", limit, low=1, high=1_000_000, hint="Pass limit=200.")
+        arguments.number("limit", limit, low=1, high=1_000_000, hint=f"Pass limit={BOARD_LIMIT}.")
         db = ReadOnlyStateDB.open(target)
         if db is None:
             return [], 0

@@ -34,9 +34,15 @@ async function poll(url, apply) {
   setTimeout(() => poll(url, apply), POLL_MS);
 }
 
+// The rows came with the page: the first news is due one period later, and rows that did not
+// change are not laid out again.
 function startJobsPage(table) {
   const body = table.querySelector("tbody");
-  poll(table.dataset.rowsUrl, async (response) => { body.innerHTML = await response.text(); });
+  let last = null;
+  setTimeout(() => poll(table.dataset.rowsUrl, async (response) => {
+    const html = await response.text();
+    if (html !== last) body.innerHTML = last = html;
+  }), POLL_MS);
 }
 
 // A job's or a sweep's page: figures and sections (HTML) from its live URL, while it runs.
