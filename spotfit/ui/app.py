@@ -42,7 +42,7 @@ from spotfit.state_dialect import display_target
 from spotfit.states import JobState
 from spotfit.ui import board, charts, sweepview
 from spotfit.ui.auth import TokenGate
-from spotfit.ui.jobpage import CostCache, job_page
+from spotfit.ui.jobpage import CostCache, job_page, with_hindsight
 from spotfit.ui.readonly import ReadOnlyStateDB, ReadOnlySweepDB
 from spotfit.ui.tensorboards import TensorBoards
 
@@ -146,7 +146,15 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
         sections = {name: templates.get_template(f"_job_{name}.html").render(**doc, request=request)
                     for name in ("summary", "ledger", "rules", "events")}
         return _json({"active": doc["active"], "figures": doc["figures"], "html": sections,
-                      "log_tail": doc["log_tail"]})
+                      "log_tail": doc["log_tail"], "pending": doc["cost"]["pending"]})
+
+    @app.get("/jobs/{ref}/hindsight")
+    def one_job_hindsight(request: Request, ref: str) -> Response:
+        """The summary and the ledger with the hindsight figures (the first time, after the policies' replay)."""
+        with reading():
+            doc = with_hindsight(ref, costs)
+        return _json({"html": {name: templates.get_template(f"_job_{name}.html").render(**doc, request=request)
+                               for name in ("summary", "ledger")}})
 
     @app.post("/jobs/{ref}/tensorboard")
     def start_tensorboard(ref: str) -> Response:

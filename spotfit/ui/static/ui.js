@@ -45,6 +45,27 @@ function startJobsPage(table) {
   }), POLL_MS);
 }
 
+// A job's hindsight figures (the optimum, the regret, what each policy would have paid) come apart:
+// replaying every policy on the job's window takes seconds the first time, and the page does not
+// wait for them. One request at a time; a failed one is tried again a period later.
+let hindsightInFlight = false;
+async function loadHindsight(job) {
+  if (hindsightInFlight) return;
+  hindsightInFlight = true;
+  try {
+    const response = await fetch(job.dataset.hindsightUrl, {credentials: "same-origin", cache: "no-store"});
+    if (!response.ok) throw new Error(response.status);
+    const doc = await response.json();
+    for (const [id, html] of Object.entries(doc.html)) document.getElementById(id).innerHTML = html;
+    job.dataset.pending = "false";
+  } catch (err) {
+    markLive(false);
+    setTimeout(() => loadHindsight(job), POLL_MS);
+  } finally {
+    hindsightInFlight = false;
+  }
+}
+
 // A job's or a sweep's page: figures and sections (HTML) from its live URL, while it runs.
 function startLivePage(root) {
   if (root.dataset.active !== "true") return;
@@ -53,6 +74,7 @@ function startLivePage(root) {
     drawFigures(doc.figures);
     for (const [id, html] of Object.entries(doc.html)) document.getElementById(id).innerHTML = html;
     if ("log_tail" in doc) document.getElementById("log").textContent = doc.log_tail;
+    if (doc.pending) loadHindsight(root);  // the attempts changed: their hindsight figures are due again
     root.dataset.active = String(doc.active);
     return doc.active;  // a finished job or sweep has no more news
   });
@@ -63,6 +85,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (figures) drawFigures(JSON.parse(figures.textContent));
   const table = document.getElementById("jobs");
   if (table) startJobsPage(table);
+  const job = document.getElementById("job");
+  if (job && job.dataset.pending === "true") loadHindsight(job);
   for (const id of ["job", "sweep"]) {
     const root = document.getElementById(id);
     if (root) startLivePage(root);
