@@ -40,6 +40,7 @@ def test_the_first_page_shows_the_newest_50_and_links_the_next_50_and_all(tmp_pa
     ids = seed_jobs(path, 110, running_every=0)
     client = TestClient(create_app(path, "t"), headers={"Authorization": "token t"})
     page = client.get("/").text
+    assert "plotly" not in page  # no chart on this page: none of plotly.js's 3 MB to load
     assert page.count('<tr data-job="') == 50 and f'data-job="{ids[-1]}"' in page and "The newest 50 of 110" in page
     assert 'href="?state=all&q=&limit=100">show 50 more' in page and 'href="?state=all&q=&limit=110">show all' in page
     more = client.get("/", params={"limit": 100}).text

@@ -84,7 +84,7 @@ def test_the_sweep_page_has_one_row_per_trial_linking_its_job_and_a_parallel_cha
     assert dims["act"]["ticktext"] == ["relu", "tanh"] and dims["act"]["values"] == [0, 1]
     assert dims["units"]["values"] == [32, 16]
     assert figures["history"]["data"][1]["y"] == [0.91, 0.95]  # best so far
-    assert '<script src="/static/plotly.min.js">' in html and '<div class="chart" id="parallel">' in html
+    assert '<script src="/static/plotly.min.js" defer>' in html and '<div class="chart" id="parallel">' in html
 
 
 def test_the_sweep_pages_news_carry_a_trials_new_value_while_the_sweep_runs(sweep, spotfit_home):
