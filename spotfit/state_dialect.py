@@ -103,7 +103,7 @@ class Postgres:
     name = "postgresql"
     for_update = " FOR UPDATE"
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, read_only: bool = False):
         try:
             import psycopg
             from psycopg.rows import dict_row
@@ -118,6 +118,18 @@ class Postgres:
             raise UsageError(f"Cannot connect to the state DB {display_target(url)}: {detail}",
                              hint="Check SPOTFIT_STATE_URL (host, port, user, database) and that the "
                                   "server accepts this client.") from exc
+        if read_only:  # every transaction of this session, each autocommitted statement included
+            self.conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+
+    @classmethod
+    def read_only(cls, url: str) -> Postgres:
+        """A session whose transactions are all read-only: the server refuses every write in it."""
+        return cls(url, read_only=True)
+
+    def has_table(self, name: str) -> bool:
+        """Whether `name` is a table on this session's search path (no job has run where it is not)."""
+        row: Any = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL AS found", (name,)).fetchone()
+        return bool(row["found"])
 
     def sql(self, text: str) -> str:
         return text.replace("?", "%s")

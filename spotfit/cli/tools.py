@@ -54,10 +54,10 @@ def ui(
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 8765,
 ) -> None:
-    """Serve the live web dashboard (jobs, costs, preemptions, plans) until Ctrl-C; prints its URL with a token.
+    """Serve the live web dashboard (jobs, costs, preemptions, plans, sweeps) until Ctrl-C; prints its URL with a token.
 
     SPOTFIT_UI_TOKEN sets the token; otherwise each start makes a new one. The dashboard only reads
-    the state DB.
+    the state DB where it lives: $SPOTFIT_HOME's, or SPOTFIT_STATE_URL's (PostgreSQL in read-only sessions).
     """
     def started(url: str) -> None:
         console.print(f"spotfit ui: open {url}", highlight=False, soft_wrap=True)

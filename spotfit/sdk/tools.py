@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from spotfit import arguments
 from spotfit.errors import UsageError
-from spotfit.home import home
+from spotfit.home import home, state_target
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import validate
 from spotfit.states import JobState
@@ -87,4 +87,4 @@ def ui(host: str = "127.0.0.1", port: int = 8765, on_start: Callable[[str], None
     except ImportError as exc:
         raise UsageError(f"The dashboard needs the `ui` extra: {exc.name} is not installed.",
                          hint="pip install 'spotfit[ui]'") from None
-    serve(home() / "state.db", host, port, on_start or (lambda url: None))
+    serve(state_target(), host, port, on_start or (lambda url: None))

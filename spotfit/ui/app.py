@@ -13,7 +13,8 @@
 | `/api/sweeps/{sweep}` | `spotfit sweep status SWEEP --json` |
 | `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
 
-Every request reads the state DB through its own read-only connection (`ReadOnlyStateDB`),
+Every request reads the state DB (a SQLite file, or a team's PostgreSQL where `SPOTFIT_STATE_URL`
+points) through its own read-only connection (`ReadOnlyStateDB`),
 handed to the SDK with `sdk.reading_from`, and the sweep DB through another (`ReadOnlySweepDB`).
 Routes are plain functions: Starlette runs them in its thread pool, and SQLite connections stay
 in the thread that opened them.
@@ -37,16 +38,19 @@ from starlette.types import ASGIApp
 from spotfit import arguments, sdk
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.home import home
+from spotfit.state_dialect import display_target
 from spotfit.states import JobState
 from spotfit.ui import board, charts, sweepview
 from spotfit.ui.auth import TokenGate
-from spotfit.ui.jobpage import CostCache, job_page
+from spotfit.ui.jobpage import CostCache, job_page, with_hindsight
 from spotfit.ui.readonly import ReadOnlyStateDB, ReadOnlySweepDB
 from spotfit.ui.tensorboards import TensorBoards
 
 HERE = Path(__file__).resolve().parent
 POLL_MS = 2000  # how often an open page asks for news
-BOARD_LIMIT = 200  # jobs on the board's first page; `?limit=N` shows more
+# Jobs on the board's first page, newest first; "show more" adds as many (`?limit=N`). What the first
+# render costs grows with it: each row is a ledger on the server and some 40 DOM nodes in the browser.
+BOARD_LIMIT = 50
 
 
 def plotly_js() -> Path:
@@ -54,8 +58,8 @@ def plotly_js() -> Path:
     return Path(str(files("plotly") / "package_data" / "plotly.min.js"))
 
 
-def create_app(state_db: Path, token: str) -> ASGIApp:
-    """The dashboard over the state DB at `state_db`, behind `token`."""
+def create_app(target: str | Path, token: str) -> ASGIApp:
+    """The dashboard over the state DB at `target` (a SQLite path or a `postgresql://` URL), behind `token`."""
     tensorboards = TensorBoards()
     costs = CostCache()
 
@@ -68,11 +72,11 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.trim_blocks = templates.env.lstrip_blocks = True  # a thousand rows, not a thousand blank lines
     templates.env.filters.update(usd=_usd, when=_when, pct=_pct)
-    templates.env.globals.update(poll_ms=POLL_MS, terminal=lambda s: JobState(s).is_terminal())
+    templates.env.globals.update(poll_ms=POLL_MS, page_rows=BOARD_LIMIT, terminal=lambda s: JobState(s).is_terminal())
 
     @contextmanager
     def reading() -> Iterator[ReadOnlyStateDB]:
-        db = ReadOnlyStateDB(state_db)
+        db = ReadOnlyStateDB(target)
         try:
             with sdk.reading_from(db):
                 yield db
@@ -95,14 +99,17 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         return templates.TemplateResponse(request, name, context)
 
-    def board_rows(limit: int, state: str, q: str) -> tuple[list[dict], int]:
+    def board_rows(limit: int, choice: str, q: str) -> tuple[list[dict], int]:
         """The board's rows (newest `limit` matching jobs) and how many jobs match in all."""
-        if not state_db.is_file():
+        arguments.number("limit", limit, low=1, high=1_000_000, hint=f"Pass limit={BOARD_LIMIT}.")
+        db = ReadOnlyStateDB.open(target)
+        if db is None:
             return [], 0
-        arguments.number("limit", limit, low=1, high=1_000_000, hint="Pass limit=200.")
-        with reading() as db:
-            jobs, total = db.board_jobs(limit, board.states_for(state), q)
+        try:
+            jobs, total = db.board_jobs(limit, board.states_for(choice), q)
             return board.board_rows(jobs, db.attempts_by_job([j["id"] for j in jobs])), total
+        finally:
+            db.close()
 
     @app.exception_handler(SpotfitError)
     async def spotfit_error(request: Request, err: SpotfitError) -> Response:
@@ -118,7 +125,7 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
         state = state if state in board.STATE_FILTERS else "all"
         rows, total = board_rows(limit, state, q)
         return page(request, "jobs.html", rows=rows, total=total, state=state, q=q, limit=limit,
-                    states=board.STATE_FILTERS, home=state_db.parent)
+                    states=board.STATE_FILTERS, where=display_target(target))
 
     @app.get("/rows", response_class=HTMLResponse)
     def jobs_rows(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
@@ -139,7 +146,15 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
         sections = {name: templates.get_template(f"_job_{name}.html").render(**doc, request=request)
                     for name in ("summary", "ledger", "rules", "events")}
         return _json({"active": doc["active"], "figures": doc["figures"], "html": sections,
-                      "log_tail": doc["log_tail"]})
+                      "log_tail": doc["log_tail"], "pending": doc["cost"]["pending"]})
+
+    @app.get("/jobs/{ref}/hindsight")
+    def one_job_hindsight(request: Request, ref: str) -> Response:
+        """The summary and the ledger with the hindsight figures (the first time, after the policies' replay)."""
+        with reading():
+            doc = with_hindsight(ref, costs)
+        return _json({"html": {name: templates.get_template(f"_job_{name}.html").render(**doc, request=request)
+                               for name in ("summary", "ledger")}})
 
     @app.post("/jobs/{ref}/tensorboard")
     def start_tensorboard(ref: str) -> Response:
@@ -159,20 +174,23 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
             rows = [sweepview.list_row(row, doc) for row, doc in sweepview.leaderboards(*dbs)] if dbs else []
         return page(request, "sweeps.html", sweeps=rows)
 
-    @app.get("/sweeps/{ref}", response_class=HTMLResponse)
-    def one_sweep(request: Request, ref: str) -> HTMLResponse:
+    def sweep_page(ref: str) -> dict:
         with reading_sweeps() as dbs:
             if dbs is None:
                 raise _no_sweeps_yet(ref)
-            sweeps, jobs = dbs
-            row = sweeps.get_sweep(ref)
-            doc = sweepview.leaderboard(sweeps, jobs, row["id"])
-        objective = sweepview.objective(row)
-        figures = {"parallel": charts.sweep_parallel_figure(doc, objective["metric"]),
-                   "history": charts.sweep_history_figure(doc, objective["metric"], objective["mode"])}
-        return page(request, "sweep.html", sweep=doc, row=row, objective=objective,
-                    names=sorted({n for t in doc["trials"] for n in t["params"]}),
-                    figures={k: v for k, v in figures.items() if v})
+            return sweepview.page(*dbs, ref)
+
+    @app.get("/sweeps/{ref}", response_class=HTMLResponse)
+    def one_sweep(request: Request, ref: str) -> HTMLResponse:
+        return page(request, "sweep.html", **sweep_page(ref))
+
+    @app.get("/sweeps/{ref}/live")
+    def one_sweep_live(request: Request, ref: str) -> Response:
+        """The sweep page's news: its figures, its summary and its trials table (HTML), without a reload."""
+        doc = sweep_page(ref)
+        sections = {f"sweep-{name}": templates.get_template(f"_sweep_{name}.html").render(**doc, request=request)
+                    for name in ("summary", "trials")}
+        return _json({"active": doc["active"], "figures": doc["figures"], "html": sections})
 
     @app.get("/static/plotly.min.js")
     def plotly() -> FileResponse:
@@ -189,10 +207,14 @@ def create_app(state_db: Path, token: str) -> ASGIApp:
 
     @app.get("/api/jobs")
     def api_jobs(limit: int = 50) -> Response:
-        if not state_db.is_file():
+        db = ReadOnlyStateDB.open(target)
+        if db is None:
             return _json([])
-        with reading():
-            return _json(sdk.list_jobs(limit))
+        try:
+            with sdk.reading_from(db):
+                return _json(sdk.list_jobs(limit))
+        finally:
+            db.close()
 
     @app.get("/api/board")
     def api_board(state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> Response:

@@ -3,8 +3,13 @@
 `job_page` calls `sdk.status`, `sdk.cost` and `sdk.logs` (inside the dashboard's read-only
 `sdk.reading_from` block) and turns them into the page's figures and tables with `jobview`
 and `charts`. `CostCache` keeps each job's `cost` document until its attempts change: the
-document replays every policy and the optimum on the job's window, which takes a second, and
+document replays every policy and the optimum on the job's window, which takes seconds, and
 only a new or ended attempt changes it.
+
+So the page does not wait for that replay: without `hindsight`, `job_page` takes the cached
+document where there is one and otherwise the ledger alone (`ledger_only`: every attempt's
+row and the totals, the very ones `cost` starts from), marked `pending`; the page then asks
+for the hindsight figures (the optimum, the regret, what every policy would have paid) apart.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import threading
 from collections import OrderedDict
 
 from spotfit import sdk
+from spotfit.controller.ledger import ledger
 from spotfit.states import AttemptState, JobState
 from spotfit.ui import charts, jobview
 from spotfit.ui.scalars import scalars
@@ -27,14 +33,23 @@ class CostCache:
         self._size = size
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(job: dict, attempts: list[dict]) -> tuple:
+        return (job["id"], job["total_steps"], job["state"],
+                tuple((a["number"], a["state"], a["cost_usd"], a["end_step"]) for a in attempts))
+
+    def peek(self, job: dict, attempts: list[dict]) -> dict | None:
+        """The cached document for the job as it is now, or None (without computing it)."""
+        with self._lock:
+            return self._docs.get(self._key(job, attempts))
+
     def get(self, job: dict, attempts: list[dict]) -> dict:
-        key = (job["id"], job["total_steps"], job["state"],
-               tuple((a["number"], a["state"], a["cost_usd"], a["end_step"]) for a in attempts))
+        key = self._key(job, attempts)
         with self._lock:
             if key in self._docs:
                 self._docs.move_to_end(key)
                 return self._docs[key]
-        doc = sdk.cost(job["id"])
+        doc = {**sdk.cost(job["id"]), "pending": False}
         with self._lock:
             self._docs[key] = doc
             while len(self._docs) > self._size:
@@ -42,12 +57,32 @@ class CostCache:
         return doc
 
 
+def ledger_only(job: dict, attempts: list[dict]) -> dict:
+    """`sdk.cost`'s document before its hindsight replay: the ledger's rows and totals, `pending`.
+
+    >>> ledger_only({"id": "a-1", "name": "a", "state": "running", "total_steps": 10}, [])["pending"]
+    True
+    """
+    return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": None,
+            **ledger(attempts, job["total_steps"]), "hindsight": {"window": None, "note": None}, "pending": True}
+
+
+def with_hindsight(ref: str, costs: CostCache) -> dict:
+    """What the page's summary and ledger show once the hindsight figures are in: `status` and the full `cost`."""
+    status = sdk.status(ref)
+    return {"status": status, "cost": costs.get(sdk.db().get_job(status["id"]), sdk.db().attempts(status["id"]))}
+
+
 def job_page(ref: str, costs: CostCache) -> dict:
-    """The page's documents (`status`, `cost`, `logs`), its figures and its tables for job `ref`."""
+    """The page's documents (`status`, `cost`, `logs`), its figures and its tables for job `ref`.
+
+    `cost` is the cached full document, or the ledger alone (`cost["pending"]`): the page then
+    fetches `with_hindsight` apart.
+    """
     status = sdk.status(ref)
     job = sdk.db().get_job(status["id"])
     attempts = sdk.db().attempts(status["id"])
-    cost = costs.get(job, attempts)
+    cost = costs.peek(job, attempts) or ledger_only(job, attempts)
     logs = sdk.logs(status["id"])
     replay = jobview.market_of(json.loads(job["spec_json"]))
     active = not JobState(status["state"]).is_terminal()

@@ -1,9 +1,12 @@
-"""The dashboard's view of the state DB and the sweep DB: connections SQLite itself holds read-only.
+"""The dashboard's view of the state DB and the sweep DB: connections the database itself holds read-only.
 
-The dashboard reads while controllers write. It opens the database with `mode=ro` (a URI
-filename), so no code path of the dashboard, however wrong, can change a job's rows: SQLite
-refuses every write with "attempt to write a readonly database". It never migrates: a DB of
-an older schema is read as it is, a newer one is refused with the same error `StateDB` gives.
+The dashboard reads while controllers write, from where the state lives (`home.state_target()`).
+A SQLite file is opened with `mode=ro` (a URI filename): SQLite refuses every write with
+"attempt to write a readonly database". A team's PostgreSQL (`SPOTFIT_STATE_URL`) is read in a
+session whose transactions are all `READ ONLY`: the server refuses every write with
+"cannot execute ... in a read-only transaction". So no code path of the dashboard, however
+wrong, can change a job's rows. It never migrates: a DB of an older schema is read as it is, a
+newer one is refused with the same error `StateDB` gives.
 
 Example:
 
@@ -27,27 +30,51 @@ from typing import Any
 
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import SCHEMA_VERSION, StateDB
-from spotfit.state_dialect import Sqlite
+from spotfit.state_dialect import Postgres, Sqlite, display_target, is_postgres
 from spotfit.sweep.store import SweepDB
 
 
 class ReadOnlyStateDB(StateDB):
-    """`StateDB`'s reads over a read-only connection (open one per thread: connections are not shared)."""
+    """`StateDB`'s reads over a read-only connection (open one per thread: connections are not shared).
 
-    def __init__(self, path: str | Path):  # not StateDB.__init__: it would create the file and migrate
-        self.path = str(path)
-        if not Path(self.path).is_file():
-            raise NotFoundError(f"No state DB at {self.path}: no job has run with this SPOTFIT_HOME yet.",
-                                hint="Run a job with `spotfit run JOB.yaml`, or point SPOTFIT_HOME at another home.")
-        self._db = Sqlite.read_only(self.path)
+    `target` is where the state lives (`home.state_target()`): a SQLite file, opened `mode=ro`,
+    or a `postgresql://` URL, whose session is `READ ONLY` (the server refuses every write).
+    `open` gives None where no job has run yet (no file; no `jobs` table on the search path).
+    """
+
+    def __init__(self, target: str | Path):  # not StateDB.__init__: it would create the tables and migrate
+        self.path = display_target(target)
+        found = ReadOnlyStateDB._connect(target)
+        if found is None:
+            raise NotFoundError(f"No state DB at {self.path}: no job has run with this state yet.",
+                                hint="Run a job with `spotfit run JOB.yaml`, or point SPOTFIT_HOME "
+                                     "(or SPOTFIT_STATE_URL) at another state.")
+        self._db = found
         self.dialect, self.IntegrityError = self._db.name, self._db.IntegrityError
-        self._conn = self._db.conn
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        version = self._db.version()
         if version > SCHEMA_VERSION:
-            self._conn.close()
+            self._db.close()
             raise SpotfitError(f"State DB {self.path} has schema version {version}, newer than this spotfit "
                                f"understands ({SCHEMA_VERSION}).",
-                               hint="Upgrade spotfit, or point SPOTFIT_HOME at another folder.")
+                               hint="Upgrade spotfit, or point SPOTFIT_HOME (or SPOTFIT_STATE_URL) elsewhere.")
+
+    @staticmethod
+    def _connect(target: str | Path) -> Sqlite | Postgres | None:
+        if not is_postgres(target):
+            return Sqlite.read_only(target) if Path(target).is_file() else None
+        db = Postgres.read_only(str(target))
+        if db.has_table("jobs"):
+            return db
+        db.close()
+        return None
+
+    @classmethod
+    def open(cls, target: str | Path) -> ReadOnlyStateDB | None:
+        """The state at `target`, read-only; None where no job has run yet."""
+        try:
+            return cls(target)
+        except NotFoundError:
+            return None
 
     def board_jobs(self, limit: int, states: tuple[str, ...] | None = None,
                    text: str = "") -> tuple[list[dict[str, Any]], int]:
@@ -56,16 +83,17 @@ class ReadOnlyStateDB(StateDB):
 
         Not their specs: a page of a thousand jobs would read a thousand specs.
         """
-        where, args = ["1 = 1"], []
+        where: list[str] = ["1 = 1"]
+        args: list[Any] = []
         if states is not None:
             where.append(f"state IN ({', '.join('?' * len(states))})")
             args += list(states)
         if text.strip():
-            where.append("(instr(lower(id), ?) > 0 OR instr(lower(name), ?) > 0)")
-            args += [text.strip().lower()] * 2
+            where.append("(lower(id) LIKE ? ESCAPE '!' OR lower(name) LIKE ? ESCAPE '!')")
+            args += [_contains(text.strip().lower())] * 2
         condition = " AND ".join(where)
-        total = self._conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {condition}", args).fetchone()[0]
-        rows = self._conn.execute(
+        total = self._q(f"SELECT COUNT(*) AS n FROM jobs WHERE {condition}", tuple(args)).fetchone()["n"]
+        rows = self._q(
             "SELECT id, name, state, message, step, total_steps, loss, created_at FROM jobs "
             f"WHERE {condition} ORDER BY created_at DESC LIMIT ?", (*args, limit)
         ).fetchall()
@@ -76,15 +104,20 @@ class ReadOnlyStateDB(StateDB):
         out: dict[str, list[dict[str, Any]]] = {job_id: [] for job_id in job_ids}
         for start in range(0, len(job_ids), 500):  # SQLite caps the number of bound parameters
             chunk = job_ids[start:start + 500]
-            rows = self._conn.execute(
+            rows = self._q(
                 f"SELECT * FROM attempts WHERE job_id IN ({', '.join('?' * len(chunk))}) ORDER BY job_id, number",
-                chunk,
+                tuple(chunk),
             ).fetchall()
             for row in rows:
                 attempt = dict(row)
                 attempt["info"] = json.loads(attempt.pop("info_json") or "{}")
                 out[attempt["job_id"]].append(attempt)
         return out
+
+
+def _contains(text: str) -> str:
+    """A LIKE pattern (escape `!`) matching any value that contains `text` as it is."""
+    return "%" + text.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
 
 
 class ReadOnlySweepDB(SweepDB):

@@ -30,10 +30,11 @@ class _Server(uvicorn.Server):
             self._on_start(host, port)
 
 
-def serve(state_db: Path, host: str, port: int, on_start: Callable[[str], None]) -> None:
-    """Serve the dashboard over `state_db` until interrupted; `on_start(url_with_token)` once it listens."""
+def serve(state: str | Path, host: str, port: int, on_start: Callable[[str], None]) -> None:
+    """Serve the dashboard over the state at `state` (a SQLite path or a PostgreSQL URL) until interrupted;
+    `on_start(url_with_token)` once it listens."""
     token = choose_token()
-    config = uvicorn.Config(create_app(state_db, token), host=host, port=port, log_level="info",
+    config = uvicorn.Config(create_app(state, token), host=host, port=port, log_level="info",
                             access_log=True, server_header=False)
     logging.getLogger("uvicorn.access").addFilter(RedactQuery())
     shown = f"[{host}]" if ":" in host else host

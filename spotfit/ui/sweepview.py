@@ -2,7 +2,9 @@
 
 The leaderboard comes from `spotfit.sweep.report.status`, the function `sweep.api.status` (the
 CLI's `--json`) calls, here over the dashboard's read-only connections. The list page adds to
-each document what the sweep's row says of it (its base job, when it started, its objective).
+each document what the sweep's row says of it (its base job, when it started, its objective);
+one sweep's page (`page`) adds its charts, and whether it still runs (the page polls for news
+while it does).
 
 Example:
 
@@ -22,6 +24,7 @@ from spotfit.state import StateDB
 from spotfit.sweep import report
 from spotfit.sweep.runner import FINAL
 from spotfit.sweep.store import SweepDB
+from spotfit.ui import charts
 
 
 def leaderboard(sweeps: SweepDB, jobs: StateDB, ref: str) -> dict:
@@ -43,3 +46,14 @@ def list_row(row: dict, doc: dict) -> dict:
     """One line of the sweeps list: the leaderboard with the sweep's name, start and objective."""
     return {**doc, "name": row["name"], "created_at": row["created_at"], "objective": objective(row),
             "trials_done": sum(t["state"] in FINAL for t in doc["trials"]), "trials_total": len(doc["trials"])}
+
+
+def page(sweeps: SweepDB, jobs: StateDB, ref: str) -> dict:
+    """One sweep's page: its leaderboard, row, objective, parameter names, figures, and whether it runs."""
+    row = sweeps.get_sweep(ref)
+    doc = leaderboard(sweeps, jobs, row["id"])
+    goal = objective(row)
+    figures = {"parallel": charts.sweep_parallel_figure(doc, goal["metric"]),
+               "history": charts.sweep_history_figure(doc, goal["metric"], goal["mode"])}
+    return {"sweep": doc, "row": row, "objective": goal, "active": doc["state"] == "running",
+            "names": sorted({n for t in doc["trials"] for n in t["params"]}), "figures": figures}

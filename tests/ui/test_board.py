@@ -29,4 +29,19 @@ def test_the_board_filters_by_state_and_text_and_limits_to_the_newest(tmp_path):
     page = client.get("/", params={"state": "completed", "limit": 5}).text
     assert page.count('<tr data-job="') == 5 and "The newest 5 of 27 matching jobs" in page
     assert 'href="?state=completed&q=&limit=27">show all' in page
+    assert 'href="?state=completed&q=&limit=55">show 50 more' not in page  # 27 < 5 + 50: all is the next step
+    assert 'href="?state=all&q=&limit=5">show' not in client.get("/").text  # 30 jobs fit the first page
+    assert board(q="_")["matching"] == board(q="%")["matching"] == 0  # the text is matched as it is, not a pattern
     assert client.get("/", params={"limit": 0}).status_code == 400
+
+
+def test_the_first_page_shows_the_newest_50_and_links_the_next_50_and_all(tmp_path):
+    path = tmp_path / "state.db"
+    ids = seed_jobs(path, 110, running_every=0)
+    client = TestClient(create_app(path, "t"), headers={"Authorization": "token t"})
+    page = client.get("/").text
+    assert "plotly" not in page  # no chart on this page: none of plotly.js's 3 MB to load
+    assert page.count('<tr data-job="') == 50 and f'data-job="{ids[-1]}"' in page and "The newest 50 of 110" in page
+    assert 'href="?state=all&q=&limit=100">show 50 more' in page and 'href="?state=all&q=&limit=110">show all' in page
+    more = client.get("/", params={"limit": 100}).text
+    assert more.count('<tr data-job="') == 100 and "show 50 more" not in more and "limit=110\">show all" in more

@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +27,7 @@ from spotfit.ui.charts import iso
 from tests.support.jobs import DIGITS, spotfit_cmd, write_spec
 from tests.support.ledger import ticks
 from tests.support.wait import wait_for
+from tests.ui.browser import launch, serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -50,15 +48,6 @@ JOB_TIMEOUT_S = 300
 PAGE_TIMEOUT_MS = 120_000
 
 
-def chromium() -> str:
-    """Debian's chromium; without it the browser tests fail loudly (they never pass quietly)."""
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        pytest.fail("Debian's chromium is not installed: the browser tests need it. Install it with "
-                    "`apt-get update && apt-get install -y chromium` (`make test` does).")
-    return path
-
-
 @dataclass
 class Dashboard:
     home: Path
@@ -76,18 +65,8 @@ class Dashboard:
 def dashboard(tmp_path_factory) -> Iterator[Dashboard]:
     """`spotfit ui --port 0` over a home of the module's own."""
     home = tmp_path_factory.mktemp("ui-home")
-    proc = subprocess.Popen(spotfit_cmd("ui", "--port", "0"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "SPOTFIT_HOME": str(home), "SPOTFIT_UI_TOKEN": TOKEN})
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
-    try:
-        line = wait_for(lambda: next((x for x in lines if "spotfit ui: open" in x), None), 60,
-                        "`spotfit ui` to print its URL")
-        yield Dashboard(home, line.split("open ", 1)[1].strip())
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
+    with serve({**os.environ, "SPOTFIT_HOME": str(home), "SPOTFIT_UI_TOKEN": TOKEN}) as url:
+        yield Dashboard(home, url)
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +74,7 @@ def browser(dashboard) -> Iterator:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=chromium(), headless=True,
-                                      args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        launched = launch(pw)
         yield launched
         launched.close()
 

@@ -84,7 +84,22 @@ def test_the_sweep_page_has_one_row_per_trial_linking_its_job_and_a_parallel_cha
     assert dims["act"]["ticktext"] == ["relu", "tanh"] and dims["act"]["values"] == [0, 1]
     assert dims["units"]["values"] == [32, 16]
     assert figures["history"]["data"][1]["y"] == [0.91, 0.95]  # best so far
-    assert '<script src="/static/plotly.min.js">' in html and '<div class="chart" id="parallel">' in html
+    assert '<script src="/static/plotly.min.js" defer>' in html and '<div class="chart" id="parallel">' in html
+
+
+def test_the_sweep_pages_news_carry_a_trials_new_value_while_the_sweep_runs(sweep, spotfit_home):
+    state_db, _ = sweep
+    client = _client(state_db)
+    news = client.get(f"/sweeps/{SWEEP}/live").json()
+    assert news["active"] is True and news["figures"]["history"]["data"][0]["y"] == [0.91, 0.95]
+    assert 'data-trial="1" data-state="pruned"' in news["html"]["sweep-trials"]
+    SweepDB(spotfit_home / "sweeps.db").update_trial(SWEEP, 1, state="completed", value=0.97)
+    news = client.get(f"/sweeps/{SWEEP}/live").json()
+    assert news["figures"]["history"]["data"][0]["y"] == [0.91, 0.97, 0.95]
+    assert 'data-trial="1" data-state="completed"' in news["html"]["sweep-trials"]
+    assert "best: trial 1, 0.97" in news["html"]["sweep-summary"]
+    SweepDB(spotfit_home / "sweeps.db").update_sweep(SWEEP, state="completed")
+    assert client.get(f"/sweeps/{SWEEP}/live").json()["active"] is False  # the page stops asking
 
 
 def test_the_sweeps_list_links_each_sweep_and_the_pages_never_write(sweep, spotfit_home):
@@ -93,7 +108,7 @@ def test_the_sweeps_list_links_each_sweep_and_the_pages_never_write(sweep, spotf
     client = _client(state_db)
     listing = client.get("/sweeps").text
     assert f'href="/sweeps/{SWEEP}"' in listing and "3 / 4" in listing  # completed, pruned, completed; one not started
-    for url in ("/sweeps", f"/sweeps/{SWEEP}", "/api/sweeps", f"/api/sweeps/{SWEEP}"):
+    for url in ("/sweeps", f"/sweeps/{SWEEP}", f"/sweeps/{SWEEP}/live", "/api/sweeps", f"/api/sweeps/{SWEEP}"):
         assert client.get(url).status_code == 200, url
     assert _fingerprint(spotfit_home) == before
 
@@ -113,6 +128,6 @@ def test_without_sweeps_db_there_are_no_sweeps_yet_and_none_is_created(spotfit_h
 def test_the_sweep_routes_answer_401_without_the_token(sweep):
     state_db, _ = sweep
     client = TestClient(create_app(state_db, TOKEN), follow_redirects=False)
-    for url in ("/sweeps", f"/sweeps/{SWEEP}", "/api/sweeps", f"/api/sweeps/{SWEEP}"):
+    for url in ("/sweeps", f"/sweeps/{SWEEP}", f"/sweeps/{SWEEP}/live", "/api/sweeps", f"/api/sweeps/{SWEEP}"):
         assert client.get(url).status_code == 401, url
         assert client.get(url, headers={"Authorization": "token wrong"}).status_code == 401, url
