@@ -110,9 +110,9 @@ def submit(
 
     doc = batch.submit(specs, parallel)
     if wait:
-        doc["jobs"] = [{"id": j["id"], "state": j["state"]} for j in batch.run_queue(doc["id"], doc["parallel"])]
+        doc["jobs"] = [{"id": j["id"], "state": j["state"]} for j in batch.run_queue(doc["id"])]
     else:
-        batch.start_queue(doc["id"], doc["parallel"])
+        batch.start_queue(doc["id"])
     if json_:
         print_json(doc)
         return

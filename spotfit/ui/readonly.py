@@ -108,11 +108,8 @@ class ReadOnlySweepDB(SweepDB):
 
     def __init__(self, path: str | Path):  # not SweepDB.__init__: it would create the file and its tables
         self.path = str(path)
-        self._conn = Sqlite.read_only(self.path).conn
+        self._db = Sqlite.read_only(self.path)
 
     @classmethod
     def open(cls, path: str | Path) -> ReadOnlySweepDB | None:
         return cls(path) if Path(path).is_file() else None
-
-    def close(self) -> None:
-        self._conn.close()
