@@ -105,7 +105,7 @@ def submit(
     wait: Annotated[bool, typer.Option("--wait", help="Run the queue here until every job has ended.")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Queue many jobs as one batch; `spotfit list` groups them."""
+    """Queue many jobs as one batch; `spotfit list` groups them, `spotfit batch resume` replaces a dead queue."""
     from spotfit import batch
 
     doc = batch.submit(specs, parallel)
