@@ -2,7 +2,9 @@
 
 The lease is the job's (`spotfit/lease.py`): a holder on another host keeps a sweep until its
 lease expires (its pid means nothing here); on this host a dead holder's pid frees it at once.
-`SweepRunner` and `sweep resume` ask the lease, not a pid, before driving a sweep.
+`SweepRunner` and `sweep resume` ask the lease, not a pid, before driving a sweep. The lease
+and batch tests run on both dialects: SQLite under $SPOTFIT_HOME and a real PostgreSQL
+(`SPOTFIT_STATE_URL`, a schema of the test's own on the session's server).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import zlib
 
 import pytest
 
@@ -19,8 +22,19 @@ from spotfit.errors import UsageError
 from spotfit.sweep import api
 from spotfit.sweep.runner import SweepRunner, controller_alive, db
 from spotfit.sweep.store import SweepDB
+from tests.support.postgres import schema_url
 
 ELSEWHERE = lease.Holder("node-b", 4242, "t1")  # another host: only the lease's expiry counts
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def dialect(request, monkeypatch) -> str:
+    """The state (and so the sweep DB) on SQLite, then on PostgreSQL."""
+    if request.param == "postgresql":
+        server = request.getfixturevalue("postgres")
+        schema = f"t_store_{zlib.crc32(request.node.nodeid.encode()):08x}"  # empty tables for each test
+        monkeypatch.setenv("SPOTFIT_STATE_URL", schema_url(server.url, schema))
+    return request.param
 
 
 def _dead_pid() -> int:
@@ -37,7 +51,7 @@ def _sweep(tmp_path) -> str:
     return api.start(str(tmp_path / "sweep.yaml"))
 
 
-def test_a_live_lease_on_another_host_keeps_every_other_controller_out(tmp_path):
+def test_a_live_lease_on_another_host_keeps_every_other_controller_out(tmp_path, dialect):
     sweep_id = _sweep(tmp_path)
     sweeps = db()
     assert sweeps.claim_lease("sweeps", sweep_id, ELSEWHERE, ttl_s=600)
@@ -49,7 +63,7 @@ def test_a_live_lease_on_another_host_keeps_every_other_controller_out(tmp_path)
     assert db().get_sweep(sweep_id)["lease_owner"] == ELSEWHERE.key  # untouched by the refused ones
 
 
-def test_an_expired_lease_or_a_dead_pid_on_this_host_frees_the_sweep(tmp_path):
+def test_an_expired_lease_or_a_dead_pid_on_this_host_frees_the_sweep(tmp_path, dialect):
     sweep_id = _sweep(tmp_path)
     sweeps = db()
     assert sweeps.claim_lease("sweeps", sweep_id, ELSEWHERE, ttl_s=600)
@@ -62,6 +76,17 @@ def test_an_expired_lease_or_a_dead_pid_on_this_host_frees_the_sweep(tmp_path):
     assert sweeps.claim_lease("sweeps", sweep_id, me, ttl_s=600)
     with pytest.raises(lease.LeaseLost):  # the heartbeat of the holder it was taken from fails
         sweeps.renew_lease("sweeps", sweep_id, local_dead, ttl_s=600)
+
+
+def test_a_batch_records_its_jobs_hand_overs_and_groups(dialect):
+    sweeps = db()
+    sweeps.add_batch("batch-1", ["a-1", "b-1"], parallel=1)
+    sweeps.batch_job_started("batch-1", "a-1", 4242)
+    assert [(r["job_id"], r["started_at"] is not None, r["controller_pid"]) for r in db().batch_jobs("batch-1")] == \
+        [("a-1", True, 4242), ("b-1", False, None)]
+    assert db().get_batch("batch-1")["parallel"] == 1 and db().group_of() == {"a-1": "batch-1", "b-1": "batch-1"}
+    assert sweeps.claim_lease("batches", "batch-1", ELSEWHERE, ttl_s=600)
+    assert not db().claim_lease("batches", "batch-1", lease.this_process(), ttl_s=600)
 
 
 FIRST_RELEASE = """
