@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.jobs import spotfit_cmd
 from tests.support.postgres import schema_url
-from tests.sweep.test_sweep_run import SWEEP, _job_folder
+from tests.sweep.tiny import SWEEP, job_folder
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,7 @@ def controller(postgres, tmp_path):
 
 def test_a_sweep_on_postgres_keeps_its_study_and_rows_there(controller, tmp_path, spotfit_home):
     url, env = controller
-    spec_path = _job_folder(tmp_path / "sweep", "tinypg", ["--epochs", "1"])
+    spec_path = job_folder(tmp_path / "sweep", "tinypg", ["--epochs", "1"])
     sweep_file = spec_path.parent / "sweep.yaml"
     sweep_file.write_text(SWEEP.replace("trials: 12", "trials: 2").replace("pruner: asha", "pruner: none"))
 
