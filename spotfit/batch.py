@@ -1,10 +1,16 @@
 """Batch submission: many job specs queued with a concurrency limit (`spotfit submit`).
 
 `submit(paths, parallel)` validates every spec first (one bad file records nothing), records
-one pending job per spec and the batch (in `$SPOTFIT_HOME/sweeps.db`), then the queue
+one pending job per spec and the batch (in the sweep DB, `sweep/store.py`), then the queue
 (`run_queue`, in a detached process unless asked to wait) starts each job's controller as a
 slot frees, at most `parallel` at once. A folder stands for the `*.yaml` / `*.yml` files in it.
 The default limit is one job per GPU of this machine (`nvidia-smi -L`), 1 on a CPU machine.
+
+The queue keeps nothing in memory that a crash would lose: it records each job it hands to a
+controller (`started_at`, the controller's pid) and holds the batch's lease (`spotfit/lease.py`).
+Killed at any point, it is replaced by `resume(batch_id)` (`spotfit batch resume BATCH`), which
+starts only jobs never handed over, or handed to a controller that died before taking the
+job's lease; a job's lease lets one controller drive it, so no job runs twice.
 
 Example:
 
@@ -23,11 +29,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spotfit import arguments, sdk
+from spotfit import arguments, lease, sdk
 from spotfit.errors import UsageError
 from spotfit.home import home
 from spotfit.states import JobState
+
+if TYPE_CHECKING:
+    from spotfit.sweep.store import SweepDB
 
 
 def default_parallel() -> int:
@@ -73,40 +83,90 @@ def submit(paths: list[str], parallel: int | None = None) -> dict:
     specs = [load_spec(p) for p in files]  # every file is checked before anything is recorded
     batch_id = f"batch-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     job_ids = [sdk.submit_spec(spec) for spec in specs]
-    db().add_batch(batch_id, job_ids)
-    return {"id": batch_id, "parallel": parallel or default_parallel(), "jobs": job_ids}
+    parallel = parallel or default_parallel()
+    db().add_batch(batch_id, job_ids, parallel)
+    return {"id": batch_id, "parallel": parallel, "jobs": job_ids}
 
 
-def run_queue(batch_id: str, parallel: int, poll_s: float = 0.5) -> list[dict]:
-    """Start the batch's pending jobs, at most `parallel` running at once, until all have ended."""
+def run_queue(batch_id: str, poll_s: float = 0.5) -> list[dict]:
+    """Start the batch's queued jobs, at most its `parallel` running at once, until all have ended."""
     from spotfit.sweep.runner import db
 
-    job_ids = db().batch(batch_id)
-    started: set[str] = set()  # jobs this queue started (their controllers may not have claimed them yet)
-    while True:
-        jobs = [sdk.db().get_job(j) for j in job_ids]
-        live = [j for j in jobs if not JobState(j["state"]).is_terminal()]
-        busy = sum(j["id"] in started or j["controller_pid"] is not None for j in live)
-        waiting = [j for j in live if j["state"] == JobState.PENDING and j["controller_pid"] is None
-                   and j["id"] not in started]
-        for job in waiting[:max(0, parallel - busy)]:
-            started.add(job["id"])
-            sdk.start_detached(job["id"])
-        if all(JobState(j["state"]).is_terminal() for j in jobs):
-            return [sdk.status(j) for j in job_ids]
-        time.sleep(poll_s)
+    sweeps, holder, ttl_s = db(), lease.this_process(), lease.ttl_s()
+    if not sweeps.claim_lease("batches", batch_id, holder, ttl_s):
+        raise UsageError(f"Batch {batch_id} already has a live queue ({sweeps.get_batch(batch_id)['lease_owner']}: "
+                         "host/pid/token).", hint="Watch its jobs with `spotfit list`.")
+    try:
+        parallel = int(sweeps.get_batch(batch_id)["parallel"])
+        while True:
+            sweeps.renew_lease("batches", batch_id, holder, ttl_s)  # LeaseLost: another queue drives it
+            if _pass(sweeps, batch_id, parallel):
+                sweeps.update_batch(batch_id, state="completed")
+                return [sdk.status(r["job_id"]) for r in sweeps.batch_jobs(batch_id)]
+            time.sleep(poll_s)
+    finally:
+        sweeps.release_lease("batches", batch_id, holder)
 
 
-def start_queue(batch_id: str, parallel: int) -> int:
-    """Run the queue in a detached process (`python -m spotfit.batch BATCH PARALLEL`); its pid."""
+def _pass(sweeps: SweepDB, batch_id: str, parallel: int) -> bool:
+    """One look at the batch: hand queued jobs to controllers while slots are free; True once all ended."""
+    state_db = sdk.db()
+    rows = [(r, state_db.get_job(r["job_id"])) for r in sweeps.batch_jobs(batch_id)]
+    live = [(r, j) for r, j in rows if not JobState(j["state"]).is_terminal()]
+    if not live:
+        return True
+    # Handed over (or started by hand: `spotfit resume`), a job holds a slot until it ends.
+    busy = [(r, j) for r, j in live if r["started_at"] is not None or j["state"] != JobState.PENDING]
+    queued = [j for r, j in live if r["started_at"] is None and j["state"] == JobState.PENDING]
+    for row, job in busy:
+        if _lost_before_its_lease(row, job):
+            _hand_over(sweeps, batch_id, job["id"])
+    for job in queued[:max(0, parallel - len(busy))]:
+        _hand_over(sweeps, batch_id, job["id"])
+    return False
+
+
+def _lost_before_its_lease(row: dict, job: dict) -> bool:
+    """Whether a handed-over job's controller died before taking the job's lease: nothing of the job
+    ran, so it is handed over again."""
+    if job["state"] != JobState.PENDING or job["lease_owner"] is not None:
+        return False  # a controller took it: one that died since is `spotfit resume`'s, as for any job
+    pid = row["controller_pid"]  # None on a shared state: the long-running controllers take the job
+    return pid is not None and not lease.pid_alive(pid)
+
+
+def _hand_over(sweeps: SweepDB, batch_id: str, job_id: str) -> None:
+    sweeps.batch_job_started(batch_id, job_id, sdk.start_detached(job_id))
+
+
+def start_queue(batch_id: str) -> int:
+    """Run the queue in a detached process (`python -m spotfit.batch BATCH`); its pid."""
     log = home() / "logs" / batch_id / "queue.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "spotfit.batch", batch_id, str(parallel)],
+        proc = subprocess.Popen([sys.executable, "-m", "spotfit.batch", batch_id],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={**os.environ})
     return proc.pid
 
 
+def resume(batch_id: str, detach: bool = False) -> dict:
+    """Give a batch whose queue died a new one; {id, parallel, jobs: [{id, state}]} (with `detach`: as they are now)."""
+    from spotfit.sweep.runner import db
+
+    sweeps = db()
+    batch = sweeps.get_batch(batch_id)
+    if sweeps.lease_live(batch):
+        raise UsageError(f"Batch {batch_id} already has a live queue ({batch['lease_owner']}: host/pid/token).",
+                         hint="Watch its jobs with `spotfit list`.")
+    if detach:
+        start_queue(batch_id)
+        statuses = [sdk.status(j) for j in sweeps.batch(batch_id)]
+    else:
+        statuses = run_queue(batch_id)
+    return {"id": batch_id, "parallel": batch["parallel"],
+            "jobs": [{"id": s["id"], "state": s["state"]} for s in statuses]}
+
+
 if __name__ == "__main__":
-    run_queue(sys.argv[1], int(sys.argv[2]))
+    run_queue(sys.argv[1])

@@ -105,14 +105,14 @@ def submit(
     wait: Annotated[bool, typer.Option("--wait", help="Run the queue here until every job has ended.")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Queue many jobs as one batch; `spotfit list` groups them."""
+    """Queue many jobs as one batch; `spotfit list` groups them, `spotfit batch resume` replaces a dead queue."""
     from spotfit import batch
 
     doc = batch.submit(specs, parallel)
     if wait:
-        doc["jobs"] = [{"id": j["id"], "state": j["state"]} for j in batch.run_queue(doc["id"], doc["parallel"])]
+        doc["jobs"] = [{"id": j["id"], "state": j["state"]} for j in batch.run_queue(doc["id"])]
     else:
-        batch.start_queue(doc["id"], doc["parallel"])
+        batch.start_queue(doc["id"])
     if json_:
         print_json(doc)
         return

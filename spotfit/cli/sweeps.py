@@ -1,4 +1,4 @@
-"""Sweep verbs: `spotfit sweep SWEEP.yaml`, `sweep status`, `sweep compare`, `sweep resume`."""
+"""Sweep verbs: `spotfit sweep SWEEP.yaml`, `sweep status`, `sweep compare`, `sweep resume`; `batch resume`."""
 
 from __future__ import annotations
 
@@ -97,6 +97,29 @@ def resume(
     from spotfit.sweep import api
 
     _show(api.resume(sweep, detach=detach), json_)
+
+
+batch_app = typer.Typer(no_args_is_help=True, help=(
+    "Batches of jobs queued by `spotfit submit` (docs/sweeps.md#batches): resume a batch whose queue died."))
+app.add_typer(batch_app, name="batch")
+
+
+@batch_app.command("resume")
+def batch_resume(
+    batch: Annotated[str, typer.Argument(help="Batch id (batch-YYYYmmdd-HHMMSS-xxxx, as `spotfit list` groups).")],
+    detach: Annotated[bool, typer.Option("--detach", "-d", help="Resume the queue in the background.")] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Give a batch whose queue died a new one: it starts the jobs still queued, no job run twice."""
+    from spotfit import batch as batches
+
+    doc = batches.resume(batch, detach=detach)
+    if json_:
+        print_json(doc)
+        return
+    console.print(f"batch [bold]{doc['id']}[/]: {len(doc['jobs'])} job(s), {doc['parallel']} at once")
+    for job in doc["jobs"]:
+        console.print(f"  {job['id']} {job['state']}")
 
 
 def _show(doc: dict, json_: bool) -> None:

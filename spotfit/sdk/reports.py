@@ -81,11 +81,10 @@ def _store_problem(state_db: StateDB, job_id: str) -> str | None:
 def list_jobs(limit: int = 50) -> list[dict]:
     """The newest `limit` jobs, newest first, each with its `group` (sweep or batch id; `spotfit list`)."""
     arguments.number("--limit", limit, low=1, high=1_000_000, hint="Pass --limit 50.")
-    groups = {}
-    if (home() / "sweeps.db").exists():  # `group`: the sweep or batch of the job (spotfit/sweep/store.py)
-        from spotfit.sweep.store import SweepDB
+    from spotfit.sweep.store import open_existing
 
-        groups = SweepDB(home() / "sweeps.db").group_of()
+    sweeps = open_existing()  # `group`: the sweep or batch of the job (spotfit/sweep/store.py)
+    groups = {} if sweeps is None else sweeps.group_of()
     return [
         {"id": j["id"], "name": j["name"], "state": j["state"], "step": j["step"],
          "total_steps": j["total_steps"], "created_at": j["created_at"], "group": groups.get(j["id"])}

@@ -80,7 +80,7 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
         raise UsageError(f"Sweep {sweep['id']} is {sweep['state']}: only a running sweep resumes.",
                          hint="Start a new one with `spotfit sweep SWEEP.yaml`.")
     if controller_alive(sweep):
-        raise UsageError(f"Sweep {sweep['id']} already has a live controller (pid {sweep['controller_pid']}).",
+        raise UsageError(f"Sweep {sweep['id']} already has a live controller ({sweep['lease_owner']}: host/pid/token).",
                          hint=f"Watch it with `spotfit sweep status {sweep['id']}`.")
     if detach:
         start_detached(sweep["id"])

@@ -8,37 +8,39 @@ from the checkpoint it stopped on), else a new trial. Trial jobs run under their
 controllers, so the sweep controller may die at any moment: `resume` reconciles the study, the
 trial rows and the jobs (a trial asked but not recorded, recorded without a job, a job without a
 controller) and goes on, never starting a trial's job twice.
+
+One sweep controller drives a sweep: it holds the sweep's lease (`spotfit/lease.py`, as a job's
+controller holds the job's), renews it every pass, and stops as soon as another holds it. A
+controller that dies stops renewing; on its own host its dead pid frees the lease at once.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 
 from spotfit import lease, sdk
-from spotfit.errors import NotFoundError, SpotfitError, UsageError
-from spotfit.home import home
+from spotfit.errors import NotFoundError, UsageError
 from spotfit.spec import JobSpec
 from spotfit.states import JobState, StopRequest
 from spotfit.sweep import asha, publish, report, study, trials
 from spotfit.sweep.spec import SweepSpec
-from spotfit.sweep.store import SweepDB
+from spotfit.sweep.store import SweepDB, sweeps_target
 
-CONTROLLER_STALE_S = 10.0
 ACTIVE = ("creating", "running", "pausing", "pruning")  # trial states that hold a slot
 FINAL = ("completed", "pruned", "failed", "cancelled")
 
 
 def db() -> SweepDB:
-    return SweepDB(home() / "sweeps.db")
+    """The sweep DB, where the job state is (`store.sweeps_target`)."""
+    return SweepDB(sweeps_target())
 
 
-def controller_alive(sweep: dict) -> bool:
-    pid = sweep.get("controller_pid")
-    return pid is not None and lease.pid_alive(pid) and time.time() - (sweep.get("controller_seen_at") or 0) < 15.0
+def controller_alive(sweep: dict, sweeps: SweepDB | None = None) -> bool:
+    """Whether a sweep controller holds the sweep's lease now (on this host: its process is alive)."""
+    return (sweeps or db()).lease_live(sweep)
 
 
 class SweepRunner:
@@ -53,6 +55,8 @@ class SweepRunner:
         self.base = JobSpec.model_validate(options["base"])
         self.study = study.load(sweep_id, self.spec)
         self.jobs = sdk.db()
+        self.holder = lease.this_process()
+        self.ttl_s = lease.ttl_s()
         self.poll_s = poll_s
         self.on_update = on_update or (lambda: None)
         self.preempt = (options["preempt_trial"], options["preempt_at"]) if options.get("preempt_at") else None
@@ -61,13 +65,22 @@ class SweepRunner:
     # -- the loop -------------------------------------------------------------------------------
 
     def run(self) -> str:
-        self._claim()
+        if not self.db.claim_lease("sweeps", self.sweep_id, self.holder, self.ttl_s):
+            raise UsageError(f"Sweep {self.sweep_id} already has a live controller "
+                             f"({self.db.get_sweep(self.sweep_id)['lease_owner']}: host/pid/token).",
+                             hint=f"Watch it with `spotfit sweep status {self.sweep_id}`.")
+        try:
+            return self._drive()
+        finally:
+            self.db.release_lease("sweeps", self.sweep_id, self.holder)
+
+    def _drive(self) -> str:
         self._reconcile()
         while True:
             sweep = self.db.get_sweep(self.sweep_id)
             if sweep["state"] != "running":
                 return sweep["state"]
-            self.db.update_sweep(self.sweep_id, controller_pid=os.getpid(), controller_seen_at=time.time())
+            self.db.renew_lease("sweeps", self.sweep_id, self.holder, self.ttl_s)  # LeaseLost: another drives it
             self._observe()
             if sweep["cancel_requested"]:
                 self.stop_all("cancelled", "cancelled by the user")
@@ -77,13 +90,6 @@ class SweepRunner:
                 self._fill_slots()
             self.on_update()
             time.sleep(self.poll_s)
-
-    def _claim(self) -> None:
-        sweep = self.db.get_sweep(self.sweep_id)
-        if sweep["controller_pid"] not in (None, os.getpid()) and controller_alive(sweep):
-            raise SpotfitError(f"Sweep {self.sweep_id} already has a live controller (pid {sweep['controller_pid']}).",
-                               hint=f"Watch it with `spotfit sweep status {self.sweep_id}`.")
-        self.db.update_sweep(self.sweep_id, controller_pid=os.getpid(), controller_seen_at=time.time())
 
     def _reconcile(self) -> None:
         """After a crash: every asked trial has a row, every row a job, every open job a controller."""
@@ -175,7 +181,7 @@ class SweepRunner:
                 "objective": {**self.spec.objective.model_dump(), "value": best["value"]}})
             if card is not None:
                 message += f"; best trial {best['number']} published as {card['name']} version {card['version']}"
-        self.db.update_sweep(self.sweep_id, state="completed", message=message, controller_pid=None)
+        self.db.update_sweep(self.sweep_id, state="completed", message=message)
 
     # -- observing jobs -------------------------------------------------------------------------
 
@@ -283,7 +289,7 @@ class SweepRunner:
                 sdk.cancel(trial["job_id"])
             study.tell(self.study, trial["number"], "fail")
             self.db.update_trial(self.sweep_id, trial["number"], state="cancelled")
-        self.db.update_sweep(self.sweep_id, state=state, message=why, controller_pid=None)
+        self.db.update_sweep(self.sweep_id, state=state, message=why)
 
     def spent_usd(self) -> float:
         return spent_usd(self.db.trials(self.sweep_id), self.jobs)

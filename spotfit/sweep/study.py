@@ -1,8 +1,10 @@
 """The one place that imports Optuna: the sweep's study, its sampler and pruner, ask and tell.
 
-The study lives in `$SPOTFIT_HOME/optuna.db` (SQLite through Optuna's RDB storage), one study
-per sweep, named by the sweep id. Samplers are not stored by Optuna: each process that opens
-the study builds the sampler again from the sweep file (seeded). The median pruner is Optuna's;
+The study lives where the job state lives, through Optuna's RDB storage (`storage_url`): in
+`optuna.db` beside a SQLite state DB (default `$SPOTFIT_HOME/optuna.db`), or in the state's
+PostgreSQL database (`SPOTFIT_STATE_URL`), one study per sweep, named by the sweep id.
+Samplers are not stored by Optuna: each process that opens the study builds the sampler again
+from the sweep file (seeded). The median pruner is Optuna's;
 ASHA is spotfit's own (`asha.py`), because it pauses trials on a checkpoint.
 
 Optuna is an optional dependency (the `sweep` extra), loaded on first use with an install hint.
@@ -11,10 +13,12 @@ Optuna is an optional dependency (the `sweep` extra), loaded on first use with a
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import UsageError
-from spotfit.home import home
+from spotfit.home import state_target
+from spotfit.state_dialect import POSTGRES_SCHEMES, is_postgres
 
 if TYPE_CHECKING:
     import optuna
@@ -36,7 +40,23 @@ def _optuna() -> Any:
 
 
 def storage_url() -> str:
-    return f"sqlite:///{home() / 'optuna.db'}"
+    """Optuna's storage (a SQLAlchemy URL): the state's PostgreSQL through psycopg 3, the driver the
+    state itself uses, else `optuna.db` beside the state DB file.
+
+    >>> import os
+    >>> os.environ["SPOTFIT_STATE_URL"] = "postgresql://team@db.internal/spotfit?options=-csearch_path%3Dml"
+    >>> storage_url()
+    'postgresql+psycopg://team@db.internal/spotfit?options=-csearch_path%3Dml'
+    >>> os.environ["SPOTFIT_STATE_URL"] = "sqlite:////var/lib/spotfit/state.db"
+    >>> storage_url()
+    'sqlite:////var/lib/spotfit/optuna.db'
+    >>> del os.environ["SPOTFIT_STATE_URL"]
+    """
+    state = state_target()
+    if is_postgres(state):
+        scheme = next(s for s in POSTGRES_SCHEMES if state.startswith(s))
+        return "postgresql+psycopg://" + state[len(scheme):]
+    return f"sqlite:///{Path(state).parent / 'optuna.db'}"
 
 
 def distributions(spec: SweepSpec) -> dict[str, Any]:

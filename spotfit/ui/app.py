@@ -37,9 +37,9 @@ from starlette.types import ASGIApp
 
 from spotfit import arguments, sdk
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.home import home
 from spotfit.state_dialect import display_target
 from spotfit.states import JobState
+from spotfit.sweep.store import sweeps_target
 from spotfit.ui import board, charts, sweepview
 from spotfit.ui.auth import TokenGate
 from spotfit.ui.jobpage import CostCache, job_page, with_hindsight
@@ -85,8 +85,8 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
 
     @contextmanager
     def reading_sweeps() -> Iterator[tuple[ReadOnlySweepDB, ReadOnlyStateDB] | None]:
-        """The sweep DB and the state DB, read-only; None where no sweep has run in this home yet."""
-        sweeps = ReadOnlySweepDB.open(home() / "sweeps.db")  # where the sweep controller keeps it
+        """The sweep DB and the state DB, read-only; None where no sweep has run with this state yet."""
+        sweeps = ReadOnlySweepDB.open(sweeps_target(target))  # where the sweep controller keeps it
         if sweeps is None:
             yield None
             return

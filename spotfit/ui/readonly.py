@@ -121,9 +121,12 @@ def _contains(text: str) -> str:
 
 
 class ReadOnlySweepDB(SweepDB):
-    """`SweepDB`'s reads over a read-only connection (`mode=ro`, as `ReadOnlyStateDB`).
+    """`SweepDB`'s reads over a read-only connection, as `ReadOnlyStateDB`: `target` is where the
+    sweeps live (`sweep.store.sweeps_target()`), a `sweeps.db` file opened `mode=ro` or the state's
+    PostgreSQL in a `READ ONLY` session.
 
-    `open` gives None where no sweep has run in this home: no `sweeps.db` means no sweeps yet.
+    `open` gives None where no sweep or batch has been recorded yet (no `sweeps.db`; no `sweeps`
+    table on PostgreSQL).
 
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp()
@@ -139,13 +142,16 @@ class ReadOnlySweepDB(SweepDB):
     >>> ro.close()
     """
 
-    def __init__(self, path: str | Path):  # not SweepDB.__init__: it would create the file and its tables
-        self.path = str(path)
-        self._conn = Sqlite.read_only(self.path).conn
+    def __init__(self, db: Sqlite | Postgres, target: str | Path):  # not SweepDB.__init__: it creates tables
+        self.path = display_target(target)
+        self._db = db
 
     @classmethod
-    def open(cls, path: str | Path) -> ReadOnlySweepDB | None:
-        return cls(path) if Path(path).is_file() else None
-
-    def close(self) -> None:
-        self._conn.close()
+    def open(cls, target: str | Path) -> ReadOnlySweepDB | None:
+        if not is_postgres(target):
+            return cls(Sqlite.read_only(target), target) if Path(target).is_file() else None
+        db = Postgres.read_only(str(target))
+        if db.has_table("sweeps"):
+            return cls(db, target)
+        db.close()
+        return None

@@ -20,8 +20,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from spotfit.state import StateDB
+from spotfit.sweep.store import SweepDB
 from spotfit.ui.app import create_app
-from spotfit.ui.readonly import ReadOnlyStateDB
+from spotfit.ui.readonly import ReadOnlyStateDB, ReadOnlySweepDB
 from tests.support.jobs import spotfit_cmd
 from tests.support.postgres import schema_url
 from tests.support.statedb import seed_jobs
@@ -108,3 +109,27 @@ def test_spotfit_ui_serves_the_jobs_of_spotfit_state_url_behind_its_token(state_
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
     assert [x for x in lines if TOKEN in x] == [line]  # printed once, in its URL; never in the access log
+
+
+def test_the_sweeps_in_postgres_show_read_only(state_url):
+    """Where the state is on PostgreSQL the sweeps are too (`sweep.store.sweeps_target`): the
+    dashboard lists them from there, over a session that refuses writes."""
+    [job_id] = seed_jobs(state_url, 1)
+    client = TestClient(create_app(state_url, TOKEN), headers={"Authorization": f"token {TOKEN}"})
+    assert client.get("/api/sweeps").json() == []  # no sweep recorded yet: no tables made either
+    assert client.get("/sweeps").status_code == 200
+    writer = SweepDB(state_url)
+    writer.create_sweep("pg-sweep-a1b2c3", "pg", json.dumps({"objective": {"metric": "val_accuracy", "mode": "max"}}))
+    writer.add_trial("pg-sweep-a1b2c3", 0, {"lr": 0.01})
+    writer.update_trial("pg-sweep-a1b2c3", 0, state="completed", value=0.9, job_id=job_id)
+    writer.close()
+    [doc] = client.get("/api/sweeps").json()
+    assert doc["id"] == "pg-sweep-a1b2c3" and doc["trials"][0]["value"] == 0.9
+    assert "pg-sweep-a1b2c3" in client.get("/sweeps").text
+    ro = ReadOnlySweepDB.open(state_url)
+    assert ro is not None
+    try:
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match="read-only transaction"):
+            ro.update_sweep("pg-sweep-a1b2c3", state="failed")
+    finally:
+        ro.close()
