@@ -1,4 +1,4 @@
-"""`make demo` must save money: the default policy in the demo's own window (read from
+"""`make demo` must save money: the default policy (and `rollout`) in the demo's own window (read from
 examples/digits/spotfit.yaml) beats all on-demand with a regret (cost ÷ hindsight optimum) of at
 most 1.3, at the restart overhead the demo's replay measures (`market.overhead_h`, 0.2 h: the
 replay's clock holds through the local start-up, so the measured overhead is the modeled one) and
@@ -19,16 +19,17 @@ from tests.support.jobs import spotfit_cmd
 MAX_REGRET = 1.3
 
 
+@pytest.mark.parametrize("policy", ["default", "rollout"])
 @pytest.mark.parametrize("overhead_h", [0.05, 0.1, 0.2])
-def test_default_policy_saves_in_the_demo_window(overhead_h):
+def test_default_policy_saves_in_the_demo_window(policy, overhead_h):
     spec = demo_spec()
     trace, start = demo_window(spec)
     assert spec.work_h and spec.deadline_h
     job = Job.from_hours(spec.work_h, spec.deadline_h, overhead_h)
-    runs = {p: simulate(p, trace, job, start) for p in ("default", "on_demand", "optimum")}
-    assert runs["default"].met_deadline
-    assert runs["default"].cost_usd < runs["on_demand"].cost_usd, runs
-    assert runs["default"].cost_usd <= MAX_REGRET * runs["optimum"].cost_usd, runs
+    runs = {p: simulate(p, trace, job, start) for p in (policy, "on_demand", "optimum")}
+    assert runs[policy].met_deadline
+    assert runs[policy].cost_usd < runs["on_demand"].cost_usd, runs
+    assert runs[policy].cost_usd <= MAX_REGRET * runs["optimum"].cost_usd, runs
 
 
 @pytest.mark.slow
