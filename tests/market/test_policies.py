@@ -35,7 +35,7 @@ def test_registry_makes_protocol_policies(name):
 
 
 def test_unknown_policy_lists_valid_names():
-    with pytest.raises(UsageError, match="greedy, on_demand, optimum, spotfit, uniform_progress"):
+    with pytest.raises(UsageError, match="greedy, on_demand, optimum, rollout, spotfit, uniform_progress"):
         make_policy("cheapest")
     assert make_policy("default").name == "spotfit"
 

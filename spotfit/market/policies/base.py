@@ -186,6 +186,7 @@ POLICIES: dict[str, str] = {
     "greedy": "spotfit.market.policies.greedy:Greedy",
     "uniform_progress": "spotfit.market.policies.uniform_progress:UniformProgress",
     "spotfit": "spotfit.market.policies.spotfit:Spotfit",
+    "rollout": "spotfit.market.policies.rollout:Rollout",
     "optimum": "spotfit.market.policies.optimum:Optimum",
 }
 

@@ -151,6 +151,16 @@ def _reserve_s(ctx: Context) -> float:
     return min(share, _NEED_MARGIN * min(_spot_only_need_s(ctx, _zone_runs(ctx, z)) for z in ctx.zones))
 
 
+def keeps_reserve_waiting(ctx: Context) -> bool:
+    """Whether idling this tick leaves the reserve and two launches (rule 4)."""
+    return ctx.slack_s - ctx.gap_s >= _reserve_s(ctx) + 2 * ctx.overhead_s
+
+
+def keeps_reserve_switching(ctx: Context) -> bool:
+    """Whether leaving on-demand for spot leaves both launches and part of the reserve (rules 2, 4)."""
+    return ctx.slack_s - 2 * ctx.overhead_s - ctx.gap_s >= _SWITCH_RESERVE * _reserve_s(ctx)
+
+
 def _spot_only_need_s(ctx: Context, runs: _Runs) -> float:
     """Expected slack that finishing the work left on spot alone would take: the outages met on
     the way and one launch after each (means of the past runs, with priors)."""
@@ -161,7 +171,7 @@ def _spot_only_need_s(ctx: Context, runs: _Runs) -> float:
 
 def _worth_leaving_on_demand(ctx: Context, zone: str) -> bool:
     o = ctx.overhead_s
-    if ctx.slack_s - 2 * o - ctx.gap_s < _SWITCH_RESERVE * _reserve_s(ctx):
+    if not keeps_reserve_switching(ctx):
         return False
     market = ctx.market
     od, price = market.on_demand_usd_per_h(ctx.zones), market.spot_usd_per_h(zone)
@@ -178,7 +188,7 @@ def _worth_leaving_on_demand(ctx: Context, zone: str) -> bool:
 
 
 def _worth_waiting(ctx: Context) -> bool:
-    if ctx.slack_s - ctx.gap_s < _reserve_s(ctx) + 2 * ctx.overhead_s:
+    if not keeps_reserve_waiting(ctx):
         return False
     if len(ctx.zones) > 1:
         return True
