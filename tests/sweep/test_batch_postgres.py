@@ -65,7 +65,9 @@ def test_parallel_holds_a_batch_back_from_the_shared_states_controllers(shared_s
     doc = json.loads(out.stdout)
     batch_id, (first, second, third) = doc["id"], doc["jobs"]
     owner = wait_for(lambda: sweeps.get_batch(batch_id)["lease_owner"], 120, "the detached queue to take its lease")
-    shared_state.append(psutil.Process(lease.Holder.parse(owner).pid))
+    queue = psutil.Process(lease.Holder.parse(owner).pid)
+    assert queue.cmdline()[-2:] == ["spotfit.batch", batch_id], queue.cmdline()  # that queue, nothing else
+    shared_state.append(queue)
 
     wait_for(lambda: all(state.get_job(j)["state"] == JobState.RUNNING for j in (first, second)), 240,
              "the first two jobs to run")
@@ -81,11 +83,12 @@ def test_parallel_holds_a_batch_back_from_the_shared_states_controllers(shared_s
     assert {r["job_id"]: r["started_at"] for r in sweeps.batch_jobs(batch_id)}[third] is None
 
     go.write_text("go")
-    wait_for(lambda: sweeps.get_batch(batch_id)["state"] == "completed", 600, "the queue to see every job end")
+    queue.wait(600)  # the queue ends once it saw every job end (psutil.TimeoutExpired after the deadline)
+    assert sweeps.get_batch(batch_id)["state"] == "completed"
     for job_id in (first, second, third):
         assert state.get_job(job_id)["state"] == JobState.COMPLETED, state.get_job(job_id)["message"]
         assert len(state.attempts(job_id)) == 1, job_id
         assert sum(e["kind"] == "launch" for e in state.events(job_id)) == 1, job_id
     ended = min(state.attempts(j)[0]["ended_at"] for j in (first, second))
     assert state.attempts(third)[0]["started_at"] >= ended  # it waited for a free slot
-    assert sweeps.get_batch(batch_id)["lease_owner"] is None
+    assert sweeps.get_batch(batch_id)["lease_owner"] is None  # released as the queue ended
