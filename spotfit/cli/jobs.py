@@ -187,7 +187,10 @@ def resume(
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Resume in the background.")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Give a job whose controller died a new controller; it adopts or relaunches the attempt."""
+    """Give a job whose controller died a new controller; it adopts or relaunches the attempt.
+
+    A batch's queued job is refused: its batch's queue starts it (`spotfit batch resume BATCH`).
+    """
     doc = sdk.resume(job, detach=detach)
     if json_:
         print_json(doc)
