@@ -1,16 +1,20 @@
 """Batch submission: many job specs queued with a concurrency limit (`spotfit submit`).
 
 `submit(paths, parallel)` validates every spec first (one bad file records nothing), records
-one pending job per spec and the batch (in the sweep DB, `sweep/store.py`), then the queue
-(`run_queue`, in a detached process unless asked to wait) starts each job's controller as a
-slot frees, at most `parallel` at once. A folder stands for the `*.yaml` / `*.yml` files in it.
-The default limit is one job per GPU of this machine (`nvidia-smi -L`), 1 on a CPU machine.
+one `queued` job per spec (no controller takes a queued job) and the batch (in the sweep DB,
+`sweep/store.py`), then the queue (`run_queue`, in a detached process unless asked to wait)
+releases a job (`pending`) as a slot frees, at most `parallel` at once: on a local state it
+starts the job's controller itself, on a shared one (`SPOTFIT_STATE_URL`) the long-running
+`spotfit controller`s take the pending job. A folder stands for the `*.yaml` / `*.yml` files
+in it. The default limit is one job per GPU of this machine (`nvidia-smi -L`), 1 on a CPU machine.
 
-The queue keeps nothing in memory that a crash would lose: it records each job it hands to a
-controller (`started_at`, the controller's pid) and holds the batch's lease (`spotfit/lease.py`).
-Killed at any point, it is replaced by `resume(batch_id)` (`spotfit batch resume BATCH`), which
-starts only jobs never handed over, or handed to a controller that died before taking the
-job's lease; a job's lease lets one controller drive it, so no job runs twice.
+The queue keeps nothing in memory that a crash would lose: the job's state says whether it was
+released, the batch's rows record each hand-over (`started_at`, the controller's pid where this
+queue started one), and the queue holds the batch's lease (`spotfit/lease.py`). Killed at any
+point, it is replaced by `resume(batch_id)` (`spotfit batch resume BATCH`), which releases only
+jobs still queued, and starts a controller again only for a released job whose controller died
+(or never started) before taking the job's lease; a job's lease lets one controller drive it,
+so no job runs twice.
 
 Example:
 
@@ -33,10 +37,11 @@ from typing import TYPE_CHECKING
 
 from spotfit import arguments, lease, sdk
 from spotfit.errors import UsageError
-from spotfit.home import home
+from spotfit.home import home, state_is_shared
 from spotfit.states import JobState
 
 if TYPE_CHECKING:
+    from spotfit.state import StateDB
     from spotfit.sweep.store import SweepDB
 
 
@@ -82,7 +87,7 @@ def submit(paths: list[str], parallel: int | None = None) -> dict:
     files = expand(paths)
     specs = [load_spec(p) for p in files]  # every file is checked before anything is recorded
     batch_id = f"batch-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-    job_ids = [sdk.submit_spec(spec) for spec in specs]
+    job_ids = [sdk.submit_spec(spec, state=JobState.QUEUED) for spec in specs]
     parallel = parallel or default_parallel()
     db().add_batch(batch_id, job_ids, parallel)
     return {"id": batch_id, "parallel": parallel, "jobs": job_ids}
@@ -109,33 +114,50 @@ def run_queue(batch_id: str, poll_s: float = 0.5) -> list[dict]:
 
 
 def _pass(sweeps: SweepDB, batch_id: str, parallel: int) -> bool:
-    """One look at the batch: hand queued jobs to controllers while slots are free; True once all ended."""
-    state_db = sdk.db()
+    """One look at the batch: release queued jobs while slots are free; True once all ended."""
+    state_db, shared = sdk.db(), state_is_shared()
     rows = [(r, state_db.get_job(r["job_id"])) for r in sweeps.batch_jobs(batch_id)]
     live = [(r, j) for r, j in rows if not JobState(j["state"]).is_terminal()]
     if not live:
         return True
-    # Handed over (or started by hand: `spotfit resume`), a job holds a slot until it ends.
-    busy = [(r, j) for r, j in live if r["started_at"] is not None or j["state"] != JobState.PENDING]
-    queued = [j for r, j in live if r["started_at"] is None and j["state"] == JobState.PENDING]
+    # Released, a job holds a slot until it ends (paused by a rule included: `spotfit resume` continues it).
+    busy = [(r, j) for r, j in live if j["state"] != JobState.QUEUED]
+    queued = [j for r, j in live if j["state"] == JobState.QUEUED]
     for row, job in busy:
-        if _lost_before_its_lease(row, job):
-            _hand_over(sweeps, batch_id, job["id"])
+        if _lost_before_its_lease(row, job, shared):
+            _start_controller(sweeps, batch_id, job["id"])
     for job in queued[:max(0, parallel - len(busy))]:
-        _hand_over(sweeps, batch_id, job["id"])
+        _release(sweeps, state_db, batch_id, job["id"], shared)
     return False
 
 
-def _lost_before_its_lease(row: dict, job: dict) -> bool:
-    """Whether a handed-over job's controller died before taking the job's lease: nothing of the job
-    ran, so it is handed over again."""
-    if job["state"] != JobState.PENDING or job["lease_owner"] is not None:
+def _lost_before_its_lease(row: dict, job: dict, shared: bool) -> bool:
+    """Whether a released job's controller died (or was never started) before taking the job's lease:
+    nothing of the job ran, so this queue starts one again. On a shared state the long-running
+    controllers take a pending job: there is nothing to start."""
+    if shared or job["state"] != JobState.PENDING or job["lease_owner"] is not None:
         return False  # a controller took it: one that died since is `spotfit resume`'s, as for any job
-    pid = row["controller_pid"]  # None on a shared state: the long-running controllers take the job
-    return pid is not None and not lease.pid_alive(pid)
+    pid = row["controller_pid"]  # None: the queue died between releasing the job and starting its controller
+    return pid is None or not lease.pid_alive(pid)
 
 
-def _hand_over(sweeps: SweepDB, batch_id: str, job_id: str) -> None:
+def _release(sweeps: SweepDB, state_db: StateDB, batch_id: str, job_id: str, shared: bool) -> None:
+    """Queued -> pending, with the hand-over's record; on a local state, start its controller too.
+
+    On PostgreSQL the two are one transaction. Beside SQLite files (two of them) the record comes
+    first: a queue that dies before the job is pending leaves it queued, released again later.
+    """
+    message = f"released by its batch {batch_id}: a slot is free"
+    if sweeps.dialect == "postgresql":
+        released = sweeps.release_queued(batch_id, job_id, message)
+    else:
+        sweeps.batch_job_started(batch_id, job_id, None)
+        released = state_db.release_queued(job_id, message)
+    if released and not shared:
+        _start_controller(sweeps, batch_id, job_id)
+
+
+def _start_controller(sweeps: SweepDB, batch_id: str, job_id: str) -> None:
     sweeps.batch_job_started(batch_id, job_id, sdk.start_detached(job_id))
 
 

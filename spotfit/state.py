@@ -100,8 +100,12 @@ CREATE TABLE controllers (
 """
 
 _MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
-# What a long-running controller picks up: not paused (that waits for `spotfit resume`), not terminal.
-ACTIVE_STATES = tuple(str(s) for s in (JobState.PENDING, JobState.WAITING, JobState.RUNNING))
+# What a long-running controller picks up: not paused (that waits for `spotfit resume`), not queued
+# (that waits for its batch's queue, `spotfit/batch.py`), not terminal.
+CLAIMABLE_STATES = tuple(str(s) for s in (JobState.PENDING, JobState.WAITING, JobState.RUNNING))
+# A batch's queue hands a queued job over to the controllers; a cancelled one stays as it is.
+RELEASE_QUEUED_SQL = (f"UPDATE jobs SET state = '{JobState.PENDING}', message = ?, updated_at = ? "
+                      f"WHERE id = ? AND state = '{JobState.QUEUED}'")
 
 
 class StateDB:
@@ -158,11 +162,18 @@ class StateDB:
 
     # jobs ---------------------------------------------------------------------------------
 
-    def create_job(self, job_id: str, name: str, spec_json: str, store_url: str) -> None:
+    def create_job(self, job_id: str, name: str, spec_json: str, store_url: str,
+                   state: JobState = JobState.PENDING) -> None:
+        """Record a job: `pending` (a controller takes it), or `queued` (a batch's queue releases it)."""
         now = time.time()
         with self.transaction():
-            self._q("INSERT INTO jobs (id, name, spec_json, store_url, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", (job_id, name, spec_json, store_url, now, now))
+            self._q("INSERT INTO jobs (id, name, spec_json, store_url, state, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (job_id, name, spec_json, store_url, str(state), now, now))
+
+    def release_queued(self, job_id: str, message: str) -> bool:
+        """A queued job becomes pending (a controller may take it); False when it was no longer queued."""
+        with self.transaction():
+            return bool(self._q(RELEASE_QUEUED_SQL, (message, time.time(), job_id)).rowcount)
 
     def get_job(self, job_id: str) -> dict[str, Any]:
         row = self._q("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
@@ -257,7 +268,7 @@ class StateDB:
     def claimable_jobs(self, holder: lease.Holder) -> list[str]:
         """Active jobs, oldest first, whose lease `holder` could claim now (`claim_lease` decides)."""
         rows = self._q(f"SELECT id, lease_owner, lease_expires_at FROM jobs WHERE state IN "
-                       f"({', '.join('?' * len(ACTIVE_STATES))}) ORDER BY created_at", ACTIVE_STATES).fetchall()
+                       f"({', '.join('?' * len(CLAIMABLE_STATES))}) ORDER BY created_at", CLAIMABLE_STATES).fetchall()
         now = self._db.now()
         return [r["id"] for r in rows if not lease.held_by_other(r["lease_owner"], r["lease_expires_at"], now, holder)]
 

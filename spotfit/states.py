@@ -1,13 +1,17 @@
 """The states a job and an attempt go through, as `StrEnum`s: stored as their plain strings.
 
 A job is active until it reaches a terminal state; `stopped` (by a rule) is terminal for the
-loop but can be resumed. An attempt is live while `launching` or `running`; every other state
-says how it ended.
+loop but can be resumed. A `queued` job (in a batch, `spotfit submit`) is active but no
+controller takes it: its batch's queue releases it (`pending`) when a slot frees.
+
+An attempt is live while `launching` or `running`; every other state says how it ended.
 
 Example:
 
 >>> JobState("running").is_terminal(), JobState.COMPLETED.is_terminal()
 (False, True)
+>>> JobState.QUEUED.is_terminal(), JobState.QUEUED.is_resumable()
+(False, False)
 >>> AttemptState.PREEMPTED == "preempted", AttemptState.RUNNING.is_live()
 (True, True)
 >>> StopRequest(2).ends_as()
@@ -20,6 +24,7 @@ from enum import IntEnum, StrEnum
 
 
 class JobState(StrEnum):
+    QUEUED = "queued"  # in a batch, waiting for a slot: its queue makes it pending when one frees
     PENDING = "pending"  # submitted, no controller has started it yet
     WAITING = "waiting"  # the policy waits (no spot, slack left) or a launch will follow
     RUNNING = "running"  # an attempt is running
@@ -34,8 +39,9 @@ class JobState(StrEnum):
         return self in _TERMINAL_JOB
 
     def is_resumable(self) -> bool:
-        """True when `spotfit resume` may start a controller for a job in this state."""
-        return not self.is_terminal() or self is JobState.STOPPED
+        """True when `spotfit resume` may start a controller for a job in this state (a queued one
+        waits for its batch's queue: started by hand, it would take a slot the queue does not know of)."""
+        return (not self.is_terminal() and self is not JobState.QUEUED) or self is JobState.STOPPED
 
     @classmethod
     def active(cls) -> tuple[JobState, ...]:

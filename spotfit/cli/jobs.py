@@ -101,11 +101,15 @@ def status(job: JobRef, json_: JsonFlag = False) -> None:
 def submit(
     specs: Annotated[list[str], typer.Argument(help="Job spec YAML files, or folders of them.")],
     parallel: Annotated[int | None, typer.Option(
-        "--parallel", help="At most this many jobs at once (default: one per GPU, 1 on a CPU machine).")] = None,
+        "--parallel", help="At most this many jobs at once, on a shared state's controllers too "
+                           "(default: one per GPU, 1 on a CPU machine).")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Run the queue here until every job has ended.")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Queue many jobs as one batch; `spotfit list` groups them, `spotfit batch resume` replaces a dead queue."""
+    """Queue many jobs as one batch: each waits `queued` until the batch's queue releases it to a controller.
+
+    `spotfit list` groups them, `spotfit cancel JOB` drops a queued one, `spotfit batch resume` replaces a dead queue.
+    """
     from spotfit import batch
 
     doc = batch.submit(specs, parallel)
@@ -183,7 +187,10 @@ def resume(
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Resume in the background.")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Give a job whose controller died a new controller; it adopts or relaunches the attempt."""
+    """Give a job whose controller died a new controller; it adopts or relaunches the attempt.
+
+    A batch's queued job is refused: its batch's queue starts it (`spotfit batch resume BATCH`).
+    """
     doc = sdk.resume(job, detach=detach)
     if json_:
         print_json(doc)

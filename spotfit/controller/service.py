@@ -2,7 +2,8 @@
 
 It lives where jobs must be watched while nobody's laptop is open: a Deployment in the cluster
 (deploy/), next to a shared state (`SPOTFIT_STATE_URL`). Every `scan_s` seconds it records its
-own heartbeat, looks for active jobs (pending, waiting, running) that no live controller holds,
+own heartbeat, looks for active jobs (pending, waiting, running; not a batch's queued ones,
+which wait for their batch's queue to release them) that no live controller holds,
 claims each one's lease (of two controllers claiming at once exactly one wins: the job row is
 locked) and drives it with the ordinary controller loop (`loop.Controller`) in a thread of its
 own, with its own connection to the state. A driver ends when its job ends or pauses, or when it

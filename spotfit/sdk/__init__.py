@@ -89,6 +89,12 @@ def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 3
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
     """Give a job whose controller died a new one: it adopts or relaunches the attempt."""
     job = find_job(db(), ref)
+    if job["state"] == JobState.QUEUED:
+        raise UsageError(
+            f"Job {job['id']} is queued: it waits in its batch for a slot, and its batch's queue starts it.",
+            hint="`spotfit list` shows its batch: `spotfit batch resume BATCH` if that queue died, "
+                 f"`spotfit cancel {job['id']}` to drop the job.",
+        )
     if not JobState(job["state"]).is_resumable():
         raise UsageError(
             f"Job {job['id']} is {job['state']}: only pending, running, waiting, paused or stopped jobs resume.",

@@ -34,6 +34,8 @@ def status(ref: str) -> dict:
     paused = _paused(state_db, job)
     if paused is not None and controller == gone:  # a rule's pause ends the controller on purpose
         controller = "none (paused)"
+    if job["state"] == JobState.QUEUED:  # no controller until its batch's queue releases it
+        controller = "none (queued)"
     return {
         "id": job["id"],
         "name": job["name"],

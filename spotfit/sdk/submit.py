@@ -13,6 +13,7 @@ from spotfit import job_secrets, scriptcheck
 from spotfit.errors import UsageError
 from spotfit.home import default_store_url, state_is_shared
 from spotfit.sdk.context import db
+from spotfit.states import JobState
 
 if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use
     from spotfit.spec import BackendName, JobSpec, Preemption
@@ -61,8 +62,12 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None)
 
 
 def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | None = None,
-                before_record: Callable[[str, ObjectStore], None] | None = None) -> str:
+                before_record: Callable[[str, ObjectStore], None] | None = None,
+                state: JobState = JobState.PENDING) -> str:
     """Record a new pending job for a validated spec; returns its id (`submit` reads the file).
+
+    `state` is `queued` for a batch's job (`spotfit submit`): no controller takes it until its
+    batch's queue releases it.
 
     `before_record(job_id, store)` writes what the job needs in its store before the job is
     recorded (a notebook's token and seed files), so no controller sees it without them.
@@ -93,7 +98,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     if before_record is not None:
         before_record(job_id, store)
     doc = {**spec.model_dump(mode="json"), "base_dir": spec.base_dir}
-    db().create_job(job_id, spec.name, json.dumps(doc), store_url)
+    db().create_job(job_id, spec.name, json.dumps(doc), store_url, state)
     warning = None if spec.is_notebook else scriptcheck.warning_for(spec.script_path)
     if warning is not None:
         db().add_event(job_id, "nothing_checkpointed", warning)

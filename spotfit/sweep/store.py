@@ -29,6 +29,7 @@ from typing import Any
 from spotfit import arguments, lease
 from spotfit.errors import NotFoundError
 from spotfit.home import state_target
+from spotfit.state import RELEASE_QUEUED_SQL
 from spotfit.state_dialect import Postgres, Sqlite, connect, display_target, execute, is_postgres
 
 # The tables share a PostgreSQL schema with the job state and with Optuna's own tables (which
@@ -118,6 +119,7 @@ class SweepDB:
     def __init__(self, target: str | Path):
         self.path = display_target(target)
         self._db: Sqlite | Postgres = connect(target)
+        self.dialect = self._db.name
         with self._db.transaction():
             self._db.lock_schema()  # PostgreSQL: two processes creating the tables at once take turns
             if self._db.name == "sqlite" and self._q(
@@ -234,6 +236,18 @@ class SweepDB:
         with self._db.transaction():
             self._q("UPDATE batch_jobs SET started_at = ?, controller_pid = ? WHERE batch_id = ? AND job_id = ?",
                     (time.time(), controller_pid, batch_id, job_id))
+
+    def release_queued(self, batch_id: str, job_id: str, message: str) -> bool:
+        """PostgreSQL, where the jobs table is in this database too: the queued job becomes pending
+        and its hand-over is recorded, in one transaction; False when it was no longer queued."""
+        if self.dialect != "postgresql":
+            raise ValueError("the job state is in another SQLite file: release it there (StateDB.release_queued)")
+        with self._db.transaction():
+            if not self._q(RELEASE_QUEUED_SQL, (message, time.time(), job_id)).rowcount:
+                return False
+            self._q("UPDATE batch_jobs SET started_at = ?, controller_pid = NULL WHERE batch_id = ? AND job_id = ?",
+                    (time.time(), batch_id, job_id))
+            return True
 
     def batch(self, batch_id: str) -> list[str]:
         return [r["job_id"] for r in self.batch_jobs(batch_id)]

@@ -48,6 +48,8 @@ def states_for(choice: str) -> tuple[str, ...] | None:
 
     >>> states_for("all"), states_for("completed"), "running" in states_for("active")
     (None, ('completed',), True)
+    >>> "queued" in states_for("active"), "queued" in STATE_FILTERS  # a batch's job waiting for a slot
+    (True, True)
     """
     if choice == "active":
         return tuple(JobState.active())

@@ -13,6 +13,7 @@ from spotfit import lease
 from spotfit.cli import app
 from spotfit.controller.service import Service
 from spotfit.state import StateDB
+from spotfit.states import JobState
 
 ELSEWHERE = lease.Holder("node-b", 4242, "other")
 
@@ -38,6 +39,16 @@ def test_a_scan_leaves_alone_what_another_holds_and_what_is_not_active(tmp_path)
     assert service.scan() == []
     (me,) = db.live_controllers(60.0)
     assert me["id"] == service.holder.key and me["jobs"] == 0
+
+
+def test_a_scan_skips_a_queued_job_until_its_batch_releases_it(tmp_path):
+    service = _service(tmp_path, [])
+    db = StateDB(tmp_path / "state.db")
+    db.create_job("queued-1", "queued-1", spec_json="{}", store_url="memory://s", state=JobState.QUEUED)
+    assert service.scan() == [] and db.get_job("queued-1")["lease_owner"] is None
+    assert db.release_queued("queued-1", "a slot is free")
+    assert db.claimable_jobs(service.holder) == ["queued-1"]  # pending now: the next scan takes it
+    assert not db.release_queued("queued-1", "again")  # released once only
 
 
 def test_a_job_whose_driver_crashes_is_released_and_rests(tmp_path):

@@ -45,3 +45,16 @@ def test_a_folder_stands_for_its_yaml_files_in_order(tmp_path):
 def test_without_gpus_one_job_runs_at_a_time(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")  # no nvidia-smi
     assert batch.default_parallel() == 1
+
+
+def test_a_queued_job_is_shown_queued_cancelled_at_once_and_not_resumed_by_hand(tmp_path):
+    doc = batch.submit([str(_spec(tmp_path / "specs", "a")), str(_spec(tmp_path / "specs", "b"))], parallel=1)
+    first, second = doc["jobs"]  # recorded; no queue started here
+    status = sdk.status(first)
+    assert (status["state"], status["controller"]) == ("queued", "none (queued)")
+    out = subprocess.run(spotfit_cmd("resume", first), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[0] == f"error: Job {first} is queued: it waits in its batch for a slot, " \
+                                         "and its batch's queue starts it."
+    assert sdk.cancel(second)["state"] == "cancelled" and sdk.status(first)["state"] == "queued"
+    assert not sdk.db().release_queued(second, "a slot is free")  # a cancelled job stays cancelled

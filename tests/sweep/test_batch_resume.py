@@ -24,26 +24,7 @@ from spotfit.states import JobState
 from spotfit.sweep.runner import db
 from tests.support.jobs import spotfit_cmd
 from tests.support.wait import wait_for
-
-SCRIPT = '''
-import os
-import time
-from pathlib import Path
-
-import keras
-import numpy as np
-
-go = Path(os.environ["BATCH_GO"])
-deadline = time.monotonic() + 300
-while not go.exists():
-    if time.monotonic() > deadline:
-        raise SystemExit(f"the test never created {go}")
-    time.sleep(0.05)
-x = np.random.default_rng(0).standard_normal((32, 4)).astype("float32")
-model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
-model.compile("sgd", "sparse_categorical_crossentropy")
-model.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs=1, verbose=2)
-'''
+from tests.sweep.tiny import batch_specs
 
 
 @pytest.fixture
@@ -66,14 +47,7 @@ def _queue_lease(batch_id: str, other_than: str | None = None) -> tuple[str, flo
 @pytest.mark.slow
 def test_a_killed_queue_is_resumed_without_running_a_job_twice_or_losing_one(tmp_path, killed_queue):
     go = tmp_path / "go"
-    specs = []
-    for name in ("a", "b", "c"):
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "train.py").write_text(SCRIPT)
-        (folder / "spotfit.yaml").write_text(
-            f"name: {name}\nscript: train.py\nmarket: {{trace: null}}\nenv: {{BATCH_GO: '{go}'}}\n")
-        specs.append(str(folder / "spotfit.yaml"))
+    specs = batch_specs(tmp_path, go)
     out = subprocess.run(spotfit_cmd("submit", *specs, "--parallel", "2", "--json"), capture_output=True, text=True,
                          timeout=120, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -88,7 +62,7 @@ def test_a_killed_queue_is_resumed_without_running_a_job_twice_or_losing_one(tmp
              "the first two jobs to run")
     queue.send_signal(signal.SIGKILL)
     queue.wait(60)
-    assert sdk.db().get_job(third)["state"] == JobState.PENDING
+    assert sdk.db().get_job(third)["state"] == JobState.QUEUED
 
     resumed = subprocess.Popen(spotfit_cmd("batch", "resume", batch_id, "--json"), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -97,7 +71,7 @@ def test_a_killed_queue_is_resumed_without_running_a_job_twice_or_losing_one(tmp
     renewed = wait_for(lambda: (e := _queue_lease(batch_id)[1]) > claimed and e, 120, "the new queue's first pass")
     wait_for(lambda: _queue_lease(batch_id)[1] > renewed, 120, "the end of the new queue's first pass")
     rows = {r["job_id"]: r for r in db().batch_jobs(batch_id)}
-    assert rows[third]["started_at"] is None and sdk.db().get_job(third)["state"] == JobState.PENDING  # no slot
+    assert rows[third]["started_at"] is None and sdk.db().get_job(third)["state"] == JobState.QUEUED  # no slot
     for job_id in (first, second):
         assert sdk.db().get_job(job_id)["state"] == JobState.RUNNING
 
@@ -124,8 +98,9 @@ def _job(state: str = "pending", owner: str | None = None) -> dict:
 def test_a_job_whose_controller_died_before_its_lease_is_handed_over_again():
     dead = subprocess.Popen(["true"])
     dead.wait()
-    assert batch._lost_before_its_lease(_row(dead.pid), _job())
-    assert not batch._lost_before_its_lease(_row(os.getpid()), _job())  # its controller is still starting
-    assert not batch._lost_before_its_lease(_row(dead.pid), _job(owner="h/1/t"))  # it took the job: not the queue's
-    assert not batch._lost_before_its_lease(_row(dead.pid), _job(state="running"))
-    assert not batch._lost_before_its_lease(_row(None), _job())  # a shared state's controllers take it
+    assert batch._lost_before_its_lease(_row(dead.pid), _job(), shared=False)
+    assert batch._lost_before_its_lease(_row(None), _job(), shared=False)  # the queue died before starting one
+    assert not batch._lost_before_its_lease(_row(os.getpid()), _job(), shared=False)  # still starting
+    assert not batch._lost_before_its_lease(_row(dead.pid), _job(owner="h/1/t"), shared=False)  # it took the job
+    assert not batch._lost_before_its_lease(_row(dead.pid), _job(state="running"), shared=False)
+    assert not batch._lost_before_its_lease(_row(None), _job(), shared=True)  # a shared state's controllers take it

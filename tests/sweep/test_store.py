@@ -4,7 +4,8 @@ The lease is the job's (`spotfit/lease.py`): a holder on another host keeps a sw
 lease expires (its pid means nothing here); on this host a dead holder's pid frees it at once.
 `SweepRunner` and `sweep resume` ask the lease, not a pid, before driving a sweep. The lease
 and batch tests run on both dialects: SQLite under $SPOTFIT_HOME and a real PostgreSQL
-(`SPOTFIT_STATE_URL`, a schema of the test's own on the session's server).
+(`SPOTFIT_STATE_URL`, a schema of the test's own on the session's server). On PostgreSQL a batch's
+queued job is released together with its hand-over record, or not at all.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import pytest
 
 from spotfit import lease
 from spotfit.errors import UsageError
+from spotfit.home import state_target
+from spotfit.state import StateDB
+from spotfit.states import JobState
 from spotfit.sweep import api
 from spotfit.sweep.runner import SweepRunner, controller_alive, db
 from spotfit.sweep.store import SweepDB
@@ -87,6 +91,22 @@ def test_a_batch_records_its_jobs_hand_overs_and_groups(dialect):
     assert db().get_batch("batch-1")["parallel"] == 1 and db().group_of() == {"a-1": "batch-1", "b-1": "batch-1"}
     assert sweeps.claim_lease("batches", "batch-1", ELSEWHERE, ttl_s=600)
     assert not db().claim_lease("batches", "batch-1", lease.this_process(), ttl_s=600)
+
+
+
+def test_on_postgres_a_queued_job_is_released_with_its_hand_over_record_or_not_at_all(postgres, monkeypatch):
+    monkeypatch.setenv("SPOTFIT_STATE_URL", schema_url(postgres.url, "t_store_release"))
+    state, sweeps = StateDB(state_target()), db()
+    for job_id in ("a-1", "b-1"):
+        state.create_job(job_id, job_id, spec_json="{}", store_url="memory://s", state=JobState.QUEUED)
+    sweeps.add_batch("batch-1", ["a-1", "b-1"], parallel=1)
+    state.update_job("b-1", state=JobState.CANCELLED)
+    assert sweeps.release_queued("batch-1", "a-1", "a slot is free")
+    assert not sweeps.release_queued("batch-1", "b-1", "a slot is free")  # cancelled meanwhile: left as it is
+    assert not sweeps.release_queued("batch-1", "a-1", "again")  # released once only
+    assert [(j, state.get_job(j)["state"]) for j in ("a-1", "b-1")] == [("a-1", "pending"), ("b-1", "cancelled")]
+    assert [(r["job_id"], r["started_at"] is not None) for r in sweeps.batch_jobs("batch-1")] == \
+        [("a-1", True), ("b-1", False)]
 
 
 FIRST_RELEASE = """

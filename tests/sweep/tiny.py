@@ -2,6 +2,8 @@
 
 `job_folder(folder, name, args)` writes the base job (the script beside its spec) and returns
 the spec's path; `SWEEP` is the 12-trial ASHA sweep file, which tests trim with `str.replace`.
+`batch_specs(folder, go)` writes the batch tests' three jobs, whose script waits for the file
+`go` before its one epoch: the test, not the machine's speed, decides when they end.
 """
 
 from __future__ import annotations
@@ -29,6 +31,39 @@ sampler: tpe
 pruner: asha
 budget_usd: 20
 """
+
+
+GATED_SCRIPT = '''
+import os
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+go = Path(os.environ["BATCH_GO"])
+deadline = time.monotonic() + 300
+while not go.exists():
+    if time.monotonic() > deadline:
+        raise SystemExit(f"the test never created {go}")
+    time.sleep(0.05)
+x = np.random.default_rng(0).standard_normal((32, 4)).astype("float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+model.compile("sgd", "sparse_categorical_crossentropy")
+model.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs=1, verbose=2)
+'''
+
+
+def batch_specs(folder: Path, go: Path) -> list[str]:
+    """Jobs a, b and c, each in its own folder under `folder`, gated on the file `go`; their specs' paths."""
+    specs = []
+    for name in ("a", "b", "c"):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "train.py").write_text(GATED_SCRIPT)
+        spec = folder / name / "spotfit.yaml"
+        spec.write_text(f"name: {name}\nscript: train.py\nmarket: {{trace: null}}\nenv: {{BATCH_GO: '{go}'}}\n")
+        specs.append(str(spec))
+    return specs
 
 
 def job_folder(folder: Path, name: str, args: list[str]) -> Path:

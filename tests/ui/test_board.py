@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from spotfit.state import StateDB
+from spotfit.states import JobState
 from spotfit.ui.app import create_app
 from tests.support.statedb import seed_jobs
 
@@ -45,3 +47,16 @@ def test_the_first_page_shows_the_newest_50_and_links_the_next_50_and_all(tmp_pa
     assert 'href="?state=all&q=&limit=100">show 50 more' in page and 'href="?state=all&q=&limit=110">show all' in page
     more = client.get("/", params={"limit": 100}).text
     assert more.count('<tr data-job="') == 100 and "show 50 more" not in more and "limit=110\">show all" in more
+
+
+def test_a_queued_job_is_active_has_its_own_filter_and_renders_as_waiting(tmp_path):
+    path = tmp_path / "state.db"
+    seed_jobs(path, 3, running_every=0)  # all completed
+    StateDB(path).create_job("batch-job-1", "b", spec_json="{}", store_url="memory://b", state=JobState.QUEUED)
+    client = TestClient(create_app(path, "t"), headers={"Authorization": "token t"})
+    for choice in ("active", "queued"):
+        rows = client.get("/api/board", params={"state": choice}).json()["rows"]
+        assert [(r["id"], r["state"]) for r in rows] == [("batch-job-1", "queued")], choice
+    page = client.get("/", params={"state": "queued"}).text
+    assert '<option value="queued" selected>' in page and '<span class="state queued">queued</span>' in page
+    assert ".state.queued" in client.get("/static/ui.css").text  # coloured as a job that waits
