@@ -78,6 +78,8 @@ class Kubernetes(_Section):
                                                           "CRD is installed)")
     grace_s: int = Field(120, ge=10, le=3600, description="terminationGracePeriodSeconds: time to checkpoint")
     worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port")
+    pending_timeout_s: float = Field(600.0, gt=0, description="an attempt whose pods have no node by then ends "
+                                                              "no_capacity (an empty spot pool)")
 
     @field_validator("namespace")
     @classmethod

@@ -44,6 +44,7 @@ class AttemptStatus:
     exit_code: int | None = None  # None while running, or when the exit went unobserved
     signal: int | None = None  # the signal that ended it, if any
     disrupted: bool = False  # the platform said it took the machine away (Kubernetes' DisruptionTarget)
+    unscheduled: bool = False  # running, but no machine was found for it yet (Kubernetes: pods Pending, no node)
 
 
 class Handle(Protocol):

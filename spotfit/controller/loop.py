@@ -168,6 +168,11 @@ class Controller:
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code, signal=status.signal)
             return
+        if status.unscheduled and self._pending_overdue(attempt):
+            self.backend.stop(handle, grace_s=0.0)
+            self._no_capacity(number, attempt["zone"], f"no node took its pods within the pending timeout "
+                                                       f"({self.spec.kubernetes.pending_timeout_s:g}s)")
+            return
         progress = self.files.progress(number)
         if self.failures.boot_overdue(attempt, progress, time.time()):
             self.backend.stop(handle, grace_s=0.0)
@@ -317,10 +322,7 @@ class Controller:
                 raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
             handle = self.backend.launch(self._request(number, market, zone))
         except NoCapacityError as exc:
-            self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
-            self.db.update_attempt(self.job_id, number, state=AttemptState.NO_CAPACITY, ended_at=time.time(),
-                                   trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
-            self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {exc}", attempt=number)
+            self._no_capacity(number, zone, str(exc))
             return
         except Exception as exc:  # noqa: BLE001 - credentials, quotas, SDK errors, bugs: a failed attempt, not a crash
             self.failures.launch_failed(number, exc, self.plan.now_s(), time.time())
@@ -331,6 +333,23 @@ class Controller:
                            message=f"attempt {number} on {market} {zone or ''}".strip())
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
                           attempt=number, trace_s=self.plan.now_s())
+
+    def _no_capacity(self, number: int, zone: str | None, why: str) -> None:
+        """Attempt `number` found no capacity (a launch refused, pods no node took): nothing ran, nothing billed."""
+        self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
+        self.db.update_attempt(self.job_id, number, state=AttemptState.NO_CAPACITY, ended_at=time.time(),
+                               trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
+        self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {why}", attempt=number)
+
+    def _pending_overdue(self, attempt: dict) -> bool:
+        """Whether the attempt's pods have waited for a node longer than `kubernetes.pending_timeout_s`.
+
+        Wall seconds since the launch, as for the boot timeout: a replayed market's clock holds
+        from the launch until the attempt trains, so it would never see the wait.
+        """
+        if self.spec.backend != "kubernetes":
+            return False
+        return time.time() - attempt["started_at"] > self.spec.kubernetes.pending_timeout_s
 
     def _write_launch_files(self, number: int, config: bytes) -> bool:
         self.store.delete("control/stop")

@@ -15,7 +15,8 @@ the backend calls, over real HTTP, to the real `kubernetes` client:
   pod fails the Job, whose other pods are then deleted), deletion of a Job's pods with it;
 - a kubelet: a pod's container runs as a local process (the pod entry of its command, with the
   container's `env`, `envFrom` Secrets and `fieldRef` namespace; the install lines before it
-  are not run), phases Pending → Running → Succeeded/Failed with the exit code; a graceful
+  are not run), phases Pending → Running → Succeeded/Failed with the exit code (with
+  `run_pods=False` no node fits: pods stay Pending with `PodScheduled` False, `Unschedulable`); a graceful
   deletion sends SIGTERM and SIGKILL (to the whole process tree, as a container's cgroup) after
   the grace period, then removes the pod; `reclaim_node` plays a spot node going away under
   the graceful node shutdown: `DisruptionTarget` (TerminationByKubelet), SIGTERM, SIGKILL after
@@ -361,6 +362,11 @@ class FakeCluster:
         if status["phase"] == "Pending" and "deletionTimestamp" not in pod["metadata"]:
             if self.run_pods:
                 self._run(pod)
+            elif not status["conditions"]:  # what the scheduler writes when no node fits the pod
+                status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                         "message": "0/3 nodes are available: 3 node(s) didn't match Pod's "
+                                                    "node affinity/selector."}]
+                self._touch(pod)
             return
         proc = self._procs.get(name)
         if proc is None:

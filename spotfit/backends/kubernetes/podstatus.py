@@ -7,6 +7,9 @@ the pod or its node say the node went away (`node_gone`: the backend asks for th
 an attempt ended otherwise unexplained). Such an attempt is preempted whatever its exit code;
 the runtime's own 75 says the same after it saved.
 
+An attempt whose pods wait for a node (Pending, not scheduled: an empty spot node pool) is
+running but `unscheduled`; the controller ends it `no_capacity` after `kubernetes.pending_timeout_s`.
+
 Several workers train together: one that ends preempted or failed ends the attempt (the
 controller then stops the others); ones that end done wait for the rest.
 
@@ -14,7 +17,7 @@ controller then stops the others); ones that end done wait for the rest.
 ...        {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}],
 ...        "containerStatuses": [{"name": "spotfit", "state": {"terminated": {"exitCode": 75}}}]}}
 >>> attempt_status([pod], workers=1, owner_active=True)
-AttemptStatus(running=False, exit_code=75, signal=None, disrupted=True)
+AttemptStatus(running=False, exit_code=75, signal=None, disrupted=True, unscheduled=False)
 """
 
 from __future__ import annotations
@@ -77,6 +80,22 @@ def node_gone(events: list[dict]) -> bool:
     return any(e.get("reason") in NODE_GONE_REASONS for e in events)
 
 
+def unscheduled(pod: dict) -> bool:
+    """Whether `pod` waits for a node: Pending with no node bound (PodScheduled False or not yet set).
+
+    >>> unscheduled({"spec": {}, "status": {"phase": "Pending", "conditions": [
+    ...     {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}})
+    True
+    >>> unscheduled({"spec": {"nodeName": "n1"}, "status": {"phase": "Pending"}})
+    False
+    """
+    status = pod.get("status") or {}
+    if status.get("phase") != "Pending" or (pod.get("spec") or {}).get("nodeName"):
+        return False
+    conditions = status.get("conditions") or []
+    return not any(c.get("type") == "PodScheduled" and c.get("status") == "True" for c in conditions)
+
+
 def finished(pod: dict) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or exit_code(pod) is not None
 
@@ -86,8 +105,8 @@ def attempt_status(pods: list[dict], workers: int, owner_active: bool) -> Attemp
     was_disrupted = any(disrupted(p) for p in pods)
     done = {worker_index(p): exit_code(p) for p in pods if finished(p)}
     if not pods or not done:
-        if owner_active:
-            return AttemptStatus(running=True)
+        if owner_active:  # a pod still without a node: the pool may be empty (the controller's pending timeout)
+            return AttemptStatus(running=True, unscheduled=any(unscheduled(p) for p in pods))
         return AttemptStatus(running=False, disrupted=was_disrupted)  # the exit record in the store tells
     failed = [c for c in done.values() if c is not None and c not in _ENDED_OK]
     stopped_early = any(c in (75, 76) for c in done.values())

@@ -41,6 +41,16 @@ def test_pending_or_missing_pods_of_a_live_job_are_running():
     assert _outcome([_pod(phase="Pending")]) == "running"
 
 
+def test_a_pod_without_a_node_is_unscheduled_and_a_bound_one_is_not():
+    waiting = _pod(phase="Pending")
+    waiting["status"]["conditions"].append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable"})
+    bound = {**_pod(phase="Pending"), "spec": {"nodeName": "spot-1"}}  # pulling its image: the pool had room
+    assert attempt_status([waiting], 1, owner_active=True).unscheduled
+    assert not attempt_status([bound], 1, owner_active=True).unscheduled
+    assert not attempt_status([_pod()], 1, owner_active=True).unscheduled
+    assert attempt_status([_pod(0), _pod(1, phase="Pending")], 2, owner_active=True).unscheduled  # one worker waits
+
+
 def test_a_finished_job_without_pods_ends_and_the_store_tells_the_code():
     st = attempt_status([], 1, owner_active=False)
     assert not st.running and st.exit_code is None and st.signal is None
