@@ -1,4 +1,4 @@
-"""AWS verbs: `gc` (leftovers by tag)."""
+"""AWS verbs: `gc` (leftovers by tag, and the SSM secrets of ended jobs)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,16 @@ def gc(
     job: Annotated[str | None, typer.Option("--job", help="Only this job's resources.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")] = False,
     include_active: Annotated[bool, typer.Option(
-        "--include-active", help="Also remove resources of jobs still active in this state DB.")] = False,
+        "--include-active", help="Also remove EC2 resources of jobs still active in this state DB (never their "
+                               "secrets).")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Find and remove EC2 instances, spot requests and groups spotfit left behind (by tag)."""
+    """Remove what spotfit left behind on AWS: EC2 resources by tag, and the SSM secrets of ended jobs.
+
+    EC2: instances, spot requests, security and placement groups tagged by spotfit, in --region.
+    SSM: the `/spotfit/<job>/` secret parameters of this state DB's aws jobs that ended for good,
+    in each job's own region; never those of active or stopped (resumable) jobs.
+    """
     doc = sdk.gc(region, job=job, dry_run=dry_run, include_active=include_active)
     if json_:
         print_json(doc)

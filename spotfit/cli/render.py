@@ -285,9 +285,14 @@ def print_gc(console: Console, doc: dict) -> None:
                 console.print(f"  {kind[:-1].replace('_', ' ')} {rid}  (job {owner})", highlight=False)
         for rid in entry.get("still_in_use", []):
             console.print(f"  still in use, left for the next gc: {rid}", highlight=False)
+    secrets = doc.get("secrets", [])
+    console.print(f"ssm: {verb} the secret parameters of {len(secrets)} ended job(s)", highlight=False)
+    for entry in secrets:
+        for name in entry["parameters"]:
+            console.print(f"  parameter {name}  ({entry['region']}, job {entry['job']})", highlight=False)
     if doc["kept_jobs"]:
         console.print(f"kept the resources of {len(doc['kept_jobs'])} active job(s); --include-active removes "
-                      "them too", highlight=False)
+                      "them too (never their secrets)", highlight=False)
 
 
 def print_dry_run(console: Console, doc: dict) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
+from typing import Any
 
 from spotfit import arguments
 from spotfit.errors import UsageError
@@ -33,9 +35,11 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
        include_active: bool = False) -> dict:
     """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
 
-    Resources of jobs still active in this state DB are kept unless `include_active`.
+    Resources of jobs still active in this state DB are kept unless `include_active`. The SSM
+    secret parameters of this state DB's aws jobs that ended for good (`secrets` in the report)
+    go too, in each job's own region; those of active or stopped (resumable) jobs never do.
     """
-    from spotfit.backends.aws.gc import collect
+    from spotfit.backends.aws.gc import collect, collect_secrets
 
     for region in regions or []:
         arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such "
@@ -45,7 +49,26 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     regions = regions or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
-    return collect(regions, keep=keep, job=job, dry_run=dry_run)
+    report = collect(regions, keep=keep, job=job, dry_run=dry_run)
+    report["secrets"] = collect_secrets(_ended_with_secrets(job), dry_run=dry_run)
+    return report
+
+
+def _ended_with_secrets(job: str | None) -> dict[str, str]:
+    """{job id: the region of its SSM secrets} of the aws jobs with `secrets:` that ended for good (`job`'s only)."""
+    from spotfit.backends.base import make_backend
+    from spotfit.spec import JobSpec
+
+    aws: Any = make_backend("aws")  # secrets_region is the aws backend's own, as at submit
+    ended: dict[str, str] = {}
+    for row in db().list_jobs(limit=1_000_000):
+        state = JobState(row["state"])
+        if not state.is_terminal() or state.is_resumable() or job not in (None, row["id"]):
+            continue
+        spec = JobSpec.model_validate(json.loads(row["spec_json"]))
+        if spec.backend == "aws" and spec.secrets:
+            ended[row["id"]] = aws.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
+    return ended
 
 
 

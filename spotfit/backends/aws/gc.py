@@ -6,6 +6,9 @@ terminated, the open spot requests, the security groups and the placement groups
 except those of the jobs in `keep` (jobs whose controller still runs them). `remove`
 terminates and cancels first, then deletes the groups once nothing uses them.
 
+`collect_secrets` does the same for the SSM secret parameters (`/spotfit/<job id>/<NAME>`,
+backends/aws/secrets.py) of jobs that ended while their controller could not delete them.
+
 Example (against a real account: moto has no placement groups, so tests/backends run these on
 moto with a placement-group stand-in):
 
@@ -143,3 +146,28 @@ def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run:
                                     f"{done}.") from None
         regions_done.append(entry)
     return report
+
+
+def collect_secrets(jobs: dict[str, str], dry_run: bool = False, session=None) -> list[dict]:
+    """The SSM secret parameters left by `jobs` ({job id: region}, ended jobs only), deleted unless `dry_run`.
+
+    One entry per job that still has some: {"job", "region", "parameters"} (names only, never a value).
+    """
+    from spotfit.backends.aws import secrets
+
+    session = session or load_boto3().Session()
+    found: list[dict] = []
+    for job_id, region in sorted(jobs.items()):
+        try:
+            ssm = session.client("ssm", region_name=region)
+            names = secrets.names(ssm, job_id) if dry_run else secrets.delete(ssm, job_id)
+        except Exception as exc:
+            reason = sdk_failure(exc)
+            if reason is None:
+                raise
+            raise BackendError(f"Could not clean up the SSM secrets of job {job_id} in {region}: {reason}",
+                               hint="Check the network, AWS_ENDPOINT_URL, the credentials and the IAM policy "
+                                    "(ssm:DescribeParameters, ssm:DeleteParameters; docs/aws.md#secrets).") from None
+        if names:
+            found.append({"job": job_id, "region": region, "parameters": names})
+    return found
