@@ -25,8 +25,10 @@ def gc(
     """Remove what spotfit left behind on AWS: EC2 resources by tag, and the SSM secrets of ended jobs.
 
     EC2: instances, spot requests, security and placement groups tagged by spotfit, in --region.
-    SSM: the `/spotfit/<job>/` secret parameters of this state DB's aws jobs that ended for good,
-    in each job's own region; never those of active or stopped (resumable) jobs.
+
+    SSM: the secrets (/spotfit/JOB/) of this state DB's aws jobs that ended for good, in each job's region.
+
+    Never the secrets of active or stopped (resumable) jobs.
     """
     doc = sdk.gc(region, job=job, dry_run=dry_run, include_active=include_active)
     if json_:
