@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable
 
 from spotfit import job_secrets, lease
-from spotfit.backends.base import Backend, Handle, LaunchRequest, backend_options, make_backend
+from spotfit.backends.base import Backend, LaunchRequest, backend_options, make_backend
 from spotfit.controller import attempt_config, budget, classify, crashpoints, notify, outcome, shipped_code
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker, describe
 from spotfit.controller.job_files import JobFiles
+from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError, UsageError
@@ -31,7 +32,7 @@ RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json whil
 STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 
 
-class Controller:
+class Controller(RuleActions):
     """Drives one job to a terminal state."""
 
     def __init__(self, db: StateDB, job_id: str, backend: Backend | None = None,
@@ -117,9 +118,6 @@ class Controller:
     def _current(self) -> dict | None:
         running = [a for a in self.db.attempts(self.job_id) if AttemptState(a["state"]).is_live()]
         return running[-1] if running else None
-
-    def _handle(self, attempt: dict) -> Handle:
-        return self.backend.load_handle(attempt["handle"])
 
     def _adopt(self) -> None:
         """After a controller restart: keep watching the live attempt, or close the one that is over.
@@ -355,11 +353,6 @@ class Controller:
         self.store.delete("control/stop")
         return self._write(f"attempts/{number:04d}/runtime.json", config)
 
-    def _write(self, key: str, data: bytes) -> bool:
-        """Write one object; True (for `StoreGuard.call`, whose fallback is False)."""
-        self.store.write_bytes(key, data)
-        return True
-
     def _request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
         """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
         return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
@@ -367,104 +360,6 @@ class Controller:
                              accelerator=self.spec.resources.accelerator,
                              accelerator_count=self.spec.resources.count,
                              options=backend_options(self.spec))
-
-    # -- rules ----------------------------------------------------------------------------------
-
-    def _spent_usd(self, but: int | None = None) -> float:
-        return sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != but)
-
-    def _halt_before_launch(self) -> bool:
-        """Whether a stop or pause holds the next launch: one already decided, or a budget spent."""
-        if self._halt is None:
-            crossed = budget.crossed_before_launch(budget.holding_rules(self.watchdog.engine.rules),
-                                                   self._spent_usd())
-            if crossed is not None:
-                index, rule, message = crossed
-                self.db.add_event(self.job_id, "rule", message, rule="budget", index=index, action=rule.action)
-                self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
-        if self._halt is None:
-            return False
-        state, why = self._halt
-        self._halt = None
-        self.db.update_job(self.job_id, state=state, message=why)
-        return True
-
-    def _over_budget_limit(self, attempt: dict, progress: dict) -> bool:
-        """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
-        rules = budget.holding_rules(self.watchdog.engine.rules)
-        number = attempt["number"]
-        if not rules or number in self._cut_off:
-            return False
-        now = self.plan.now_s()
-        cost = self._spent_usd(but=number) + self.plan.bill(attempt, now)[1]
-        if (over := budget.over_limit(rules, cost, self.plan.bill({**attempt, "trace_start_s": now}, now)[1])) is None:
-            return False
-        index, rule = over
-        if self.watchdog.active and number not in self._switching:  # a busy pass ran past the rule: it fires first
-            self._apply_rules(attempt, progress)
-        self._cut_off.add(number)
-        self._switching.add(number)
-        message = (f"budget: cost ${cost:.4f} passed the budget ${rule.usd:g} plus half a billing minimum: "
-                   f"attempt {number} ended at once -> {rule.action}")
-        self.db.add_event(self.job_id, "budget_limit", message, attempt=number, rule="budget", index=index,
-                          action=rule.action)
-        if self._halt is None:
-            self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
-        return True
-
-    def _apply_rules(self, attempt: dict, progress: dict) -> None:
-        """Evaluate the watchdog rules; notify, pause or stop as they say."""
-        cost = self._spent_usd(but=attempt["number"]) + self.plan.bill(attempt)[1]
-        price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == "spot" else None
-        for verdict in self.watchdog.check(progress, cost, price):
-            saved = f" (saves ~${verdict.saved_usd:.4f})" if verdict.saved_usd else ""
-            message = f"{verdict.rule}: {verdict.message} -> {verdict.action}{saved}"
-            at_step = progress.get("metrics_step") if verdict.rule == "target_metric" else None
-            self.db.add_event(self.job_id, "rule", message, attempt=attempt["number"], rule=verdict.rule,
-                              index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd,
-                              **({"at_step": at_step} if at_step is not None else {}))
-            notify.rule_fired(self.db, self.job_id, self.webhook, verdict, message)
-            if verdict.action in ("pause", "stop") and self._halt is None:
-                self._halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
-                self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
-                self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
-                                   at_once=verdict.rule == "stalled", at_step=at_step)
-
-    def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False,
-                      at_once: bool = False, at_step: int | None = None) -> None:
-        """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
-
-        Before training starts there is nothing new to save, and a stalled attempt (`at_once`)
-        makes no step after which it would read the request: SIGTERM stops either at once. An
-        attempt caught saving a checkpoint is training: it reads the request after that step.
-        """
-        number = attempt["number"]
-        self._switching.add(number)
-        if at_once or progress.get("phase") not in ("training", "saving"):
-            self.backend.preempt(self._handle(attempt), self.plan.notice_s())
-            return
-        request = {"attempt": number, "reason": reason, "export": export}
-        if at_step is not None:  # export the weights of that epoch end, where the target held
-            request["at_step"] = at_step
-        doc = json.dumps(request).encode()
-        if not self.guard.call(lambda: self._write("control/stop", doc), fallback=False):
-            self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
-            return
-        self._stop_sent[number] = time.time()
-
-    def _resume_below_cap(self) -> None:
-        """A price-cap pause ends by itself when the spot price falls back under the cap."""
-        cap = self.watchdog.engine.price_cap()
-        prices = [p for p in (self.plan.spot_price(z) for z in self.plan.zones()) if p is not None]
-        price = min(prices, default=None)
-        if cap is None or (price is not None and price <= cap):
-            self._price_paused = False
-            self.plan.resume_now()
-            self.watchdog.engine.rearm("price_cap")
-            self.db.update_job(self.job_id, state=JobState.WAITING, message="price back under the cap")
-            why = "the price cap was removed" if cap is None or price is None else \
-                f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h"
-            self.db.add_event(self.job_id, "resumed", why)
 
     def _cancel(self, current: dict | None, request: StopRequest) -> None:
         """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
