@@ -50,25 +50,22 @@ from __future__ import annotations
 import numpy as np
 
 from spotfit.market.policies.base import (
-    NONE,
     ON_DEMAND,
-    BasePolicy,
     Context,
     Decision,
     Kind,
-    gain_if_continued,
-    gain_if_launched,
-    safe_off_on_demand,
     spot,
 )
 from spotfit.market.policies.futures import IDLE, OD, PRIOR_RUNS, PRIOR_UP_H, SPOT, Job, RunModel, play
-from spotfit.market.policies.spotfit import keeps_reserve_switching, keeps_reserve_waiting
+from spotfit.market.policies.spotfit import Spotfit, keeps_reserve_switching, keeps_reserve_waiting
 
 FUTURES = 256  # futures per decision: the mean cost's standard error is a few % of its spread
 HOLD_TICKS = (0, 1, 2, 4, 8, 16, 32, 64, 128)  # the options: change after this many ticks, or never
 
 
-class Rollout(BasePolicy):
+class Rollout(Spotfit):
+    """`spotfit`'s rules, with its two open choices judged by rollouts (the reserve rules kept)."""
+
     name = "rollout"
     multi_zone = True
 
@@ -76,25 +73,11 @@ class Rollout(BasePolicy):
         # The plan of the last rollout: keep the present mode until this tick of this run.
         self._plan: tuple[tuple, int] | None = None
 
-    def decide(self, ctx: Context) -> Decision:
-        market = ctx.market
-        up = [z for z in ctx.zones if market.is_available(z)]
-        if ctx.mode.kind is Kind.SPOT:  # still up, or the simulator would have preempted it
-            return ctx.mode if safe_off_on_demand(ctx, gain_if_continued(ctx)) else ON_DEMAND
-        if up:
-            zone = min(up, key=lambda z: _effective_price(ctx, z))
-            if not safe_off_on_demand(ctx, gain_if_launched(ctx)):
-                return ON_DEMAND
-            if ctx.mode.kind is Kind.NONE:
-                return spot(zone)
-            if not keeps_reserve_switching(ctx):
-                return ON_DEMAND
-            return spot(zone) if self._change_now(ctx, spot(zone)) else ON_DEMAND
-        if ctx.mode.kind is Kind.ON_DEMAND or not safe_off_on_demand(ctx, 0.0):
-            return ON_DEMAND
-        if not keeps_reserve_waiting(ctx):
-            return ON_DEMAND
-        return ON_DEMAND if self._change_now(ctx, ON_DEMAND) else NONE
+    def leaves_on_demand(self, ctx: Context, zone: str) -> bool:
+        return keeps_reserve_switching(ctx) and self._change_now(ctx, spot(zone))
+
+    def waits(self, ctx: Context) -> bool:
+        return keeps_reserve_waiting(ctx) and not self._change_now(ctx, ON_DEMAND)
 
     def _change_now(self, ctx: Context, to: Decision) -> bool:
         """Whether changing to `to` now is the cheapest option, against keeping the present mode
@@ -149,11 +132,3 @@ def _model(ctx: Context) -> RunModel:
     return RunModel(done_up * hours, done_down * hours, bool(union[-1]), float(lengths[-1]) * hours, hop)
 
 
-def _effective_price(ctx: Context, zone: str) -> float:
-    """Spot price plus the launch's overhead spread over the zone's expected remaining up time."""
-    market, hours = ctx.market, ctx.gap_s / 3600.0
-    age_h = market.run_ticks(zone) * hours
-    past = market.up_runs(zone) * hours
-    longer = past[past > age_h]
-    rest_h = float(longer.mean() - age_h) if longer.size >= 3 else max(age_h, 1.0)
-    return market.spot_usd_per_h(zone) * (1.0 + (ctx.overhead_s / 3600.0) / max(rest_h, 1e-3))

@@ -80,10 +80,20 @@ class Spotfit(BasePolicy):
                 return ON_DEMAND
             if ctx.mode.kind is Kind.NONE:
                 return spot(zone)
-            return spot(zone) if _worth_leaving_on_demand(ctx, zone) else ON_DEMAND
+            return spot(zone) if self.leaves_on_demand(ctx, zone) else ON_DEMAND
         if ctx.mode.kind is Kind.ON_DEMAND or not safe_off_on_demand(ctx, 0.0):
             return ON_DEMAND
-        return NONE if _worth_waiting(ctx) else ON_DEMAND
+        return NONE if self.waits(ctx) else ON_DEMAND
+
+    # The two open choices; a subclass may judge them otherwise (`rollout`).
+
+    def leaves_on_demand(self, ctx: Context, zone: str) -> bool:
+        """On on-demand with spot up in `zone` (and the deadline safe): switch to spot now?"""
+        return _worth_leaving_on_demand(ctx, zone)
+
+    def waits(self, ctx: Context) -> bool:
+        """Idle with no spot up (and the deadline safe): wait this tick rather than go on-demand?"""
+        return _worth_waiting(ctx)
 
 
 @dataclass(frozen=True, slots=True)
