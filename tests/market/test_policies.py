@@ -11,7 +11,7 @@ from spotfit.errors import UsageError
 from spotfit.market.policies.base import POLICIES, Policy, make_policy
 from spotfit.market.simulator import Job, simulate, start_ticks
 from spotfit.market.trace import load_trace
-from tests.support.traces import make_trace
+from tests.support.traces import make_trace, with_future_flipped
 
 ONLINE = [name for name in POLICIES if name != "optimum"]
 
@@ -108,11 +108,7 @@ def test_spotfit_in_one_zone_meets_every_deadline_and_saves_on_average(bundled_r
 def test_spotfit_uses_only_the_past():
     trace = load_trace("aws-v100").select(["us-east-2a"])
     job = Job.from_hours(8, 9, 0.2)
-    future_changed = trace.available.copy()
-    cut = 3000 + 100  # ticks after the 100th tick of the run
-    future_changed[:, cut:] = ~future_changed[:, cut:]
-    other = type(trace)(trace.zones, trace.gap_s, trace.start, future_changed,
-                        trace.spot_usd_per_h, trace.on_demand_usd_per_h)
+    other = with_future_flipped(trace, 3000 + 100)  # ticks after the 100th tick of the run
     seen = []
     for t in (trace, other):
         policy = make_policy("spotfit")

@@ -11,6 +11,7 @@ from spotfit.market.policies.futures import IDLE, OD, SPOT, Job, RunModel, play
 from spotfit.market.simulator import Job as SimJob
 from spotfit.market.simulator import simulate
 from spotfit.market.trace import load_trace
+from tests.support.traces import with_future_flipped
 
 JOB = Job(time_left_h=4.0, work_left_h=2.0, overhead_h=0.2, spot_usd_per_h=1.0, on_demand_usd_per_h=3.0)
 RNG = np.random.default_rng(0)
@@ -59,11 +60,7 @@ def _decisions(trace, job, start):
 def test_rollout_is_deterministic_and_uses_only_the_past():
     trace = load_trace("aws-v100").select(["us-east-2a"])
     job = SimJob.from_hours(8, 9, 0.2)
-    future_changed = trace.available.copy()
-    cut = 3000 + 100  # ticks after the 100th tick of the run
-    future_changed[:, cut:] = ~future_changed[:, cut:]
-    other = type(trace)(trace.zones, trace.gap_s, trace.start, future_changed,
-                        trace.spot_usd_per_h, trace.on_demand_usd_per_h)
+    other = with_future_flipped(trace, 3000 + 100)  # ticks after the 100th tick of the run
     first = _decisions(trace, job, 3000)
     assert first == _decisions(trace, job, 3000)
     assert first[:100] == _decisions(other, job, 3000)[:100]

@@ -34,3 +34,12 @@ def write_csv(path: Path, trace: Trace) -> Path:
                          f"{trace.spot_usd_per_h[i, t]},{trace.on_demand_usd_per_h[i, t]}")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def with_future_flipped(trace: Trace, from_tick: int) -> Trace:
+    """`trace` with every zone's availability inverted from `from_tick` on: a policy that uses
+    only the past decides the same up to that tick on both."""
+    available = trace.available.copy()
+    available[:, from_tick:] = ~available[:, from_tick:]
+    return type(trace)(trace.zones, trace.gap_s, trace.start, available, trace.spot_usd_per_h,
+                       trace.on_demand_usd_per_h)

@@ -10,13 +10,10 @@ deadline; the short timeout only makes it quick.
 
 from __future__ import annotations
 
-import threading
-
 from spotfit import sdk
-from spotfit.backends.kubernetes.backend import KubernetesBackend
-from spotfit.controller.loop import Controller
 from tests.support.jobs import write_spec
 from tests.support.kube import FakeCluster
+from tests.support.kube_controller import drive
 from tests.support.wait import wait_for
 
 SPEC = """
@@ -39,14 +36,7 @@ def test_a_pod_no_node_takes_ends_the_attempt_no_capacity_and_its_job_is_deleted
         spec = write_spec(tmp_path / "job", SPEC.format(kubeconfig=cluster.write_kubeconfig(tmp_path / "kc")),
                           script=src)
         job_id = sdk.submit(str(spec))
-        outcome: dict = {}
-
-        def run() -> None:  # SQLite connections stay in the thread that made them
-            outcome["state"] = Controller(sdk.db(), job_id, backend=KubernetesBackend(allow_local_store=True),
-                                          poll_s=0.05).run()
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
+        run = drive(job_id)
         wait_for(lambda: any(p["status"]["phase"] == "Pending" for p in cluster.pods()), DEADLINE_S,
                  "the first attempt's pod to be created and left Pending")
         wait_for(lambda: [a["state"] for a in sdk.status(job_id)["attempts"]][:1] == ["no_capacity"], DEADLINE_S,
@@ -56,8 +46,8 @@ def test_a_pod_no_node_takes_ends_the_attempt_no_capacity_and_its_job_is_deleted
         doc = sdk.status(job_id)
         jobs_left = [key for key in cluster.objects if key[0] in ("jobs", "pods")]
         sdk.cancel(job_id)
-        thread.join(DEADLINE_S)
-        assert outcome.get("state") == "cancelled", doc
+        run["thread"].join(DEADLINE_S)
+        assert run["outcome"].get("state") == "cancelled", doc
 
     first = doc["attempts"][0]
     assert first["billed_s"] == 0.0 and first["cost_usd"] == 0.0

@@ -15,17 +15,14 @@ signal lands mid-training whatever the machine's speed (no timing margin).
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from spotfit import sdk
-from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.backends.kubernetes.manifests import LABEL_ATTEMPT
-from spotfit.controller.loop import Controller
 from spotfit.stores import open_store
 from tests.support.jobs import write_spec
 from tests.support.kube import FakeCluster
+from tests.support.kube_controller import drive
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -76,19 +73,6 @@ kubernetes: {{kubeconfig: "{kubeconfig}", spot: eks, grace_s: 60}}
 DEADLINE_S = 240.0
 
 
-def _drive(job_id: str) -> dict:
-    """The real controller loop in a thread (the emulator lives in this process)."""
-    outcome: dict = {}
-
-    def run() -> None:  # SQLite connections stay in the thread that made them
-        outcome["state"] = Controller(sdk.db(), job_id, backend=KubernetesBackend(allow_local_store=True),
-                                      poll_s=0.05).run()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return {"thread": thread, "outcome": outcome}
-
-
 def _job(tmp_path, name: str, cluster: FakeCluster, gate: str, preempt_at: str | None = None) -> str:
     src = tmp_path / "src" / "train.py"
     src.parent.mkdir(parents=True, exist_ok=True)
@@ -104,14 +88,14 @@ def test_a_reclaimed_node_and_an_eviction_preempt_and_the_job_resumes_exactly(tm
     folder.mkdir()
     with FakeCluster(folder) as cluster:
         baseline = _job(tmp_path, "baseline", cluster, gate="")
-        run = _drive(baseline)
+        run = drive(baseline)
         run["thread"].join(DEADLINE_S)
         assert run["outcome"].get("state") == "completed", sdk.status(baseline)
 
         # Then, at step 12 of the second attempt, the controller's own preemption (what a replayed
         # market or a policy switch sends): an eviction with 5 s of grace.
         job_id = _job(tmp_path, "reclaimed", cluster, gate=str(gate), preempt_at="12:5")
-        run = _drive(job_id)
+        run = drive(job_id)
         wait_for(lambda: (gate / "reached").exists(), DEADLINE_S, "the first attempt to reach step 7")
         [pod] = [p for p in cluster.pods(**{LABEL_ATTEMPT: "1"})
                  if p["metadata"]["labels"]["spotfit.io/job"] == job_id]
