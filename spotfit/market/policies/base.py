@@ -187,6 +187,7 @@ POLICIES: dict[str, str] = {
     "uniform_progress": "spotfit.market.policies.uniform_progress:UniformProgress",
     "spotfit": "spotfit.market.policies.spotfit:Spotfit",
     "rollout": "spotfit.market.policies.rollout:Rollout",
+    "plan": "spotfit.market.policies.plan:Plan",
     "optimum": "spotfit.market.policies.optimum:Optimum",
 }
 
