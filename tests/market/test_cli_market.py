@@ -26,7 +26,7 @@ def test_simulate_json_shape(tmp_path):
                                  "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["default_policy"] == "spotfit"
+    assert doc["default_policy"] == "mdp"
     run = doc["runs"][0]
     assert {"zone", "start_tick", "policy", "cost_usd", "met_deadline", "finish_h", "launches"} <= set(run)
     assert {r["zone"] for r in doc["runs"]} == {"a1", "a2", "*"}

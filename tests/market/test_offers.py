@@ -8,6 +8,7 @@ import pytest
 
 from spotfit.errors import UsageError
 from spotfit.market.offers import AVAILABILITY_PRIOR, launchable_clouds, plan
+from spotfit.market.policies.base import DEFAULT_POLICY
 from spotfit.market.trace import load_trace, zone_stats
 
 
@@ -18,7 +19,7 @@ def test_plan_ranks_history_offers_with_expected_figures():
     history = [o for o in p.offers if o.basis == "history"]
     assert len(history) == 10  # nine zones and all of them together
     best = p.recommended
-    assert best.basis == "history" and best.policy == "spotfit" and best.expected_preemptions is not None
+    assert best.basis == "history" and best.policy == DEFAULT_POLICY and best.expected_preemptions is not None
     assert best.deadline_met_share == 1.0 and best.finish_h <= 12
     assert p.to_json()["recommended"]["rank"] == 1
 

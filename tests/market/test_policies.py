@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spotfit.errors import UsageError
-from spotfit.market.policies.base import POLICIES, Policy, make_policy
+from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES, Policy, make_policy
 from spotfit.market.simulator import Job, simulate, start_ticks
 from spotfit.market.trace import load_trace
 from tests.support.traces import make_trace, with_future_flipped
@@ -35,9 +35,9 @@ def test_registry_makes_protocol_policies(name):
 
 
 def test_unknown_policy_lists_valid_names():
-    with pytest.raises(UsageError, match="greedy, on_demand, optimum, rollout, spotfit, uniform_progress"):
+    with pytest.raises(UsageError, match="greedy, mdp, on_demand, optimum, rollout, spotfit, uniform_progress"):
         make_policy("cheapest")
-    assert make_policy("default").name == "spotfit"
+    assert make_policy("default").name == "mdp"
 
 
 @pytest.mark.parametrize("name", ONLINE)
@@ -69,14 +69,15 @@ def test_policies_on_the_real_trace_meet_a_tight_deadline(name):
 
 @pytest.fixture(scope="module")
 def bundled_runs() -> dict:
-    """spotfit, optimum and on-demand on the bundled trace: a 10 h job, 14 h deadline, 0.2 h
-    start-up, from 4 start points, in each zone alone and in all 9 zones together."""
+    """spotfit, mdp (the default), optimum and on-demand on the bundled trace: a 10 h job, 14 h
+    deadline, 0.2 h start-up, from 4 start points, in each zone alone and in all 9 zones together."""
     trace = load_trace("aws-v100")
     job = Job.from_hours(10, 14, 0.2)
     runs = {}
     for s in start_ticks(trace, job, 4):
         for zones in [(z,) for z in trace.zones] + [trace.zones]:
-            runs[(s, zones)] = {p: simulate(p, trace, job, s, zones) for p in ("spotfit", "optimum", "on_demand")}
+            runs[(s, zones)] = {p: simulate(p, trace, job, s, zones)
+                                for p in ("spotfit", "mdp", "optimum", "on_demand")}
     return runs
 
 
@@ -95,23 +96,27 @@ def test_spotfit_on_all_zones_costs_under_half_of_on_demand_and_near_the_optimum
         assert r["spotfit"].cost_usd <= 1.5 * r["optimum"].cost_usd, (start, r["spotfit"], r["optimum"])
 
 
-def test_spotfit_in_one_zone_meets_every_deadline_and_saves_on_average(bundled_runs):
+@pytest.mark.parametrize("policy", ["spotfit", "mdp"])
+def test_one_zone_meets_every_deadline_and_saves_on_average(bundled_runs, policy):
     single = [r for key, r in bundled_runs.items() if len(key[1]) == 1]
     assert len(single) == 36
-    assert all(r["spotfit"].met_deadline for r in single)
-    to_od = [r["spotfit"].cost_usd / r["on_demand"].cost_usd for r in single]
-    to_opt = [r["spotfit"].cost_usd / r["optimum"].cost_usd for r in single]
-    assert np.mean(to_od) < 0.75 and max(to_od) <= 1.0 + 1e-9  # never dearer than on-demand here
+    assert all(r[policy].met_deadline for r in single)
+    to_od = [r[policy].cost_usd / r["on_demand"].cost_usd for r in single]
+    to_opt = [r[policy].cost_usd / r["optimum"].cost_usd for r in single]
+    # spotfit's reserve never made it dearer than on-demand here; mdp bets on expectations and,
+    # in 2 of these 36 windows (flaky zones: up runs of 3 to 10 ticks), lost up to 3.5%.
+    assert np.mean(to_od) < 0.75 and max(to_od) <= {"spotfit": 1.0, "mdp": 1.05}[policy] + 1e-9
     assert np.mean(to_opt) < 1.25 and max(to_opt) < 1.8
 
 
-def test_spotfit_uses_only_the_past():
+@pytest.mark.parametrize("name", ["spotfit", "mdp"])
+def test_policy_uses_only_the_past(name):
     trace = load_trace("aws-v100").select(["us-east-2a"])
     job = Job.from_hours(8, 9, 0.2)
     other = with_future_flipped(trace, 3000 + 100)  # ticks after the 100th tick of the run
     seen = []
     for t in (trace, other):
-        policy = make_policy("spotfit")
+        policy = make_policy(name)
         decisions = []
         original = policy.decide
         policy.decide = lambda ctx, o=original, d=decisions: d.append(o(ctx)) or d[-1]
@@ -134,7 +139,7 @@ def window_costs() -> dict:
             job = Job.from_hours(24, 24 * ratio, 0.2)
             for zone in trace.zones:
                 for s in start_ticks(trace, job, 3):
-                    for p in ("spotfit", "uniform_progress", "greedy"):
+                    for p in (DEFAULT_POLICY, "uniform_progress", "greedy"):
                         run = simulate(p, trace, job, s, (zone,))
                         costs[(name, ratio, zone, s, p)] = (run.cost_usd, run.met_deadline)
     return costs
@@ -142,7 +147,7 @@ def window_costs() -> dict:
 
 @pytest.mark.parametrize("baseline", ["uniform_progress", "greedy"])
 def test_default_is_cheaper_than_the_baselines_on_fixed_windows_and_misses_nothing(window_costs, baseline):
-    mine = {k[:-1]: v for k, v in window_costs.items() if k[-1] == "spotfit"}
+    mine = {k[:-1]: v for k, v in window_costs.items() if k[-1] == DEFAULT_POLICY}
     theirs = {k[:-1]: v for k, v in window_costs.items() if k[-1] == baseline}
     assert len(mine) == 36 and all(ok for _, ok in mine.values())
     for ratio in (1.1, 1.5):

@@ -187,11 +187,11 @@ POLICIES: dict[str, str] = {
     "uniform_progress": "spotfit.market.policies.uniform_progress:UniformProgress",
     "spotfit": "spotfit.market.policies.spotfit:Spotfit",
     "rollout": "spotfit.market.policies.rollout:Rollout",
-    "plan": "spotfit.market.policies.plan:Plan",
+    "mdp": "spotfit.market.policies.mdp:Mdp",
     "optimum": "spotfit.market.policies.optimum:Optimum",
 }
 
-DEFAULT_POLICY = "spotfit"
+DEFAULT_POLICY = "mdp"
 ALIASES = {"default": DEFAULT_POLICY}
 
 

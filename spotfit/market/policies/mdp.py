@@ -1,4 +1,4 @@
-"""`plan`: the plan of least expected cost under a model of the zone's own past, solved exactly.
+"""`mdp`: the plan of least expected cost under a model of the zone's own past, solved exactly.
 
 The zone's spot availability is modelled as alternating up and down runs (semi-Markov): the
 chance that the current run ends within the next step depends on how long it has lasted, and
@@ -13,7 +13,7 @@ and when on-demand is left for spot, follows from the deadline, the overhead, th
 run lengths seen so far. The deadline's safety rule (`safe_off_on_demand`) is kept on top, so
 the model's errors cost money, never the deadline.
 
-The program is solved on steps of `k` ticks (at most `MAX_WORK_STEPS` steps of work) and solved
+The program is solved on steps of `k` ticks (`MAX_WORK_STEPS`, `MAX_TIME_STEPS`) and solved
 again when the zone completes a run (its model changed), at most once per `RESOLVE_STEPS`
 steps. Its only numbers are the prior run lengths (`futures.PRIOR_*`, those of `spotfit` and
 `rollout`) and the age buckets.
@@ -26,8 +26,8 @@ against 1.041, 6 starts).
 
 Example:
 
->>> Plan().name
-'plan'
+>>> Mdp().name
+'mdp'
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ from spotfit.market.policies.base import (
 from spotfit.market.policies.futures import PRIOR_DOWN_H, PRIOR_RUNS, PRIOR_UP_H
 from spotfit.market.policies.spotfit import Spotfit
 
-MAX_WORK_STEPS = 240  # the work grid; a step is the fewest whole ticks that keep it this fine
+# A step is the fewest whole ticks that keep the work grid this fine and the time grid this
+# long (the solved table is 3 × 18 × work steps × time steps floats: under 50 MB).
+MAX_WORK_STEPS, MAX_TIME_STEPS = 240, 960
 RESOLVE_STEPS = 4  # a changed model is solved again at most once per this many steps
 # Lower edges (in steps) of the run-age buckets; the last bucket is open. A run's hazard is
 # taken constant within a bucket (the age advances to the next bucket at the bucket's pace).
@@ -74,10 +76,10 @@ class _Table:
     solved_tick: int
 
 
-class Plan(Spotfit):
+class Mdp(Spotfit):
     """`spotfit` for several zones; one zone's choices come from the solved program."""
 
-    name = "plan"
+    name = "mdp"
     multi_zone = True
 
     def reset(self) -> None:
@@ -118,7 +120,7 @@ class Plan(Spotfit):
         w = ctx.work_left_s / step_s
         o, left, mode = table.overhead_steps, ctx.overhead_left_s / step_s, ctx.mode.kind
         q = {Kind.ON_DEMAND: table.od_usd + after(nxt[_OD], w + (left if mode is Kind.ON_DEMAND else o) - 1)}
-        if idle_ok:
+        if idle_ok and mode is not Kind.ON_DEMAND:  # a paid on-demand launch is kept (see _solve)
             q[Kind.NONE] = after(nxt[_IDLE], w)
         if spot_ok:
             spot_next = np.where((np.arange(2 * _B) >= _B)[None, :], nxt[_SPOT], nxt[_IDLE])
@@ -127,7 +129,8 @@ class Plan(Spotfit):
 
     def _solved(self, ctx: Context, zone: str) -> _Table:
         market = ctx.market
-        k = max(1, math.ceil(ctx.work_s / ctx.gap_s / MAX_WORK_STEPS))
+        k = max(1, math.ceil(ctx.work_s / ctx.gap_s / MAX_WORK_STEPS),
+                math.ceil(ctx.deadline_s / ctx.gap_s / MAX_TIME_STEPS))
         ups, downs = market.up_runs(zone), market.down_runs(zone)
         key = (ups.size, downs.size)
         table = self._table
@@ -231,6 +234,8 @@ def _solve(steps: int, work: int, overhead: float, trans: np.ndarray, spot_usd: 
         idle = np.minimum(np.minimum(e_idle, od_launch), sp_launch)
         value[t, _IDLE] = idle
         value[t, _SPOT] = np.where(up[None, :], np.minimum(np.minimum(e_idle, od_launch), sp_run), idle)
-        value[t, _OD] = np.minimum(np.minimum(e_idle, od_run), sp_launch)
+        # On-demand runs until spot is taken again: stopping it to wait would throw away its
+        # launch, and a model that changes between solves could otherwise flip it on and off.
+        value[t, _OD] = np.minimum(od_run, sp_launch)
         value[t, :, 0] = 0.0
     return value
