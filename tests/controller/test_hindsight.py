@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from spotfit import sdk
 from spotfit.cli import app
-from spotfit.market.policies.base import POLICIES
+from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
 from spotfit.spec import JobSpec
 from tests.support.ledger import GAP_S, launch_cost_usd, ticks
 
@@ -58,7 +58,7 @@ def test_regret_is_spent_over_the_optimum_of_the_jobs_own_window():
     w = doc["hindsight"]["window"]
     assert w["zones"] == [ZONE] and w["start"].startswith("2023-02-16T08:19:16")
     assert w["work_h"] == pytest.approx(WORK_S / 3600.0) and w["overhead_h"] == pytest.approx(0.2)
-    assert doc["hindsight"]["note"] is None and doc["policy"] == "spotfit"
+    assert doc["hindsight"]["note"] is None and doc["policy"] == DEFAULT_POLICY
 
 
 def test_jobs_without_a_replayed_market_say_why_there_is_no_regret():
@@ -75,7 +75,7 @@ def test_cost_cli_shows_the_regret_and_json_carries_it():
     runner = CliRunner()
     shown = runner.invoke(app, ["cost", job_id])
     assert shown.exit_code == 0, shown.output
-    assert "hindsight in the job's window" in shown.stdout and "spotfit (this job's policy)" in shown.stdout
+    assert "hindsight in the job's window" in shown.stdout and f"{DEFAULT_POLICY} (this job's policy)" in shown.stdout
     assert "regret " in shown.stdout and "÷ optimum" in shown.stdout
     totals = json.loads(runner.invoke(app, ["cost", job_id, "--json"]).stdout)["totals"]
     assert {"optimum_usd", "policies", "regret"} <= set(totals) and totals["optimum_usd"] > 0

@@ -154,14 +154,15 @@ class _Recording(BasePolicy):
 
 
 def test_tight_deadline_on_a_dry_zone_switches_to_on_demand_and_finishes_in_time(job_spec):
-    # Offline first: for this job on this trace the default policy launches on-demand at once,
-    # since waiting for spot (gone for 3.25 h) cannot make a 2.5 h deadline.
+    # Offline first: for this job on this trace the default policy's first launch is on-demand,
+    # since spot is gone for 3.25 h and the deadline is 2.5 h (it may wait while the slack
+    # still affords a later on-demand launch: waiting is free until then).
     trace = load_trace("aws-v100")
     start_tick = tick_at("us-east-1a", DRY_START.timestamp())
-    policy = _Recording("spotfit")
+    policy = _Recording("default")
     run = simulate(policy, trace, Job.from_hours(0.8, 2.5, 0.5), start_tick, ("us-east-1a",))
     first_tick, first = next((t, d) for t, d in policy.seen if d.kind is not Kind.NONE)
-    assert run.met_deadline and (first_tick, first.kind) == (0, Kind.ON_DEMAND)
+    assert run.met_deadline and first.kind is Kind.ON_DEMAND and run.launches == 1
 
     doc = _json("run", str(job_spec(DRY, "dry")))
     assert doc["state"] == "completed", doc
