@@ -87,13 +87,14 @@ def bundled_runs() -> dict:
 # one zone alone, on average 0.65 x on-demand and 1.14 x the optimum, at worst 1.68 x.
 
 
-def test_spotfit_on_all_zones_costs_under_half_of_on_demand_and_near_the_optimum(bundled_runs):
+@pytest.mark.parametrize("policy", ["spotfit", "mdp"])
+def test_all_zones_cost_under_half_of_on_demand_and_near_the_optimum(bundled_runs, policy):
     multi = {key: r for key, r in bundled_runs.items() if len(key[1]) > 1}
     assert len(multi) == 4
     for (start, _), r in multi.items():
-        assert r["spotfit"].met_deadline and r["optimum"].met_deadline, start
-        assert r["spotfit"].cost_usd < 0.5 * r["on_demand"].cost_usd, (start, r["spotfit"], r["on_demand"])
-        assert r["spotfit"].cost_usd <= 1.5 * r["optimum"].cost_usd, (start, r["spotfit"], r["optimum"])
+        assert r[policy].met_deadline and r["optimum"].met_deadline, start
+        assert r[policy].cost_usd < 0.5 * r["on_demand"].cost_usd, (start, r[policy], r["on_demand"])
+        assert r[policy].cost_usd <= 1.5 * r["optimum"].cost_usd, (start, r[policy], r["optimum"])
 
 
 @pytest.mark.parametrize("policy", ["spotfit", "mdp"])

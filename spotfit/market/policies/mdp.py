@@ -18,11 +18,13 @@ again when the zone completes a run (its model changed), at most once per `RESOL
 steps. Its only numbers are the prior run lengths (`futures.PRIOR_*`, those of `spotfit` and
 `rollout`) and the age buckets.
 
-Several zones (`ctx.zones`) are decided by `spotfit`'s rules. Two programs for several zones
-were tried on the February trace and not kept: one per zone, taking the cheapest action over the
-zones (multi-zone mean over the five deadline ratios 1.105 × the optimum, 3 starts, against
-`spotfit`'s 1.032), and one over the zones' union with a hop rate, as `rollout` models it (1.060
-against 1.041, 6 starts).
+Several zones (`ctx.zones`) are one market, their union ("some zone is up", `_union_runs`):
+a job riding spot whose zone falls while another is up hops there for one more launch, at a
+rate per up step estimated from the past (the steadiest zone's falls minus the union's, as
+`rollout` models it); a launch goes to the up zone with the lowest effective price (spot price
+with the launch's overhead spread over the zone's expected rest of up time). Chosen on the
+February trace over `spotfit`'s rules for several zones and over one program per zone (figures
+in docs/benchmarks.md, in-sample note).
 
 Example:
 
@@ -40,6 +42,7 @@ import numpy as np
 from spotfit.market.policies.base import (
     NONE,
     ON_DEMAND,
+    BasePolicy,
     Context,
     Decision,
     Kind,
@@ -49,7 +52,7 @@ from spotfit.market.policies.base import (
     spot,
 )
 from spotfit.market.policies.futures import PRIOR_DOWN_H, PRIOR_RUNS, PRIOR_UP_H
-from spotfit.market.policies.spotfit import Spotfit
+from spotfit.market.policies.spotfit import effective_usd_per_h
 
 # A step is the fewest whole ticks that keep the work grid this fine and the time grid this
 # long (the solved table is 3 × 18 × work steps × time steps floats: under 50 MB).
@@ -73,12 +76,25 @@ class _Table:
     overhead_steps: float
     spot_usd: float  # per step
     od_usd: float  # per step
+    hop: float  # chance per step that a job riding spot must relaunch in another zone
     solved_tick: int
 
 
-class Mdp(Spotfit):
-    """`spotfit` for several zones; one zone's choices come from the solved program."""
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """What the program models: completed up and down runs (ticks), the current run, the spot
+    price, and (several zones) how often a job riding spot must hop zones while spot stays up."""
 
+    key: tuple
+    up_ticks: np.ndarray
+    down_ticks: np.ndarray
+    up_now: bool
+    age_ticks: int
+    spot_usd_per_h: float
+    hop_per_tick: float
+
+
+class Mdp(BasePolicy):
     name = "mdp"
     multi_zone = True
 
@@ -86,31 +102,32 @@ class Mdp(Spotfit):
         self._table: _Table | None = None
 
     def decide(self, ctx: Context) -> Decision:
-        if len(ctx.zones) > 1:
-            return super().decide(ctx)
-        zone, mode = ctx.zones[0], ctx.mode
-        up = ctx.market.is_available(zone)
+        runs = _zone_runs(ctx) if len(ctx.zones) == 1 else _union_runs(ctx)
+        mode, market = ctx.mode, ctx.market
+        riding = mode.kind is Kind.SPOT and market.is_available(str(mode.zone))
+        up = [z for z in ctx.zones if market.is_available(z)]
         idle_ok = safe_off_on_demand(ctx, 0.0)
-        spot_ok = up and safe_off_on_demand(ctx, gain_if_continued(ctx) if mode.kind is Kind.SPOT
-                                            else gain_if_launched(ctx))
+        spot_ok = bool(up) and safe_off_on_demand(ctx, gain_if_continued(ctx) if riding else gain_if_launched(ctx))
         if not (idle_ok or spot_ok):
             return ON_DEMAND
-        q = self._q_values(ctx, idle_ok, spot_ok)
+        q = self._q_values(ctx, runs, idle_ok, spot_ok, riding)
         # Ties go to what runs now (no launch for nothing), then to the cheaper resource.
         rank = {Kind.SPOT: 1, Kind.NONE: 2, Kind.ON_DEMAND: 3}
         best = min(q, key=lambda kind: (round(q[kind], 9), 0 if kind is mode.kind else rank[kind]))
-        return {Kind.SPOT: spot(zone), Kind.NONE: NONE, Kind.ON_DEMAND: ON_DEMAND}[best]
+        if best is Kind.SPOT:
+            return mode if riding else spot(min(up, key=lambda z: effective_usd_per_h(ctx, z)))
+        return ON_DEMAND if best is Kind.ON_DEMAND else NONE
 
-    def _q_values(self, ctx: Context, idle_ok: bool, spot_ok: bool) -> dict[Kind, float]:
+    def _q_values(self, ctx: Context, runs: _Runs, idle_ok: bool, spot_ok: bool,
+                  riding: bool) -> dict[Kind, float]:
         """Expected cost of each allowed action: this step's bill plus the expected value of the
         state it leads to, under the solved program."""
-        zone = ctx.zones[0]
-        table = self._solved(ctx, zone)
+        table = self._solved(ctx, runs)
         step_s = table.k * ctx.gap_s
         t = min(int(math.floor(ctx.time_left_s / step_s + 1e-9)), table.value.shape[0] - 1)
         if t < 1:
             return {Kind.ON_DEMAND: 0.0}
-        s = int(ctx.market.is_available(zone)) * _B + _bucket(ctx.market.run_ticks(zone), table.k)
+        s = int(runs.up_now) * _B + _bucket(runs.age_ticks, table.k)
         nxt = table.value[t - 1].astype(float)
         prob = table.trans[s]
 
@@ -124,31 +141,62 @@ class Mdp(Spotfit):
             q[Kind.NONE] = after(nxt[_IDLE], w)
         if spot_ok:
             spot_next = np.where((np.arange(2 * _B) >= _B)[None, :], nxt[_SPOT], nxt[_IDLE])
-            q[Kind.SPOT] = table.spot_usd + after(spot_next, w + (left if mode is Kind.SPOT else o) - 1)
+            x = w + (left if riding else o) - 1
+            q[Kind.SPOT] = table.spot_usd + (1 - table.hop) * after(spot_next, x) + table.hop * after(spot_next,
+                                                                                                    x + o)
         return q
 
-    def _solved(self, ctx: Context, zone: str) -> _Table:
-        market = ctx.market
+    def _solved(self, ctx: Context, runs: _Runs) -> _Table:
         k = max(1, math.ceil(ctx.work_s / ctx.gap_s / MAX_WORK_STEPS),
                 math.ceil(ctx.deadline_s / ctx.gap_s / MAX_TIME_STEPS))
-        ups, downs = market.up_runs(zone), market.down_runs(zone)
-        key = (ups.size, downs.size)
-        table = self._table
-        if table is not None and (table.key == key or market.tick - table.solved_tick < RESOLVE_STEPS * k):
+        table, tick = self._table, ctx.market.tick
+        if table is not None and (table.key == runs.key or tick - table.solved_tick < RESOLVE_STEPS * k):
             return table
         step_s = k * ctx.gap_s
         tick_h = ctx.gap_s / 3600.0
-        up_now, age = market.is_available(zone), market.run_ticks(zone)
-        trans = _transitions(_end_chances(ups, age if up_now else None, PRIOR_UP_H / tick_h, k),
-                             _end_chances(downs, None if up_now else age, PRIOR_DOWN_H / tick_h, k), k)
+        age_up, age_down = (runs.age_ticks, None) if runs.up_now else (None, runs.age_ticks)
+        trans = _transitions(_end_chances(runs.up_ticks, age_up, PRIOR_UP_H / tick_h, k),
+                             _end_chances(runs.down_ticks, age_down, PRIOR_DOWN_H / tick_h, k), k)
         steps = int(math.floor(ctx.time_left_s / step_s + 1e-9))
         work = int(math.ceil(ctx.work_left_s / step_s - 1e-9))
         overhead = ctx.overhead_s / step_s
-        spot_usd = market.spot_usd_per_h(zone) * step_s / 3600.0
-        od_usd = market.on_demand_usd_per_h(ctx.zones) * step_s / 3600.0
-        value = _solve(steps, work + math.ceil(overhead) + 2, overhead, trans, spot_usd, od_usd)
-        self._table = _Table(key, value, trans, k, overhead, spot_usd, od_usd, market.tick)
+        spot_usd = runs.spot_usd_per_h * step_s / 3600.0
+        od_usd = ctx.market.on_demand_usd_per_h(ctx.zones) * step_s / 3600.0
+        hop = 1.0 - (1.0 - runs.hop_per_tick) ** k
+        value = _solve(steps, work + 2 * math.ceil(overhead) + 2, overhead, trans, spot_usd, od_usd, hop)
+        self._table = _Table(runs.key, value, trans, k, overhead, spot_usd, od_usd, hop, tick)
         return self._table
+
+
+def _zone_runs(ctx: Context) -> _Runs:
+    market, zone = ctx.market, ctx.zones[0]
+    ups, downs = market.up_runs(zone), market.down_runs(zone)
+    return _Runs((ups.size, downs.size), ups, downs, market.is_available(zone), market.run_ticks(zone),
+                 market.spot_usd_per_h(zone), 0.0)
+
+
+def _union_runs(ctx: Context) -> _Runs:
+    """The zones' union ("some zone is up") as one market; a job riding spot hops (one more
+    launch) when its own zone falls while another is up. The hop rate is the steadiest zone's
+    falls per up tick minus the union's own (a hopping job goes where spot is expected to last;
+    the union's falls are outages, not hops), each with the prior's pseudo-runs."""
+    market = ctx.market
+    history = np.stack([market.history(z) for z in ctx.zones])
+    union: np.ndarray = np.any(history, axis=0)
+    starts = np.concatenate((np.zeros(1, dtype=int), np.flatnonzero(union[1:] != union[:-1]) + 1))
+    lengths = np.diff(np.concatenate((starts, [union.size])))
+    state = union[starts]
+    prior_falls, prior_ticks = PRIOR_RUNS, PRIOR_RUNS * PRIOR_UP_H * 3600.0 / ctx.gap_s
+    zone_rates = ((history[:, :-1] & ~history[:, 1:]).sum(axis=1) + prior_falls) / (
+        history.sum(axis=1) + prior_ticks)
+    union_rate = (int((union[:-1] & ~union[1:]).sum()) + prior_falls) / (float(union.sum()) + prior_ticks)
+    hop = max(0.0, float(zone_rates.min()) - union_rate)
+    up = [z for z in ctx.zones if market.is_available(z)]
+    price = min(market.spot_usd_per_h(z) for z in up) if up else float(
+        np.median([market.spot_usd_per_h(z) for z in ctx.zones]))
+    done_up, done_down = lengths[:-1][state[:-1]], lengths[:-1][~state[:-1]]
+    return _Runs(("*", done_up.size, done_down.size), done_up, done_down, bool(union[-1]), int(lengths[-1]),
+                 price, hop)
 
 
 def _edges_ticks(k: int) -> np.ndarray:
@@ -210,7 +258,7 @@ def _interp_rows(v: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _solve(steps: int, work: int, overhead: float, trans: np.ndarray, spot_usd: float,
-           od_usd: float) -> np.ndarray:
+           od_usd: float, hop: float = 0.0) -> np.ndarray:
     """Backward induction over t = 0..steps: V[t, mode, w, s] (see `_Table`)."""
     n_s = trans.shape[0]
     up = np.arange(n_s) >= _B
@@ -229,8 +277,10 @@ def _solve(steps: int, work: int, overhead: float, trans: np.ndarray, spot_usd: 
         e_spot = np.where(up[None, :], nxt[_SPOT], nxt[_IDLE]) @ tt
         od_run = od_usd + _interp_rows(e_od, run_x)
         od_launch = od_usd + _interp_rows(e_od, launch_x)
-        sp_run = np.where(up[None, :], spot_usd + _interp_rows(e_spot, run_x), inf)
-        sp_launch = np.where(up[None, :], spot_usd + _interp_rows(e_spot, launch_x), inf)
+        sp_run = np.where(up[None, :], spot_usd + (1 - hop) * _interp_rows(e_spot, run_x)
+                          + hop * _interp_rows(e_spot, run_x + overhead), inf)
+        sp_launch = np.where(up[None, :], spot_usd + (1 - hop) * _interp_rows(e_spot, launch_x)
+                             + hop * _interp_rows(e_spot, launch_x + overhead), inf)
         idle = np.minimum(np.minimum(e_idle, od_launch), sp_launch)
         value[t, _IDLE] = idle
         value[t, _SPOT] = np.where(up[None, :], np.minimum(np.minimum(e_idle, od_launch), sp_run), idle)

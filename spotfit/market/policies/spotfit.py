@@ -75,7 +75,7 @@ class Spotfit(BasePolicy):
         if ctx.mode.kind is Kind.SPOT:  # still up, or the simulator would have preempted it
             return ctx.mode if safe_off_on_demand(ctx, gain_if_continued(ctx)) else ON_DEMAND
         if up:
-            zone = min(up, key=lambda z: _effective_price(ctx, z))
+            zone = min(up, key=lambda z: effective_usd_per_h(ctx, z))
             if not safe_off_on_demand(ctx, gain_if_launched(ctx)):
                 return ON_DEMAND
             if ctx.mode.kind is Kind.NONE:
@@ -123,7 +123,8 @@ def _residual_h(lengths_h: np.ndarray, age_h: float) -> float:
     return float(longer.mean() - age_h)
 
 
-def _effective_price(ctx: Context, zone: str) -> float:
+def effective_usd_per_h(ctx: Context, zone: str) -> float:
+    """Spot price in `zone` with a launch's overhead spread over its expected rest of up time."""
     market = ctx.market
     price = market.spot_usd_per_h(zone)
     age_h = market.run_ticks(zone) * ctx.gap_s / 3600.0
