@@ -5,8 +5,8 @@ chance that the current run ends within the next step depends on how long it has
 is estimated from the runs the zone completed so far (`_end_chances`, with two pseudo-runs of prior
 lengths before there is history). A backward dynamic program over (steps left, work left, what
 runs now, the run's state and age) then gives the expected cost of the cheapest way to finish
-by the deadline, and the policy takes the action of least expected cost at each tick: wait,
-launch or keep spot, launch or keep on-demand. A launch adds the restart overhead to the work
+by the deadline, and the policy takes the action of least expected cost at each tick: wait
+(only while spot is down), launch or keep spot, launch or keep on-demand. A launch adds the restart overhead to the work
 left (its start-up is billed and makes no progress); a spot instance whose zone goes down is
 preempted. There is no tuned reserve or threshold: whether an outage is waited out or bridged,
 and when on-demand is left for spot, follows from the deadline, the overhead, the prices and the
@@ -106,8 +106,8 @@ class Mdp(BasePolicy):
         mode, market = ctx.mode, ctx.market
         riding = mode.kind is Kind.SPOT and market.is_available(str(mode.zone))
         up = [z for z in ctx.zones if market.is_available(z)]
-        idle_ok = safe_off_on_demand(ctx, 0.0)
         spot_ok = bool(up) and safe_off_on_demand(ctx, gain_if_continued(ctx) if riding else gain_if_launched(ctx))
+        idle_ok = not spot_ok and safe_off_on_demand(ctx, 0.0)  # never idle while spot can be had
         if not (idle_ok or spot_ok):
             return ON_DEMAND
         q = self._q_values(ctx, runs, idle_ok, spot_ok, riding)
@@ -281,9 +281,12 @@ def _solve(steps: int, work: int, overhead: float, trans: np.ndarray, spot_usd: 
                           + hop * _interp_rows(e_spot, run_x + overhead), inf)
         sp_launch = np.where(up[None, :], spot_usd + (1 - hop) * _interp_rows(e_spot, launch_x)
                              + hop * _interp_rows(e_spot, launch_x + overhead), inf)
-        idle = np.minimum(np.minimum(e_idle, od_launch), sp_launch)
+        # While spot is up the job runs (spot or on-demand): waiting then only buys the hope of a
+        # steadier run later, at the price of the job's time.
+        wait = np.where(up[None, :], inf, e_idle)
+        idle = np.minimum(np.minimum(wait, od_launch), sp_launch)
         value[t, _IDLE] = idle
-        value[t, _SPOT] = np.where(up[None, :], np.minimum(np.minimum(e_idle, od_launch), sp_run), idle)
+        value[t, _SPOT] = np.where(up[None, :], np.minimum(od_launch, sp_run), idle)
         # On-demand runs until spot is taken again: stopping it to wait would throw away its
         # launch, and a model that changes between solves could otherwise flip it on and off.
         value[t, _OD] = np.minimum(od_run, sp_launch)
