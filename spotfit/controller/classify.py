@@ -17,7 +17,7 @@ Example:
 ...     check_policy(spec)
 ... except ConfigError as err:
 ...     print(err.hint)
-Set `market.policy:` to one of default, greedy, on_demand, rollout, spotfit, uniform_progress, or leave it out.
+Set `market.policy:` to one of default, greedy, mdp, on_demand, rollout, spotfit, uniform_progress, or leave it out.
 """
 
 from __future__ import annotations

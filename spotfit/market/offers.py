@@ -23,7 +23,7 @@ Example:
 
 >>> p = plan("V100", count=1, work_h=10, deadline_h=12, starts=2)
 >>> p.recommended.basis, p.recommended.policy, p.recommended.launchable
-('history', 'spotfit', True)
+('history', 'mdp', True)
 >>> a100 = plan("A100", count=8, work_h=10, deadline_h=12, trace="aws-v100")
 >>> {o.basis for o in a100.offers}, a100.recommended.instance_type
 ({'catalog'}, 'p4d.24xlarge')

@@ -28,7 +28,7 @@ Example:
 
 >>> p = make_policy("on_demand")
 >>> p.name, sorted(POLICIES)[:2]
-('on_demand', ['greedy', 'on_demand'])
+('on_demand', ['greedy', 'mdp'])
 """
 
 from __future__ import annotations
