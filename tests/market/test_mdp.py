@@ -74,3 +74,44 @@ def test_outages_are_waited_out_only_when_the_slack_affords_them(down_ticks, dea
         assert Kind.ON_DEMAND in seen[:down_ticks] and run.on_demand_h > 1.5, path
     else:
         assert run.on_demand_h == 0 and seen[0] is Kind.NONE and Kind.SPOT in seen, path
+
+
+def _decisions(policy):
+    """Wrap `policy.decide` to record every decision."""
+    seen: list = []
+    decide = policy.decide
+    policy.decide = lambda ctx: seen.append(d := decide(ctx)) or d  # type: ignore[method-assign]
+    return seen
+
+
+def test_a_spot_launch_that_could_not_finish_its_start_up_is_not_made():
+    # Spot has been up for days and stays up; 0.3 h of slack over on-demand's 1 h + 0.2 h.
+    # A spot launch would pass the deadline check of its first tick, but its 12 ticks of
+    # start-up would not: the safety rule would stop it after 5 ticks, billed for nothing.
+    trace = make_trace([[1] * 6000], spot=1.0, on_demand=3.0, gap_s=60)
+    policy = make_policy("mdp")
+    seen = _decisions(policy)
+    run = simulate(policy, trace, Job.from_hours(1.0, 1.3, 0.2), 3000)
+    assert run.met_deadline
+    assert run.launches == 1 and run.spot_h == 0, [d.kind.value for d in seen[:8]]
+
+
+@pytest.mark.parametrize(("cheap_usd", "hops"), [(0.5, True), (0.99, False)])
+def test_a_job_on_spot_hops_to_a_cheaper_zone_only_when_the_saving_pays_the_launches(cheap_usd, hops):
+    # z0: always up at $1/h. z1: 10-hour up runs between 10-minute outages, at `cheap_usd`; the
+    # job starts in one of z1's outages, so it launches in z0, then z1 comes back.
+    z1 = ([1] * 600 + [0] * 10) * 8
+    start = len(z1) - 5
+    z1 += [1] * 2000
+    trace = make_trace([[1] * len(z1), z1], spot=[[1.0], [cheap_usd]], on_demand=3.0, gap_s=60)
+    policy = make_policy("mdp")
+    seen = _decisions(policy)
+    run = simulate(policy, trace, Job.from_hours(4.0, 6.0, 0.2), start)
+    assert run.met_deadline and run.on_demand_h == 0
+    assert seen[0].zone == "z0"
+    zones = [d.zone for d in seen]
+    if hops:  # one hop, soon after z1 is back: the rest of the work at half the price
+        assert run.launches == 2 and zones[-1] == "z1" and zones.index("z1") < 15, zones[:20]
+        assert run.cost_usd < 0.6 * (4.0 + 0.4)
+    else:  # a cent an hour never pays a launch
+        assert run.launches == 1 and set(zones) == {"z0"}

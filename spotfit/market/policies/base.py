@@ -144,6 +144,18 @@ def safe_off_on_demand(ctx: Context, gain_s: float) -> bool:
     return ctx.now_s + ctx.gap_s + ctx.overhead_s + left_s <= ctx.deadline_s + 1e-6
 
 
+def start_up_safe(ctx: Context) -> bool:
+    """True when a fresh spot launch now can finish its start-up before `safe_off_on_demand`
+    would stop it: a launch stopped in its start-up is billed and makes no progress.
+
+    A start-up of more than one tick is asked again at each of its ticks; the tightest check is
+    at its last tick, which needs now + 2 × overhead + the work left to fit by the deadline.
+    """
+    if ctx.overhead_s <= ctx.gap_s:
+        return True
+    return ctx.now_s + 2 * ctx.overhead_s + ctx.work_left_s <= ctx.deadline_s + 1e-6
+
+
 def near_deadline(ctx: Context, extra_s: float) -> bool:
     """True when the work left plus `extra_s` no longer fits the time left, counted in whole
     ticks as the published Can't Be Late simulator counts them (work rounded up, time down)."""

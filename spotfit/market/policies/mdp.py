@@ -11,7 +11,8 @@ left (its start-up is billed and makes no progress); a spot instance whose zone 
 preempted. There is no tuned reserve or threshold: whether an outage is waited out or bridged,
 and when on-demand is left for spot, follows from the deadline, the overhead, the prices and the
 run lengths seen so far. The deadline's safety rule (`safe_off_on_demand`) is kept on top, so
-the model's errors cost money, never the deadline.
+the model's errors cost money, never the deadline; a spot launch whose start-up that rule would
+cut short is not made (`start_up_safe`).
 
 The program is solved on steps of `k` ticks (`MAX_WORK_STEPS`, `MAX_TIME_STEPS`) and solved
 again when the zone completes a run (its model changed), at most once per `RESOLVE_STEPS`
@@ -24,7 +25,9 @@ rate per up step estimated from the past (the steadiest zone's falls minus the u
 `rollout` models it); a launch goes to the up zone with the lowest effective price (spot price
 with the launch's overhead spread over the zone's expected rest of up time). Chosen on the
 February trace over `spotfit`'s rules for several zones and over one program per zone (figures
-in docs/benchmarks.md, in-sample note).
+in docs/benchmarks.md, in-sample note). A job riding spot hops to a cheaper up zone when the
+price saved over that zone's median rest of up time pays the launches of the hop
+(`_cheaper_zone`).
 
 Example:
 
@@ -50,9 +53,10 @@ from spotfit.market.policies.base import (
     gain_if_launched,
     safe_off_on_demand,
     spot,
+    start_up_safe,
 )
 from spotfit.market.policies.futures import PRIOR_DOWN_H, PRIOR_RUNS, PRIOR_UP_H
-from spotfit.market.policies.spotfit import effective_usd_per_h
+from spotfit.market.policies.spotfit import effective_usd_per_h, rest_h
 
 # A step is the fewest whole ticks that keep the work grid this fine and the time grid this
 # long (the solved table is 3 × 18 × work steps × time steps floats: under 50 MB).
@@ -106,7 +110,8 @@ class Mdp(BasePolicy):
         mode, market = ctx.mode, ctx.market
         riding = mode.kind is Kind.SPOT and market.is_available(str(mode.zone))
         up = [z for z in ctx.zones if market.is_available(z)]
-        spot_ok = bool(up) and safe_off_on_demand(ctx, gain_if_continued(ctx) if riding else gain_if_launched(ctx))
+        spot_ok = bool(up) and (safe_off_on_demand(ctx, gain_if_continued(ctx)) if riding else
+                                safe_off_on_demand(ctx, gain_if_launched(ctx)) and start_up_safe(ctx))
         idle_ok = not spot_ok and safe_off_on_demand(ctx, 0.0)  # never idle while spot can be had
         if not (idle_ok or spot_ok):
             return ON_DEMAND
@@ -114,9 +119,46 @@ class Mdp(BasePolicy):
         # Ties go to what runs now (no launch for nothing), then to the cheaper resource.
         rank = {Kind.SPOT: 1, Kind.NONE: 2, Kind.ON_DEMAND: 3}
         best = min(q, key=lambda kind: (round(q[kind], 9), 0 if kind is mode.kind else rank[kind]))
+        if best is Kind.SPOT and riding:
+            return self._cheaper_zone(ctx, runs, up) or mode
         if best is Kind.SPOT:
-            return mode if riding else spot(min(up, key=lambda z: effective_usd_per_h(ctx, z)))
+            return spot(min(up, key=lambda z: effective_usd_per_h(ctx, z)))
         return ON_DEMAND if best is Kind.ON_DEMAND else NONE
+
+    def _cheaper_zone(self, ctx: Context, runs: _Runs, up: list[str]) -> Decision | None:
+        """Riding spot in one of several zones: hop to a cheaper up zone when the price saved over
+        that zone's typical (median) rest of up time pays the launches the hop costs (this one, and the
+        return when the new zone's run ends first), each valued by the program (its bill and
+        the slack it spends)."""
+        here = str(ctx.mode.zone)
+        others = [z for z in up if z != here and ctx.market.spot_usd_per_h(z) < ctx.market.spot_usd_per_h(here)]
+        if not others or not (safe_off_on_demand(ctx, gain_if_launched(ctx)) and start_up_safe(ctx)):
+            return None
+        launch_usd = self._launch_usd(ctx, runs)
+        work_h = ctx.work_left_s / 3600.0
+        rest_here = rest_h(ctx, here, typical=True)
+        best, best_gain = None, 0.0
+        for z in others:
+            rest = min(rest_h(ctx, z, typical=True), work_h)
+            saved = (ctx.market.spot_usd_per_h(here) - ctx.market.spot_usd_per_h(z)) * rest
+            launches = 1.0 + rest_here / (rest_here + rest)  # the return, if this run ends first
+            gain = saved - launches * launch_usd
+            if gain > best_gain:
+                best, best_gain = z, gain
+        return spot(best) if best else None
+
+    def _launch_usd(self, ctx: Context, runs: _Runs) -> float:
+        """What one more launch of the spot instance costs now, in expected $ under the program."""
+        table = self._solved(ctx, runs)
+        step_s = table.k * ctx.gap_s
+        t = min(int(math.floor(ctx.time_left_s / step_s + 1e-9)), table.value.shape[0] - 1)
+        if t < 1:
+            return math.inf
+        s = int(runs.up_now) * _B + _bucket(runs.age_ticks, table.k)
+        spot_next = np.where((np.arange(2 * _B) >= _B)[None, :], table.value[t - 1, _SPOT], table.value[t - 1, _IDLE])
+        x = ctx.work_left_s / step_s + ctx.overhead_left_s / step_s - 1
+        rows = _interp_rows(spot_next.astype(float), np.array([x, x + table.overhead_steps]))
+        return float((rows[1] - rows[0]) @ table.trans[s])
 
     def _q_values(self, ctx: Context, runs: _Runs, idle_ok: bool, spot_ok: bool,
                   riding: bool) -> dict[Kind, float]:

@@ -115,21 +115,25 @@ def _runs_h(ctx: Context, zone: str, up: bool) -> np.ndarray:
     return lengths * (ctx.gap_s / 3600.0)
 
 
-def _residual_h(lengths_h: np.ndarray, age_h: float) -> float:
-    """Expected rest of a run that has lasted `age_h`, from the past runs' lengths."""
+def _residual_h(lengths_h: np.ndarray, age_h: float, typical: bool = False) -> float:
+    """Expected (or, `typical`, median) rest of a run that has lasted `age_h`, from the past
+    runs' lengths."""
     longer = lengths_h[lengths_h > age_h]
     if longer.size < 3:
         return max(age_h, _PRIOR_RUN_H)
-    return float(longer.mean() - age_h)
+    return float((np.median(longer) if typical else longer.mean()) - age_h)
+
+
+def rest_h(ctx: Context, zone: str, typical: bool = False) -> float:
+    """Expected (or, `typical`, median) rest of `zone`'s current up run in hours, from its past
+    up runs: the mean is pulled up by the rare long runs, the median is what a run usually gives."""
+    return _residual_h(_runs_h(ctx, zone, True), ctx.market.run_ticks(zone) * ctx.gap_s / 3600.0, typical)
 
 
 def effective_usd_per_h(ctx: Context, zone: str) -> float:
     """Spot price in `zone` with a launch's overhead spread over its expected rest of up time."""
-    market = ctx.market
-    price = market.spot_usd_per_h(zone)
-    age_h = market.run_ticks(zone) * ctx.gap_s / 3600.0
-    rest_h = _residual_h(_runs_h(ctx, zone, True), age_h)
-    return price * (1.0 + (ctx.overhead_s / 3600.0) / max(rest_h, 1e-3))
+    price = ctx.market.spot_usd_per_h(zone)
+    return price * (1.0 + (ctx.overhead_s / 3600.0) / max(rest_h(ctx, zone), 1e-3))
 
 
 def _means_h(runs: _Runs) -> tuple[float, float]:
