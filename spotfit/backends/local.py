@@ -30,8 +30,6 @@ import time
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-import psutil
-
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.errors import SpotfitError
@@ -96,7 +94,7 @@ class LocalBackend:
                 start_new_session=True,  # its own process group: signals reach all of it
             )
         self._children[proc.pid] = proc
-        return LocalProcess(pid=proc.pid, create_time=psutil.Process(proc.pid).create_time(), log=str(log_path))
+        return LocalProcess.of(proc.pid, log=str(log_path))
 
     def status(self, handle: LocalHandle) -> AttemptStatus:
         if len(handle.processes) == 1:

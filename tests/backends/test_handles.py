@@ -43,3 +43,31 @@ def test_handles_are_frozen_and_hashable():
 
 def test_a_handle_of_a_process_that_is_gone_is_not_alive():
     assert not LocalProcess(pid=2**22 - 1, create_time=1.0).alive()
+
+
+def test_a_live_attempt_stays_alive_and_signalable_when_the_system_clock_is_stepped(monkeypatch):
+    # psutil's create_time is boot time (as the clock tells it now) + ticks since boot: an NTP
+    # step moves it, and a handle compared on it looked gone, so its notice was never sent.
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        member = LocalProcess.of(child.pid)
+        assert member.start_s is not None and member.alive()
+        assert LocalHandle.from_json(LocalHandle((member,)).to_json()).processes == (member,)
+        stepped = psutil.boot_time() + 5.0
+        monkeypatch.setattr("psutil._pslinux.boot_time", lambda: stepped)
+        assert abs(psutil.Process(child.pid).create_time() - member.create_time) > 4  # what moved
+        assert member.alive()
+        legacy = LocalProcess(child.pid, member.create_time)  # no start_s: the old comparison
+        assert not legacy.alive()
+        member.signal_group(signal.SIGTERM)
+        assert child.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
