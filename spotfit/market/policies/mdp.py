@@ -149,29 +149,33 @@ class Mdp(BasePolicy):
 
     def _launch_usd(self, ctx: Context, runs: _Runs) -> float:
         """What one more launch of the spot instance costs now, in expected $ under the program."""
+        now = self._now(ctx, runs)
+        if now is None:
+            return math.inf
+        table, nxt, prob, step_s = now
+        x = ctx.work_left_s / step_s + ctx.overhead_left_s / step_s - 1
+        rows = _interp_rows(_spot_next(nxt), np.array([x, x + table.overhead_steps]))
+        return float((rows[1] - rows[0]) @ prob)
+
+    def _now(self, ctx: Context, runs: _Runs) -> tuple[_Table, np.ndarray, np.ndarray, float] | None:
+        """The solved program read at this tick: the table, the values one step on (per mode), the
+        chances of the next step's phases, the step in seconds; None with less than a step left."""
         table = self._solved(ctx, runs)
         step_s = table.k * ctx.gap_s
         t = min(int(math.floor(ctx.time_left_s / step_s + 1e-9)), table.value.shape[0] - 1)
         if t < 1:
-            return math.inf
+            return None
         s = int(runs.up_now) * _B + _bucket(runs.age_ticks, table.k)
-        spot_next = np.where((np.arange(2 * _B) >= _B)[None, :], table.value[t - 1, _SPOT], table.value[t - 1, _IDLE])
-        x = ctx.work_left_s / step_s + ctx.overhead_left_s / step_s - 1
-        rows = _interp_rows(spot_next.astype(float), np.array([x, x + table.overhead_steps]))
-        return float((rows[1] - rows[0]) @ table.trans[s])
+        return table, table.value[t - 1].astype(float), table.trans[s], step_s
 
     def _q_values(self, ctx: Context, runs: _Runs, idle_ok: bool, spot_ok: bool,
                   riding: bool) -> dict[Kind, float]:
         """Expected cost of each allowed action: this step's bill plus the expected value of the
         state it leads to, under the solved program."""
-        table = self._solved(ctx, runs)
-        step_s = table.k * ctx.gap_s
-        t = min(int(math.floor(ctx.time_left_s / step_s + 1e-9)), table.value.shape[0] - 1)
-        if t < 1:
+        now = self._now(ctx, runs)
+        if now is None:
             return {Kind.ON_DEMAND: 0.0}
-        s = int(runs.up_now) * _B + _bucket(runs.age_ticks, table.k)
-        nxt = table.value[t - 1].astype(float)
-        prob = table.trans[s]
+        table, nxt, prob, step_s = now
 
         def after(v: np.ndarray, w: float) -> float:
             return float(_interp_rows(v, np.array([w]))[0] @ prob)
@@ -182,7 +186,7 @@ class Mdp(BasePolicy):
         if idle_ok and mode is not Kind.ON_DEMAND:  # a paid on-demand launch is kept (see _solve)
             q[Kind.NONE] = after(nxt[_IDLE], w)
         if spot_ok:
-            spot_next = np.where((np.arange(2 * _B) >= _B)[None, :], nxt[_SPOT], nxt[_IDLE])
+            spot_next = _spot_next(nxt)
             x = w + (left if riding else o) - 1
             q[Kind.SPOT] = table.spot_usd + (1 - table.hop) * after(spot_next, x) + table.hop * after(spot_next,
                                                                                                     x + o)
@@ -239,6 +243,11 @@ def _union_runs(ctx: Context) -> _Runs:
     done_up, done_down = lengths[:-1][state[:-1]], lengths[:-1][~state[:-1]]
     return _Runs(("*", done_up.size, done_down.size), done_up, done_down, bool(union[-1]), int(lengths[-1]),
                  price, hop)
+
+
+def _spot_next(nxt: np.ndarray) -> np.ndarray:
+    """Values after a step on spot: riding on where spot is still up, idle (preempted) where not."""
+    return np.where((np.arange(2 * _B) >= _B)[None, :], nxt[_SPOT], nxt[_IDLE])
 
 
 def _edges_ticks(k: int) -> np.ndarray:
