@@ -25,6 +25,26 @@ def schedule(name: str, available: list[int], work_ticks: int, deadline_ticks: i
     return run, "".join(letters)
 
 
+def zone_schedule(name: str, available: list[list[int]], work_ticks: int, deadline_ticks: int):
+    """Over two or more zones together: the run and each tick's decision as a letter and, on
+    spot, the zone ("S0" spot in z0, "O" on-demand, "-" idle), space-separated."""
+    width = max(map(len, available)) + 40
+    trace = make_trace([row + [row[-1]] * (width - len(row)) for row in available], gap_s=60,
+                       spot=1.0, on_demand=3.0)
+    policy = make_policy(name)
+    seen: list[str] = []
+    decide = policy.decide
+
+    def record(ctx):
+        d = decide(ctx)
+        seen.append(LETTER[d.kind] + (str(d.zone)[1:] if d.kind is Kind.SPOT else ""))
+        return d
+
+    policy.decide = record  # type: ignore[method-assign]
+    run = simulate(policy, trace, Job(work_ticks * 60.0, deadline_ticks * 60.0, 60.0), 0, trace.zones)
+    return run, " ".join(seen)
+
+
 def usd(spot_ticks: int, od_ticks: int) -> float:
     return (spot_ticks * 1.0 + od_ticks * 3.0) / 60
 
@@ -79,3 +99,23 @@ def test_greedy_on_a_dead_zone_waits_until_the_2d_line():
     run, letters = schedule("greedy", [0], 5, 10)
     assert letters == "---OOOOOO"
     assert run.cost_usd == pytest.approx(usd(0, 6)) and run.finish_h == pytest.approx(9 * 60 / 3600)
+
+
+def test_greedy_over_two_zones_takes_the_first_up_zone_and_rides_it_until_it_falls():
+    # Work 6 ticks, deadline 30. t0 z0 up: launch z0; t1 +1; t2 z0 falls, z1 is
+    # up: launch z1; t3-t5 ride z1 although z0 is up again (+3); t6 both down: wait; t7 z0 up:
+    # launch z0; t8-t9 +2, done.
+    run, letters = zone_schedule("greedy", [[1, 1, 0, 1, 1, 0, 0, 1], [0, 1, 1, 1, 1, 1, 0, 0]], 6, 30)
+    assert letters == "S0 S0 S1 S1 S1 S1 - S0 S0 S0"
+    assert (run.launches, run.preemptions, run.met_deadline) == (3, 2, True)
+    assert run.cost_usd == pytest.approx(usd(9, 0))
+
+
+def test_uniform_progress_over_two_zones_counts_spot_as_down_only_when_every_zone_is():
+    # Work 10, deadline 20 (ep(t) = t / 2). t0 launch z0; t1 +1; t2 z0 falls, z1 up: launch z1;
+    # t3 both down and behind (1 < 1.5): on-demand; t4 hold; t5-t7 z1 up but cp < ep(t + 2d):
+    # hold; t8 cp = 5 = ep(10): spot in z1, the first up zone; t9-t13 +5, done.
+    run, letters = zone_schedule("uniform_progress", [[1, 1, 0, 0], [0, 0, 1, 0, 0, 1]], 10, 20)
+    assert letters == "S0 S0 S1 O O O O O S1 S1 S1 S1 S1 S1"
+    assert (run.launches, run.preemptions, run.met_deadline) == (4, 2, True)
+    assert run.cost_usd == pytest.approx(usd(9, 5))

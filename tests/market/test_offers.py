@@ -104,8 +104,10 @@ def test_a_start_outside_the_trace_and_a_bad_policy_are_usage_errors():
         plan("V100", work_h=4, deadline_h=5, policy="optimum")
 
 
-def test_the_job_policy_is_the_one_simulated():
-    p = plan("V100", work_h=4, deadline_h=5, zones=["us-west-2b", "us-east-1a"], policy="greedy", starts=1)
+@pytest.mark.parametrize("policy, offers", [("greedy", 3), ("on_demand", 2)])
+def test_the_job_policy_is_the_one_simulated(policy, offers):
+    p = plan("V100", work_h=4, deadline_h=5, zones=["us-west-2b", "us-east-1a"], policy=policy, starts=1)
     history = [o for o in p.offers if o.basis == "history"]
-    assert {o.policy for o in history} == {"greedy"} and p.policy == "greedy"
-    assert len(history) == 2  # greedy is single-zone: no offer over both zones
+    assert {o.policy for o in history} == {policy} and p.policy == policy
+    # greedy takes several zones together (one more offer over both); on_demand is single-zone
+    assert len(history) == offers

@@ -181,6 +181,15 @@ def deadline_safety(ctx: Context, choice: Decision, spot_choice: Decision | None
     return choice
 
 
+def first_spot(ctx: Context) -> Decision | None:
+    """Spot as the published baselines take it over several zones: the running spot launch while
+    its zone is up, else the first up zone in the job's order of `ctx.zones` (the ADRS
+    multi-region starting program tries regions in order), else None. One zone: that zone if up."""
+    if ctx.mode.kind is Kind.SPOT and ctx.market.is_available(str(ctx.mode.zone)):
+        return ctx.mode
+    return next((spot(z) for z in ctx.zones if ctx.market.is_available(z)), None)
+
+
 def gain_if_continued(ctx: Context) -> float:
     """Progress this tick if the current launch keeps running."""
     if ctx.mode.kind is Kind.NONE:

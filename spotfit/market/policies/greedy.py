@@ -9,7 +9,9 @@ Be Late simulator's greedy baseline, applied in this order:
 3. When the time left is at most the work left + d, run on-demand, except that a spot
    instance that has paid its start-up rides on until it is preempted.
 
-Times are counted in whole ticks as in `uniform_progress` (`near_deadline`).
+Times are counted in whole ticks as in `uniform_progress` (`near_deadline`). Several zones: spot
+in the first up zone of the job's order, ridden until that zone goes down, as `uniform_progress`
+takes it (`first_spot`).
 
 Example:
 
@@ -25,15 +27,14 @@ from spotfit.market.policies.base import (
     Context,
     Decision,
     deadline_safety,
-    spot,
+    first_spot,
 )
 
 
 class Greedy(BasePolicy):
     name = "greedy"
+    multi_zone = True
 
     def decide(self, ctx: Context) -> Decision:
-        zone = ctx.zones[0]
-        has_spot = ctx.market.is_available(zone)
-        choice = spot(zone) if has_spot else NONE
-        return deadline_safety(ctx, choice, spot(zone) if has_spot else None)
+        spot_choice = first_spot(ctx)
+        return deadline_safety(ctx, spot_choice or NONE, spot_choice)

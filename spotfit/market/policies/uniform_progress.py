@@ -16,6 +16,10 @@ Times in rules 4 and 5 are counted in whole ticks as the published simulator cou
 time left rounded down, the work left plus overheads rounded up. Nothing is added to these
 rules, so that the figures of this baseline compare with the paper's.
 
+Several zones (the multi-region Uniform Progress of the ADRS study's starting program): spot is
+available when any zone is up; a spot launch goes to the first up zone in the job's order and
+rides until that zone goes down (`first_spot`). With one zone this is the policy above.
+
 Example:
 
 >>> UniformProgress().name
@@ -32,22 +36,23 @@ from spotfit.market.policies.base import (
     Decision,
     Kind,
     deadline_safety,
-    spot,
+    first_spot,
 )
 
 
 class UniformProgress(BasePolicy):
     name = "uniform_progress"
+    multi_zone = True
 
     def decide(self, ctx: Context) -> Decision:
-        zone = ctx.zones[0]
-        has_spot = ctx.market.is_available(zone)
+        spot_choice = first_spot(ctx)
+        has_spot = spot_choice is not None
         mode = ctx.mode.kind
         rate = ctx.work_s / ctx.deadline_s
         d = ctx.overhead_s
-        choice = spot(zone) if has_spot else NONE
+        choice = spot_choice or NONE
         if not has_spot and ctx.work_done_s < rate * ctx.now_s:
             choice = ON_DEMAND
         if mode is Kind.ON_DEMAND and (not has_spot or ctx.work_done_s < rate * (ctx.now_s + 2 * d)):
             choice = ON_DEMAND
-        return deadline_safety(ctx, choice, spot(zone) if has_spot else None)
+        return deadline_safety(ctx, choice, spot_choice)
