@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from spotfit.market.policies.base import Kind, make_policy
-from spotfit.market.policies.mdp import _B, _IDLE, _SPOT, _end_chances, _solve, _transitions
+from spotfit.market.policies.base import NONE, Context
+from spotfit.market.policies.mdp import _B, _IDLE, _SPOT, _end_chances, _solve, _transitions, _union_runs
 from spotfit.market.simulator import Job, simulate
+from spotfit.market.view import MarketView
 from tests.support.traces import make_trace
 
 # Phases: s = up * _B + age bucket; a run in its first tick is in bucket 0.
@@ -115,3 +117,21 @@ def test_a_job_on_spot_hops_to_a_cheaper_zone_only_when_the_saving_pays_the_laun
         assert run.cost_usd < 0.6 * (4.0 + 0.4)
     else:  # a cent an hour never pays a launch
         assert run.launches == 1 and set(zones) == {"z0"}
+
+
+def _union_hop_per_tick(available: list[list[int]], tick: int) -> float:
+    trace = make_trace(available, gap_s=3600)  # 1 h ticks: the prior is 2 falls in 8 up ticks
+    ctx = Context(0.0, 3600, 3600.0, 0.0, 7200.0, 720.0, NONE, 0.0, MarketView.of_trace(trace, tick),
+                  trace.zones)
+    return _union_runs(ctx).hop_per_tick
+
+
+def test_several_zones_hop_at_the_steadiest_zones_rate_of_falls_while_another_is_up():
+    # Without history a fall is expected every 4 h of up time, each a hop (the prior alone).
+    assert _union_hop_per_tick([[1, 1], [1, 1]], 0) == pytest.approx(2 / (1 + 8))
+    # z0 falls once at t4 with z1 up: (1 + 2) / (7 up ticks + 8); z1 falls at t5 with z0 up:
+    # (1 + 2) / (6 + 8). The steadier zone's rate is the hop rate; the union never fell.
+    z0, z1 = [1, 1, 1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 1, 0, 0, 1]
+    assert _union_hop_per_tick([z0, z1], 7) == pytest.approx(3 / 15)
+    # A fall with every zone down is the union's outage, not a hop: z0's rate counts no fall.
+    assert _union_hop_per_tick([[1, 1, 1, 0, 1, 1], [0, 0, 0, 0, 1, 1]], 5) == pytest.approx(2 / (5 + 8))

@@ -21,8 +21,8 @@ steps. Its only numbers are the prior run lengths (`futures.PRIOR_*`, those of `
 
 Several zones (`ctx.zones`) are one market, their union ("some zone is up", `_union_runs`):
 a job riding spot whose zone falls while another is up hops there for one more launch, at a
-rate per up step estimated from the past (the steadiest zone's falls minus the union's, as
-`rollout` models it); a launch goes to the up zone with the lowest effective price (spot price
+rate per up step estimated from the past (the steadiest zone's falls while another zone is up,
+per up tick, with the prior's pseudo-runs); a launch goes to the up zone with the lowest effective price (spot price
 with the launch's overhead spread over the zone's expected rest of up time). Chosen on the
 February trace over `spotfit`'s rules for several zones and over one program per zone (figures
 in docs/benchmarks.md, in-sample note). A job riding spot hops to a cheaper up zone when the
@@ -224,8 +224,9 @@ def _zone_runs(ctx: Context) -> _Runs:
 def _union_runs(ctx: Context) -> _Runs:
     """The zones' union ("some zone is up") as one market; a job riding spot hops (one more
     launch) when its own zone falls while another is up. The hop rate is the steadiest zone's
-    falls per up tick minus the union's own (a hopping job goes where spot is expected to last;
-    the union's falls are outages, not hops), each with the prior's pseudo-runs."""
+    falls into a tick where another zone is up, per up tick of that zone (a hopping job goes
+    where spot is expected to last; a fall with every zone down is the union's outage, not a
+    hop), with the prior's pseudo-runs: without history, a fall per 4 h up, each a hop."""
     market = ctx.market
     history = np.stack([market.history(z) for z in ctx.zones])
     union: np.ndarray = np.any(history, axis=0)
@@ -233,10 +234,9 @@ def _union_runs(ctx: Context) -> _Runs:
     lengths = np.diff(np.concatenate((starts, [union.size])))
     state = union[starts]
     prior_falls, prior_ticks = PRIOR_RUNS, PRIOR_RUNS * PRIOR_UP_H * 3600.0 / ctx.gap_s
-    zone_rates = ((history[:, :-1] & ~history[:, 1:]).sum(axis=1) + prior_falls) / (
-        history.sum(axis=1) + prior_ticks)
-    union_rate = (int((union[:-1] & ~union[1:]).sum()) + prior_falls) / (float(union.sum()) + prior_ticks)
-    hop = max(0.0, float(zone_rates.min()) - union_rate)
+    others_up = history.sum(axis=0)[None, :] - history > 0
+    hops = (history[:, :-1] & ~history[:, 1:] & others_up[:, 1:]).sum(axis=1)
+    hop = float(((hops + prior_falls) / (history.sum(axis=1) + prior_ticks)).min())
     up = [z for z in ctx.zones if market.is_available(z)]
     price = min(market.spot_usd_per_h(z) for z in up) if up else float(
         np.median([market.spot_usd_per_h(z) for z in ctx.zones]))
