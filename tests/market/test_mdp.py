@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spotfit.market.policies.base import Kind, make_policy
-from spotfit.market.policies.base import NONE, Context
+from spotfit.market.policies.base import NONE, Context, Kind, make_policy
 from spotfit.market.policies.mdp import _B, _IDLE, _SPOT, _end_chances, _solve, _transitions, _union_runs
 from spotfit.market.simulator import Job, simulate
 from spotfit.market.view import MarketView
