@@ -22,8 +22,9 @@ steps. Its only numbers are the prior run lengths (`futures.PRIOR_*`, those of `
 Several zones (`ctx.zones`) are one market, their union ("some zone is up", `_union_runs`):
 a job riding spot whose zone falls while another is up hops there for one more launch, at a
 rate per up step estimated from the past (the steadiest zone's falls while another zone is up,
-per up tick, with the prior's pseudo-runs); a launch goes to the up zone with the lowest effective price (spot price
-with the launch's overhead spread over the zone's expected rest of up time). Chosen on the
+per up tick, with the prior's pseudo-runs); a launch goes to the up zone with the lowest
+effective price (spot price with the launch's overhead spread over the zone's expected rest of
+up time). Chosen on the
 February trace over `spotfit`'s rules for several zones and over one program per zone (figures
 in docs/benchmarks.md, in-sample note). A job riding spot hops to a cheaper up zone when the
 price saved over that zone's median rest of up time pays the launches of the hop
