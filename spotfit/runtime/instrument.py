@@ -419,6 +419,7 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
         return history
     restore(model, record.arrays, record.meta)
     _restore_callbacks(session, watched, record.arrays)
+    session.reporter.progress(step=record.meta["step"])
     model.history = history
     session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint: restored its end "
                            f"state at step {record.meta['step']}", fit_index=index, step=record.meta["step"])
@@ -443,6 +444,7 @@ def install(session: Session) -> None:
         watched = [history, *(cb for cb in user if cb is not history)]
         start = session.calls.begin()
         if start.role == "skip":
+            session.model = self  # a script whose calls all ended before the checkpoint ends with their state
             return _skip(session, self, start.checkpoint, watched)
         meta = None if start.checkpoint is None else start.checkpoint.meta
         initial_epoch = int(call.get("initial_epoch") or 0)
