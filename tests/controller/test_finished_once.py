@@ -42,6 +42,7 @@ OVERHEAD_S = 0.2 * 3600
 SPEC = """
 name: {name}
 script: market_train.py
+resources: {{workers: {workers}}}
 args: ["--epochs", "4", "--pause-at", "{pause_at}", "--pause-dir", "{pause_dir}"]
 market: {{trace: aws-v100, zones: [us-west-2b], start: "2023-02-27T00:25:16", time_scale: 600}}
 checkpoint: {{interval: {{steps: 25}}, keep: 2}}
@@ -62,10 +63,10 @@ def _json(*args: str) -> dict:
     return json.loads(out.stdout)
 
 
-def _spec(job_spec, tmp_path: Path, name: str, pause_at: int = 0) -> tuple[Path, Path]:
+def _spec(job_spec, tmp_path: Path, name: str, pause_at: int = 0, workers: int = 1) -> tuple[Path, Path]:
     pause_dir = tmp_path / f"{name}-pause"
     pause_dir.mkdir()
-    text = SPEC.format(name=name, pause_at=pause_at, pause_dir=pause_dir)
+    text = SPEC.format(name=name, pause_at=pause_at, pause_dir=pause_dir, workers=workers)
     return job_spec(text, name, script=SCRIPT), pause_dir
 
 
@@ -74,9 +75,9 @@ def _rows(job_id: str) -> list[tuple]:
     return [(r["market"], r["start_s"], r["end_s"], r["cost_usd"]) for r in _json("cost", job_id)["rows"]]
 
 
-def _paused_detached(job_spec, tmp_path: Path, name: str) -> tuple[str, Path, int]:
+def _paused_detached(job_spec, tmp_path: Path, name: str, workers: int = 1) -> tuple[str, Path, int]:
     """Start the job detached; once its first attempt holds at step 10: (job id, pause dir, controller pid)."""
-    spec, pause_dir = _spec(job_spec, tmp_path, name, pause_at=10)
+    spec, pause_dir = _spec(job_spec, tmp_path, name, pause_at=10, workers=workers)
     out = _cli("run", str(spec), "--detach", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     job_id = json.loads(out.stdout)["id"]
@@ -98,7 +99,8 @@ def undisturbed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("undisturbed")
     pause_dir = tmp / "pause"
     pause_dir.mkdir()
-    spec = write_spec(tmp / "job", SPEC.format(name="undisturbed", pause_at=0, pause_dir=pause_dir), script=SCRIPT)
+    text = SPEC.format(name="undisturbed", pause_at=0, pause_dir=pause_dir, workers=1)
+    spec = write_spec(tmp / "job", text, script=SCRIPT)
     with spotfit_home_at(tmp / "home"):
         doc = _json("run", str(spec))
         assert doc["state"] == "completed" and doc["step"] == TOTAL, doc
@@ -112,12 +114,13 @@ def test_undisturbed_job_switches_as_the_policy_plans(undisturbed):
     assert doc["weights_sha256"]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_an_attempt_that_trained_past_its_modeled_end_keeps_its_result_and_the_bill(
-        job_spec, tmp_path, processes, undisturbed):
+        job_spec, tmp_path, processes, undisturbed, workers):
     import psutil
 
     base, base_rows = undisturbed
-    job_id, pause_dir, pid = _paused_detached(job_spec, tmp_path, "frozen")
+    job_id, pause_dir, pid = _paused_detached(job_spec, tmp_path, f"frozen{workers}", workers)
     controller = psutil.Process(pid)
     processes.append(controller)
     controller.suspend()  # SIGSTOP: the controller sees nothing until the attempt has ended
@@ -129,9 +132,13 @@ def test_an_attempt_that_trained_past_its_modeled_end_keeps_its_result_and_the_b
     final = wait_for(lambda: (d := _json("status", job_id))["controller"] == "finished" and d, 300,
                      "the job to end")
     assert final["state"] == "completed", final
-    assert final["step"] == TOTAL and final["weights_sha256"] == base["weights_sha256"], final
-    # Written once, by the attempt that trained the last step.
-    assert json.loads(db().find_job(job_id)["result_json"])["attempt"] == 1
+    # Written once, by the attempt that trained the last step: its weights (several workers
+    # sum their gradients in another order than one: their weights are their own).
+    trained = json.loads((_exit_record(job_id, 1).parent / "result.json").read_text())
+    assert final["step"] == TOTAL and final["weights_sha256"] == trained["weights_sha256"] is not None, final
+    if workers == 1:
+        assert final["weights_sha256"] == base["weights_sha256"]
+    assert json.loads(db().find_job(job_id)["result_json"]) == trained
     # The model ended attempt 1 at the switch's tick; the modeled rest is billed as undisturbed.
     assert [(a["market"], a["state"]) for a in final["attempts"]] == [
         (a["market"], a["state"]) for a in base["attempts"]]
