@@ -29,7 +29,10 @@ from spotfit.states import AttemptState, JobState, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
-STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
+STOP_GRACE_S = 30.0
+# Runtime events that say where an attempt's training begins: a restored checkpoint, an earlier
+# fit call's end record (the checkpoint's call ended before it), or no checkpoint at all.
+START_EVENTS = ("fit_skipped", "restored", "started")  # a stop request not honoured by then becomes a SIGTERM
 
 
 class Controller(RuleActions):
@@ -434,7 +437,7 @@ class Controller(RuleActions):
             self._seen_events.add(key)
             self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc.get("attempt"),
                               key=key, **doc.get("data", {}))
-            if doc["kind"] == "restored":
+            if doc["kind"] in START_EVENTS and "step" in doc.get("data", {}):  # the step it really resumed at
                 self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])
         current = self._current()
         if current is not None:

@@ -129,6 +129,10 @@ class SpotfitCallback(keras.callbacks.Callback):
                 fit_index=self.fit_index,
                 restore_s=restore_s,
             )
+        elif not s.calls.trained_here:  # the attempt's first training call, with no checkpoint of it
+            s.reporter.event("started", f"trains from step {self.step} (fit call {self.fit_index}): no checkpoint "
+                             "of this call to restore", step=self.step, fit_index=self.fit_index)
+        s.calls.trained_here = True
         if self.fit_index > 1:
             s.reporter.event("fit_call", f"fit call {self.fit_index} begins at step {self.calls.base_step}; "
                              f"total_steps {total} is an estimate until the script ends",
