@@ -14,6 +14,7 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
@@ -32,12 +33,18 @@ def seeded(spotfit_home) -> tuple[Path, list[str]]:
     return path, seed_jobs(path, 3, running_every=2)
 
 
+def fastapi_app(app) -> FastAPI:
+    """The FastAPI app inside the middleware (security headers, token gate, CSRF guard)."""
+    while not isinstance(app, FastAPI):
+        app = app.app
+    return app
+
+
 def _routes(app) -> list[tuple[str, str]]:
     """Every (method, path) the dashboard serves, path parameters filled in."""
-    inner = app.app  # TokenGate wraps the FastAPI app
-    fill = {"ref": "seeded-00000", "name": "ui.js"}
-    return [(method, re.sub(r"{(\w+)}", lambda m: fill[m.group(1)], route.path))
-            for route in inner.routes if isinstance(route, APIRoute) for method in route.methods]
+    fill = {"ref": "seeded-00000", "name": "ui.js", "job_id": "seeded-00000", "path": "data/runs"}
+    return [(method, re.sub(r"{(\w+)(:\w+)?}", lambda m: fill[m.group(1)], route.path))
+            for route in fastapi_app(app).routes if isinstance(route, APIRoute) for method in route.methods]
 
 
 def test_every_route_answers_401_without_the_token_or_with_a_wrong_one(seeded):
@@ -78,8 +85,9 @@ def test_the_api_returns_the_clis_documents(seeded):
     status = client.get(f"/api/jobs/{ids[0]}").json()
     assert status == {**cli("status", ids[0]), "controller": status["controller"]}  # liveness is read each time
     assert client.get(f"/api/jobs/{ids[0]}/logs").json() == json.loads(json.dumps(sdk.logs(ids[0]), default=str))
-    spec = str(DIGITS / "spotfit.yaml")
-    assert client.get("/api/plan", params={"spec": spec}).json() == cli("plan", spec)
+    spec = DIGITS / "spotfit.yaml"
+    assert client.post("/api/plan", content=spec.read_bytes()).json() == cli("plan", str(spec))
+    assert client.post("/api/plan?trace=aws-v100", content=spec.read_bytes()).json() == cli("plan", str(spec))
 
 
 def test_errors_are_one_line_documents_with_a_hint(seeded):
