@@ -242,10 +242,9 @@ def test_tensorboard_is_reached_through_the_proxy_with_the_token_and_in_no_other
         assert _tcp_listeners(pid) == []  # no TCP port at all: the Unix socket alone
         assert os.stat(Path(sock).parent).st_mode & 0o777 == 0o700
         if os.geteuid() == 0:  # as another local user (nobody): the socket cannot be opened
-            probe = ("import socket; s = socket.socket(socket.AF_UNIX); "
-                     f"s.connect({sock!r})")
-            out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
-                                  probe], capture_output=True, text=True, timeout=60)
+            probe = f"import socket; socket.socket(socket.AF_UNIX).connect({sock!r})"
+            out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                                  "-c", probe], capture_output=True, text=True, timeout=60)
             assert out.returncode != 0 and "PermissionError" in out.stderr, out.stderr
     assert not Path(sock).parent.exists()  # stopped with the dashboard, its folder removed
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
