@@ -76,7 +76,11 @@ class SecurityHeaders:
                 for name, value in HEADERS.items():
                     headers[name] = value
                 headers["x-frame-options"] = "SAMEORIGIN" if proxied else "DENY"
-                if not proxied:
+                # Under the proxy TensorBoard's pages keep its CSP, and its scripts (a worker's CSP is its own) none;
+                # the dashboard's own pages there (a 401, a 404) get the dashboard's.
+                ours = not proxied or (headers.get("content-type", "").startswith("text/")
+                                       and "content-security-policy" not in headers)
+                if ours:
                     headers["content-security-policy"] = CSP
             await send(message)
 

@@ -100,6 +100,9 @@ def test_plan_takes_a_specs_content_and_refuses_paths_in_it(app, secrets_on_disk
     assert big.status_code == 413
     known = client.get("/api/plan", params={"job": "seeded-00000"})
     assert known.status_code == 200 and known.json()["offers"]
+    page = client.get("/plan", params={"job": "seeded-00000"})  # a job page's "Plan this job"
+    assert page.status_code == 200 and "Job seeded-00000:" in page.text and '<table class="offers">' in page.text
+    assert 'href="/plan?job=seeded-00000"' in client.get("/jobs/seeded-00000").text
     assert _opened == []
 
 
@@ -215,7 +218,9 @@ def test_tensorboard_is_reached_through_the_proxy_with_the_token_and_in_no_other
     db.close()
     base = f"/jobs/{job_id}/tensorboard/"
     with TestClient(create_app(spotfit_home / "state.db", TOKEN), follow_redirects=False) as client:
-        assert client.get(base, headers=AUTH).status_code == 404  # not started: nothing to reach
+        missing = client.get(base, headers=AUTH)
+        assert missing.status_code == 404 and "Open TensorBoard" in missing.text  # not started: nothing to reach
+        assert "script-src 'self'" in missing.headers["content-security-policy"]  # the dashboard's own page
         started = client.post(f"/jobs/{job_id}/tensorboard", headers=AUTH)
         assert started.status_code == 303 and started.headers["location"] == base
         assert client.get(base).status_code == 401
