@@ -2,8 +2,8 @@
 
 The plan page and `/api/plan` take the YAML itself in the request's body, at most
 `MAX_SPEC_BYTES`, read with the CLI's bounded loader, or the name of a job in the state DB (its
-recorded spec). A trace named in posted content, or passed as `trace=`, must be a bundled one:
-the dashboard opens no file a request names, whoever sends it.
+recorded spec). A trace, whether named in posted content, in a job's recorded spec or as `trace=`,
+must be a bundled one: the dashboard opens no file a request names, whoever sends it.
 
 Example:
 
@@ -65,13 +65,13 @@ def _too_large(size: int, cap: int) -> TooLarge:
                     hint="Post the job's YAML (a few kilobytes), not a data, model or log file.")
 
 
-def bundled_trace(field: str, name: str | None) -> str | None:
+def bundled_trace(field: str, name: str | None, where: str = "") -> str | None:
     """`name` when it is a bundled trace (or None); any other name, a path above all, is refused."""
     if name is None or name in BUNDLED:
         return name
-    raise UsageError(f"Invalid `{field}`: received {name!r}, expected a bundled trace name ({', '.join(TRACES)}): "
-                     "the dashboard opens no file a request names.",
-                     hint="Pick a bundled trace, or run `spotfit plan SPEC --trace FILE` in a shell for a trace file.")
+    raise UsageError(f"Invalid `{field}`{where}: received {name!r}, expected a bundled trace name "
+                     f"({', '.join(TRACES)}): the dashboard opens no file a request names.",
+                     hint="Name a bundled trace, or run `spotfit plan SPEC --trace FILE` in a shell for a trace file.")
 
 
 def plan_content(content: bytes, trace: str | None = None) -> dict:
@@ -85,14 +85,17 @@ def plan_content(content: bytes, trace: str | None = None) -> dict:
         raise SpecError(f"The posted spec has a NUL byte at offset {text.index(chr(0))}: expected UTF-8 text.",
                         hint="Post the spec's YAML as UTF-8 text.")
     spec = parse_spec(parse_spec_text(text, SOURCE), source=SOURCE)
-    if spec.market.trace is not None and spec.market.trace not in BUNDLED:
-        raise UsageError(f"Invalid `market.trace` in the posted spec: received {spec.market.trace!r}, expected a "
-                         f"bundled trace name ({', '.join(TRACES)}): the dashboard opens no file a request names.",
-                         hint="Name a bundled trace, or run `spotfit plan SPEC` in a shell for a trace file.")
+    bundled_trace("market.trace", spec.market.trace, f" in {SOURCE}")
     return plan_spec(spec, bundled_trace("trace", trace))
 
 
 def plan_job(job: dict, trace: str | None = None) -> dict:
-    """The plan of a job the state DB records (its spec as recorded: the owner's own trace, if it named one)."""
-    spec = JobSpec.model_validate(json.loads(job["spec_json"]))
+    """The plan of the spec a job recorded. Its trace too must be bundled: on a team's shared state DB another
+    user may have recorded the job, and the dashboard opens no file on anyone's say."""
+    try:
+        spec = JobSpec.model_validate(json.loads(job["spec_json"]))
+    except ValueError:
+        raise UsageError(f"Job {job['id']} recorded a spec this spotfit cannot read.",
+                         hint="Run `spotfit plan SPEC` with the job's spec file in a shell.") from None
+    bundled_trace("market.trace", spec.market.trace, f" of job {job['id']}")
     return plan_spec(spec, bundled_trace("trace", trace))

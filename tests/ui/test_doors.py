@@ -87,7 +87,7 @@ def test_no_route_reads_a_file_a_request_names(app, secrets_on_disk):
     assert _opened == [], f"files opened for a request: {sorted(set(_opened))}"
 
 
-def test_plan_takes_a_specs_content_and_refuses_paths_in_it(app, secrets_on_disk):
+def test_plan_takes_a_specs_content_and_refuses_paths_in_it(app, secrets_on_disk, spotfit_home):
     client = TestClient(app, headers=AUTH)
     refused = client.get("/api/plan", params={"spec": str(secrets_on_disk / "spotfit.yaml")})
     assert refused.status_code == 400 and "never a path" in refused.json()["error"]
@@ -100,6 +100,12 @@ def test_plan_takes_a_specs_content_and_refuses_paths_in_it(app, secrets_on_disk
     assert big.status_code == 413
     known = client.get("/api/plan", params={"job": "seeded-00000"})
     assert known.status_code == 200 and known.json()["offers"]
+    db = StateDB(spotfit_home / "state.db")
+    db.create_job("foreign-0001", "foreign", json.dumps({"name": "foreign", "script": "t.py", "market": {
+        "trace": str(secrets_on_disk / "trace.csv")}}), "memory://foreign")  # another user's job, on a shared DB
+    db.close()
+    theirs = client.get("/api/plan", params={"job": "foreign-0001"})
+    assert theirs.status_code == 400 and "of job foreign-0001" in theirs.json()["error"], theirs.text
     page = client.get("/plan", params={"job": "seeded-00000"})  # a job page's "Plan this job"
     assert page.status_code == 200 and "Job seeded-00000:" in page.text and '<table class="offers">' in page.text
     assert 'href="/plan?job=seeded-00000"' in client.get("/jobs/seeded-00000").text
