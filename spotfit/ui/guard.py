@@ -78,7 +78,7 @@ class SecurityHeaders:
                 headers["x-frame-options"] = "SAMEORIGIN" if proxied else "DENY"
                 # Under the proxy TensorBoard's pages keep its CSP, and its scripts (a worker's CSP is its own) none;
                 # the dashboard's own pages there (a 401, a 404) get the dashboard's.
-                ours = not proxied or (headers.get("content-type", "").startswith("text/")
+                ours = not proxied or (headers.get("content-type", "").startswith("text/html")
                                        and "content-security-policy" not in headers)
                 if ours:
                     headers["content-security-policy"] = CSP
