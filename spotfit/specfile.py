@@ -125,6 +125,11 @@ class _SpecLoader(yaml.SafeLoader):
                              "are expanded", mark)
 
 
+def parse_spec_text(text: str, source: str) -> Any:
+    """The YAML document in `text` (a spec's content, not read from a file), parsed within the limits above."""
+    return _parse_yaml(text, Path(source))
+
+
 def _parse_yaml(text: str, path: Path) -> Any:
     """One YAML document, parsed with `_SpecLoader`; every failure is one `SpecError` line."""
     try:

@@ -4,7 +4,8 @@ The runtime writes them (runtime/tensorboard.py: the `TensorBoardLogger` callbac
 `<job prefix>/tensorboard/`. `serve(job_url, job_id, port, cache)` runs `tensorboard` on
 127.0.0.1 over them, downloading them first (and again every `REFRESH_S`) when the store is not
 a local folder. This module never imports TensorFlow: `spotfit tensorboard` starts TensorBoard
-in a process of its own.
+in a process of its own. The dashboard's TensorBoard (`spotfit.ui.tensorboard_socket`) uses the
+same `logdir_for` and `follow`, on a Unix socket that only the dashboard's user can open.
 
 >>> local_folder("file:///srv/spotfit/jobs/j1").as_posix(), local_folder("s3://bucket/jobs/j1")
 ('/srv/spotfit/jobs/j1/tensorboard', None)
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from spotfit.errors import SpotfitError
@@ -54,35 +56,42 @@ def command(logdir: Path, port: int, host: str = "127.0.0.1") -> list[str]:
             "--port", str(port), "--load_fast", "false", "--reload_interval", "5"]
 
 
-def serve(job_url: str, job_id: str, port: int, cache: Path, on_start=None) -> int:
-    """Serve the job's logs on 127.0.0.1:`port` until interrupted; returns TensorBoard's exit code."""
+def logdir_for(job_url: str, job_id: str, cache: Path) -> Path:
+    """The folder TensorBoard reads: the store's own for `file://`, else `cache/job_id`, fetched now."""
+    local = local_folder(job_url)
+    if local is None:
+        logdir = cache / job_id
+        logdir.mkdir(parents=True, exist_ok=True)
+        fetch(job_url, logdir)
+        return logdir
+    if not local.exists():
+        raise SpotfitError(f"Job {job_id} has no TensorBoard logs yet (looked in {local}).",
+                           hint="Logs appear after the first epoch of training; try again then.")
+    return local
+
+
+def require_tensorboard() -> None:
+    """Fail early, with the install hint, where TensorBoard is not installed."""
     try:
-        import tensorboard  # noqa: F401  (only to fail early with a hint)
+        import tensorboard  # noqa: F401
     except ImportError:
         raise SpotfitError("TensorBoard is not installed in this environment.",
                            hint="Install the runtime extra: pip install 'spotfit[tf-cpu]' (or tf-gpu).") from None
-    local = local_folder(job_url)
-    remote = local is None
-    logdir = cache / job_id if local is None else local
-    if remote:
-        logdir.mkdir(parents=True, exist_ok=True)
-        fetch(job_url, logdir)
-    elif not logdir.exists():
-        raise SpotfitError(f"Job {job_id} has no TensorBoard logs yet (looked in {logdir}).",
-                           hint="Logs appear after the first epoch of training; try again then.")
-    proc = subprocess.Popen(command(logdir, port), stdin=subprocess.DEVNULL,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+def follow(job_url: str, logdir: Path, running: Callable[[], bool]) -> bool:
+    """Fetch a remote store's logs into `logdir` every `REFRESH_S` while `running()`, until SIGTERM or
+    Ctrl-C; True when SIGTERM ended it."""
     stop = {"now": False}
 
     def _stop(signum, frame):
         stop["now"] = True
 
     previous = signal.signal(signal.SIGTERM, _stop)
-    if on_start:
-        on_start(f"http://127.0.0.1:{port}/", logdir)
+    remote = local_folder(job_url) is None
     try:
         last = time.monotonic()
-        while proc.poll() is None and not stop["now"]:
+        while running() and not stop["now"]:
             time.sleep(0.2)
             if remote and time.monotonic() - last >= REFRESH_S:
                 fetch(job_url, logdir)
@@ -91,6 +100,21 @@ def serve(job_url: str, job_id: str, port: int, cache: Path, on_start=None) -> i
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+    return stop["now"]
+
+
+def serve(job_url: str, job_id: str, port: int, cache: Path, on_start=None) -> int:
+    """Serve the job's logs on 127.0.0.1:`port` until interrupted; returns TensorBoard's exit code."""
+    require_tensorboard()
+    logdir = logdir_for(job_url, job_id, cache)
+    proc = subprocess.Popen(command(logdir, port), stdin=subprocess.DEVNULL,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    if on_start:
+        on_start(f"http://127.0.0.1:{port}/", logdir)
+    stopped = False
+    try:
+        stopped = follow(job_url, logdir, lambda: proc.poll() is None)
+    finally:
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -98,4 +122,4 @@ def serve(job_url: str, job_id: str, port: int, cache: Path, on_start=None) -> i
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    return 0 if stop["now"] or proc.returncode in (0, -signal.SIGTERM) else proc.returncode
+    return 0 if stopped or proc.returncode in (0, -signal.SIGTERM) else proc.returncode

@@ -53,6 +53,9 @@ def ui(
         "--host", help="Address to bind. Keep 127.0.0.1 and use an SSH tunnel to reach it from elsewhere.")]
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 8765,
+    tls_cert: Annotated[str | None, typer.Option(
+        "--tls-cert", help="PEM certificate: serve HTTPS (with --tls-key); the token's cookie is then Secure.")] = None,
+    tls_key: Annotated[str | None, typer.Option("--tls-key", help="PEM private key of --tls-cert.")] = None,
 ) -> None:
     """Serve the live web dashboard (jobs, costs, preemptions, plans, sweeps) until Ctrl-C; prints its URL with a token.
 
@@ -62,4 +65,4 @@ def ui(
     def started(url: str) -> None:
         console.print(f"spotfit ui: open {url}", highlight=False, soft_wrap=True)
 
-    sdk.ui(host, port, on_start=started)
+    sdk.ui(host, port, on_start=started, tls_cert=tls_cert, tls_key=tls_key)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from spotfit import arguments
 from spotfit.errors import BackendError, SpotfitError, UsageError
 from spotfit.sdk.context import db
+
+if TYPE_CHECKING:
+    from spotfit.spec import JobSpec
 
 MAX_STARTS = 1_000  # start ticks of `simulate`: beyond this the replays take hours and say nothing new
 
@@ -16,11 +21,16 @@ def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict:
     `load_trace` reads); it must record the job's accelerator. `all_clouds` lets the
     recommendation go to a cloud spotfit cannot launch on.
     """
-    from spotfit.market import offers
-    from spotfit.market.trace import load_trace
     from spotfit.spec import load_spec
 
-    spec = load_spec(path, check_script=False)
+    return plan_spec(load_spec(path, check_script=False), trace, all_clouds)
+
+
+def plan_spec(spec: JobSpec, trace: str | None = None, all_clouds: bool = False) -> dict:
+    """`plan` of a spec already validated (the dashboard's: posted content, or a job's recorded spec)."""
+    from spotfit.market import offers
+    from spotfit.market.trace import load_trace
+
     res, market = spec.resources, spec.market
     if trace is not None:
         arguments.text("--trace", trace, expected="a trace file or a bundled trace name, e.g. aws-v100",

@@ -8,7 +8,8 @@
 | `/api/jobs/{job}` | `spotfit status JOB --json` |
 | `/api/jobs/{job}/cost` | `spotfit cost JOB --json` |
 | `/api/jobs/{job}/logs?attempt=N` | `spotfit logs JOB --json` |
-| `/api/plan?spec=PATH` | `spotfit plan PATH --json` |
+| `POST /api/plan?trace=NAME` (the spec's YAML as the body) | `spotfit plan SPEC --json` |
+| `/api/plan?job=JOB&trace=NAME` | `spotfit plan` of the job's recorded spec |
 | `/api/sweeps` | every sweep's `spotfit sweep status SWEEP --json`, newest first |
 | `/api/sweeps/{sweep}` | `spotfit sweep status SWEEP --json` |
 | `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
@@ -17,7 +18,9 @@ Every request reads the state DB (a SQLite file, or a team's PostgreSQL where `S
 points) through its own read-only connection (`ReadOnlyStateDB`),
 handed to the SDK with `sdk.reading_from`, and the sweep DB through another (`ReadOnlySweepDB`).
 Routes are plain functions: Starlette runs them in its thread pool, and SQLite connections stay
-in the thread that opened them.
+in the thread that opened them. No route reads a file a request names (`planning.py`); the
+middleware around them (`guard.py`, `auth.py`) checks the token, the Origin and the CSRF token,
+and adds the security headers.
 """
 
 from __future__ import annotations
@@ -30,21 +33,25 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import httpx
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp
 
 from spotfit import arguments, sdk
-from spotfit.errors import NotFoundError, SpotfitError
+from spotfit.errors import NotFoundError, SpotfitError, UsageError
+from spotfit.home import home
 from spotfit.state_dialect import display_target
 from spotfit.states import JobState
 from spotfit.sweep.store import sweeps_target
-from spotfit.ui import board, charts, sweepview
+from spotfit.ui import board, charts, planning, sweepview, tensorboard_proxy
 from spotfit.ui.auth import TokenGate
+from spotfit.ui.guard import CsrfGuard, SecurityHeaders, csrf_token
 from spotfit.ui.jobpage import CostCache, job_page, with_hindsight
 from spotfit.ui.readonly import ReadOnlyStateDB, ReadOnlySweepDB
-from spotfit.ui.tensorboards import TensorBoards
+from spotfit.ui.tensorboards import TensorBoards, prefix
 
 HERE = Path(__file__).resolve().parent
 POLL_MS = 2000  # how often an open page asks for news
@@ -60,7 +67,7 @@ def plotly_js() -> Path:
 
 def create_app(target: str | Path, token: str) -> ASGIApp:
     """The dashboard over the state DB at `target` (a SQLite path or a `postgresql://` URL), behind `token`."""
-    tensorboards = TensorBoards()
+    tensorboards = TensorBoards(home() / "cache" / "tensorboard")  # `spotfit tensorboard`'s cache of remote logs
     costs = CostCache()
 
     @asynccontextmanager
@@ -72,7 +79,8 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.trim_blocks = templates.env.lstrip_blocks = True  # a thousand rows, not a thousand blank lines
     templates.env.filters.update(usd=_usd, when=_when, pct=_pct)
-    templates.env.globals.update(poll_ms=POLL_MS, page_rows=BOARD_LIMIT, terminal=lambda s: JobState(s).is_terminal())
+    templates.env.globals.update(poll_ms=POLL_MS, page_rows=BOARD_LIMIT, terminal=lambda s: JobState(s).is_terminal(),
+                                 csrf=csrf_token(token), traces=planning.TRACES)
 
     @contextmanager
     def reading() -> Iterator[ReadOnlyStateDB]:
@@ -113,7 +121,7 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
 
     @app.exception_handler(SpotfitError)
     async def spotfit_error(request: Request, err: SpotfitError) -> Response:
-        code = 404 if isinstance(err, NotFoundError) else 400
+        code = 404 if isinstance(err, NotFoundError) else 413 if isinstance(err, planning.TooLarge) else 400
         if request.url.path.startswith("/api/"):
             return _json({"error": err.message, "hint": err.hint}, code)
         return templates.TemplateResponse(request, "error.html", {"error": err}, status_code=code)
@@ -158,15 +166,42 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
 
     @app.post("/jobs/{ref}/tensorboard")
     def start_tensorboard(ref: str) -> Response:
-        with reading():
-            job_id = sdk.status(ref)["id"]
-        return RedirectResponse(tensorboards.start(job_id), status_code=303)
+        with reading() as db:
+            job = sdk.find_job(db, ref)
+        return RedirectResponse(tensorboards.start(job["id"], job["store_url"]), status_code=303)
+
+    @app.api_route("/jobs/{job_id}/tensorboard/{path:path}", methods=["GET", "HEAD", "POST"])
+    async def tensorboard(request: Request, job_id: str, path: str) -> Response:
+        """The job's TensorBoard, through the proxy (started by the POST above)."""
+        sock = tensorboards.socket_for(job_id)
+        if sock is None:
+            raise NotFoundError(f"No TensorBoard runs here for job {job_id!r}.",
+                                hint="Press Open TensorBoard on the job's page to start it.")
+        try:
+            return await tensorboard_proxy.forward(request, sock, prefix(job_id), path)
+        except httpx.HTTPError:
+            return PlainTextResponse(f"502: the TensorBoard of job {job_id} did not answer.", status_code=502)
+
+    def plan_page_of(request: Request, doc: dict | None, **form: Any) -> HTMLResponse:
+        figure = charts.plan_figure(doc) if doc else None
+        return page(request, "plan.html", plan=doc, figures={"plan": figure} if figure else {},
+                    **{"content": "", "job": "", "trace": "", **form})
 
     @app.get("/plan", response_class=HTMLResponse)
-    def plan_page(request: Request, spec: str = "", trace: str = "") -> HTMLResponse:
-        doc = sdk.plan(spec, trace or None) if spec else None
-        figure = charts.plan_figure(doc) if doc else None
-        return page(request, "plan.html", spec=spec, trace=trace, plan=doc, figures={"plan": figure} if figure else {})
+    def plan_page(request: Request, job: str = "", trace: str = "", spec: str | None = None) -> HTMLResponse:
+        if spec is not None:
+            raise _no_paths()
+        doc = None
+        if job:
+            with reading() as db:
+                doc = planning.plan_job(sdk.find_job(db, job), trace or None)
+        return plan_page_of(request, doc, job=job, trace=trace)
+
+    @app.post("/plan", response_class=HTMLResponse)
+    async def plan_posted(request: Request) -> HTMLResponse:
+        content, trace = await planning.read_form(request)
+        doc = await run_in_threadpool(planning.plan_content, content.encode(), trace or None)
+        return plan_page_of(request, doc, content=content, trace=trace or "")
 
     @app.get("/sweeps", response_class=HTMLResponse)
     def sweeps_page(request: Request) -> HTMLResponse:
@@ -250,15 +285,28 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
             return _json(sweepview.leaderboard(*dbs, ref))
 
     @app.get("/api/plan")
-    def api_plan(spec: str, trace: str | None = None) -> Response:
-        return _json(sdk.plan(spec, trace))
+    def api_plan_job(job: str | None = None, trace: str | None = None, spec: str | None = None) -> Response:
+        if spec is not None or job is None:
+            raise _no_paths()
+        with reading() as db:
+            return _json(planning.plan_job(sdk.find_job(db, job), trace))
 
-    return TokenGate(app, token)
+    @app.post("/api/plan")
+    async def api_plan(request: Request, trace: str | None = None) -> Response:
+        content = await planning.read_body(request, planning.MAX_SPEC_BYTES)
+        return _json(await run_in_threadpool(planning.plan_content, content, trace))
+
+    return SecurityHeaders(TokenGate(CsrfGuard(app, token), token))
 
 
 def _json(doc: Any, status_code: int = 200) -> Response:
     """`doc` serialised exactly as the CLI's `--json` does (`print_json`: dates as strings)."""
     return Response(json.dumps(doc, indent=2, default=str), status_code=status_code, media_type="application/json")
+
+
+def _no_paths() -> UsageError:
+    return UsageError("The dashboard plans a spec's content or a job it knows, never a path: `spec=` is not taken.",
+                      hint="POST the spec's YAML to /api/plan (or paste it on the Plan page), or pass job=JOB.")
 
 
 def _no_sweeps_yet(ref: str) -> NotFoundError:

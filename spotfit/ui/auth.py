@@ -1,15 +1,18 @@
 """The dashboard's access token, checked on every request, and kept out of the logs.
 
-As Jupyter does: the URL printed at start carries `?token=...`; the first page opened with
-it sets an HttpOnly, SameSite=Strict cookie and redirects to the same URL without the token,
-so the token leaves the address bar; scripts send `Authorization: token ...` (or `Bearer`).
-Every route, pages, `/api/` and static files alike, answers 401 without a valid token.
-uvicorn's access log prints each request's path: `RedactQuery` drops the query string from it.
+As Jupyter does: the URL printed at start carries `?token=...`; any GET with it (a page, an
+`/api/` document, a TensorBoard page) sets an HttpOnly, SameSite=Strict cookie (`Secure` when
+served over TLS) and redirects to the same URL without the token, so the token leaves the
+address bar and the history; scripts send `Authorization: token ...` (or `Bearer`). A query
+token is taken on GET alone. Every route, pages, `/api/` and static files alike, answers 401
+without a valid token. The gate tells the CSRF guard behind it which credential the request
+showed (`guard.CREDENTIAL`): the cookie, which a browser sends by itself, or a header, which it
+does not. uvicorn's access log prints each request's path: `RedactQuery` drops the query string from it.
 
 Example:
 
->>> allowed("s3cret", query="s3cret", header="", cookie=None), allowed("s3cret", None, "Bearer nope", None)
-(True, False)
+>>> credential("s3cret", query="s3cret", header="", cookie=None), credential("s3cret", None, "Bearer nope", None)
+('query', None)
 >>> redact_path("/jobs/x?token=s3cret&state=all")
 '/jobs/x'
 """
@@ -24,6 +27,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from spotfit.ui.guard import CREDENTIAL
+
 TOKEN_ENV = "SPOTFIT_UI_TOKEN"
 COOKIE = "spotfit_ui_token"
 
@@ -33,15 +38,18 @@ def choose_token() -> str:
     return os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
 
 
-def allowed(token: str, query: str | None, header: str, cookie: str | None) -> bool:
-    """Whether any of the request's credentials is the token (compared in constant time)."""
+def credential(token: str, query: str | None, header: str, cookie: str | None) -> str | None:
+    """Which of the request's credentials is the token ("header", "cookie" or "query"), compared in
+    constant time; None when none is."""
     scheme, _, value = header.partition(" ")
-    given = [query, cookie, value.strip() if scheme.lower() in ("token", "bearer") else None]
-    return any(g is not None and secrets.compare_digest(g.encode(), token.encode()) for g in given)
+    given = {"header": value.strip() if scheme.lower() in ("token", "bearer") else None, "cookie": cookie,
+             "query": query}
+    return next((name for name, g in given.items()
+                 if g is not None and secrets.compare_digest(g.encode(), token.encode())), None)
 
 
 class TokenGate:
-    """ASGI middleware: 401 without the token; a page opened with `?token=` sets the cookie and redirects."""
+    """ASGI middleware: 401 without the token; a GET with `?token=` sets the cookie and redirects."""
 
     def __init__(self, app: ASGIApp, token: str):
         self.app, self.token = app, token
@@ -51,19 +59,22 @@ class TokenGate:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        query = request.query_params.get("token")
-        if not allowed(self.token, query, request.headers.get("authorization", ""), request.cookies.get(COOKIE)):
+        query = request.query_params.get("token") if request.method in ("GET", "HEAD") else None
+        shown = credential(self.token, query, request.headers.get("authorization", ""), request.cookies.get(COOKIE))
+        if shown is None:
             response: Response = PlainTextResponse(
                 "401: this spotfit dashboard needs its token: open the URL `spotfit ui` printed "
                 "(or send `Authorization: token ...`).", status_code=401)
             await response(scope, receive, send)
             return
-        if query is not None and request.method == "GET" and not request.url.path.startswith("/api/"):
+        if "token" in request.query_params and request.method in ("GET", "HEAD"):
             rest = request.url.remove_query_params("token")
             response = RedirectResponse(rest.path + (f"?{rest.query}" if rest.query else ""), status_code=303)
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict",
+                                secure=request.url.scheme == "https")
             await response(scope, receive, send)
             return
+        scope[CREDENTIAL] = "cookie" if shown == "cookie" else "header"
         await self.app(scope, receive, send)
 
 

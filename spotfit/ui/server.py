@@ -1,4 +1,5 @@
-"""`spotfit ui`: the dashboard served by uvicorn on 127.0.0.1 (by default), behind a token.
+"""`spotfit ui`: the dashboard served by uvicorn on 127.0.0.1 (by default), behind a token, over HTTPS when given
+a certificate.
 
 The URL with the token is printed once, as Jupyter does; the access log shows paths without
 their query strings (`auth.RedactQuery`), so the token is never logged.
@@ -30,12 +31,17 @@ class _Server(uvicorn.Server):
             self._on_start(host, port)
 
 
-def serve(state: str | Path, host: str, port: int, on_start: Callable[[str], None]) -> None:
+def serve(state: str | Path, host: str, port: int, on_start: Callable[[str], None],
+          tls_cert: Path | None = None, tls_key: Path | None = None) -> None:
     """Serve the dashboard over the state at `state` (a SQLite path or a PostgreSQL URL) until interrupted;
-    `on_start(url_with_token)` once it listens."""
+    `on_start(url_with_token)` once it listens. With `tls_cert` and `tls_key` (PEM files), over HTTPS:
+    the token's cookie is then `Secure`."""
     token = choose_token()
-    config = uvicorn.Config(create_app(state, token), host=host, port=port, log_level="info",
-                            access_log=True, server_header=False)
+    tls = tls_cert is not None and tls_key is not None
+    config = uvicorn.Config(create_app(state, token), host=host, port=port, log_level="info", access_log=True,
+                            server_header=False, ssl_certfile=tls_cert if tls else None,
+                            ssl_keyfile=tls_key if tls else None)
     logging.getLogger("uvicorn.access").addFilter(RedactQuery())
     shown = f"[{host}]" if ":" in host else host
-    _Server(config, lambda _, bound: on_start(f"http://{shown}:{bound}/?token={token}")).run()
+    scheme = "https" if tls else "http"
+    _Server(config, lambda _, bound: on_start(f"{scheme}://{shown}:{bound}/?token={token}")).run()

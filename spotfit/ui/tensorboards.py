@@ -1,14 +1,18 @@
 """TensorBoard servers the dashboard starts on request, one per job, stopped with the dashboard.
 
-Each is `spotfit tensorboard JOB --port P --json` in a process of its own (the verb fetches a
-remote store's logs and serves them on 127.0.0.1); its first line says the URL, and the URL is
-handed out once TensorBoard accepts connections there, so the browser never meets a closed port.
+Each is `python -m spotfit.ui.tensorboard_socket` in a process of its own (it fetches a remote
+store's logs as `spotfit tensorboard` does) serving at `/jobs/JOB/tensorboard` on a Unix socket in
+a folder of mode 0700 that this class makes: TensorBoard has no authentication, so it opens no
+TCP port at all, and only the dashboard's user can connect. The browser reaches it through the
+dashboard's proxy (`tensorboard_proxy.py`), behind the dashboard's token. `start` returns once the
+socket accepts connections, so the proxy never meets a closed one.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,111 +20,126 @@ import sys
 import tempfile
 import threading
 import time
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
 
-from spotfit.errors import SpotfitError
+from spotfit.errors import SpotfitError, UsageError
 
 START_TIMEOUT_S = 60.0
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a path prefix may hold
+
+
+def prefix(job_id: str) -> str:
+    """Where the job's TensorBoard is served, on its socket and through the proxy (no trailing slash)."""
+    if not JOB_ID.fullmatch(job_id):
+        raise UsageError(f"Invalid job id for TensorBoard: received {job_id!r}, expected letters, digits, '.', '_' "
+                         "or '-'.", hint="Open TensorBoard from the job's page.")
+    return f"/jobs/{job_id}/tensorboard"
+
+
+@dataclass
+class _Board:
+    proc: subprocess.Popen
+    folder: Path  # 0700, holds the socket
+    errors: IO[str]  # TensorBoard's own chatter: read only if it fails
+
+    @property
+    def socket(self) -> str:
+        return str(self.folder / "tb.sock")
 
 
 class TensorBoards:
     """The running TensorBoard processes by job id."""
 
-    def __init__(self) -> None:
-        self._procs: dict[str, tuple[subprocess.Popen, str]] = {}
+    def __init__(self, cache: Path):
+        self.cache = cache
+        self._boards: dict[str, _Board] = {}
         self._lock = threading.Lock()
 
-    def start(self, job_id: str) -> str:
-        """The URL of the job's TensorBoard, started now unless it already runs."""
+    def start(self, job_id: str, store_url: str) -> str:
+        """The path of the job's TensorBoard through the proxy, started now unless it already runs."""
+        where = prefix(job_id)
         with self._lock:
-            known = self._procs.get(job_id)
-            if known is not None and known[0].poll() is None:
-                return known[1]
+            known = self._boards.get(job_id)
+            if known is not None and known.proc.poll() is None:
+                return where + "/"
+            folder = Path(tempfile.mkdtemp(prefix="spotfit-tb-"))  # mode 0700: no other user may connect
             errors = tempfile.TemporaryFile("w+")  # TensorBoard's own chatter: read only if it fails
-            proc = subprocess.Popen([sys.executable, "-m", "spotfit", "tensorboard", job_id, "--port",
-                                     str(_free_port()), "--json"], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=errors, text=True,
-                                    env={**os.environ}, start_new_session=True)
-            url = _first_url(proc, errors)
-            _wait_listening(proc, url, errors)
-            self._procs[job_id] = (proc, url)
-            return url
+            board = _Board(_spawn(store_url, job_id, self.cache, folder / "tb.sock", where, errors), folder, errors)
+            try:
+                _wait_listening(board)
+            except SpotfitError:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            self._boards[job_id] = board
+            return where + "/"
+
+    def socket_for(self, job_id: str) -> str | None:
+        """The Unix socket of the job's running TensorBoard; None when none runs."""
+        with self._lock:
+            board = self._boards.get(job_id)
+            return board.socket if board is not None and board.proc.poll() is None else None
 
     def stop_all(self) -> None:
-        """Stop every TensorBoard started here: the verb's process group (it and its TensorBoard)."""
+        """Stop every TensorBoard started here (its process group) and remove its socket's folder."""
         with self._lock:
-            for proc, _ in self._procs.values():
-                if proc.poll() is None:
-                    _signal_group(proc, signal.SIGTERM)
+            for board in self._boards.values():
+                if board.proc.poll() is None:
+                    _signal_group(board.proc, signal.SIGTERM)
                     try:
-                        proc.wait(15)
+                        board.proc.wait(15)
                     except subprocess.TimeoutExpired:
                         pass
-                _signal_group(proc, signal.SIGKILL)  # what is left of the group, TensorBoard included
-                proc.wait()
-            self._procs.clear()
+                _signal_group(board.proc, signal.SIGKILL)  # whatever is left of the group
+                board.proc.wait()
+                shutil.rmtree(board.folder, ignore_errors=True)
+            self._boards.clear()
+
+
+def _spawn(store_url: str, job_id: str, cache: Path, sock: Path, where: str, errors: IO[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "spotfit.ui.tensorboard_socket", store_url, job_id, str(cache), str(sock), where],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:
-    """Signal the group the verb leads (`start_new_session`): killing the verb alone would orphan TensorBoard."""
+    """Signal the group the process leads (`start_new_session`)."""
     try:
         os.killpg(proc.pid, signum)
     except ProcessLookupError:
         pass
 
 
-def _first_url(proc: subprocess.Popen, errors) -> str:
-    """The URL of the verb's JSON document (its first output); its error line if it failed."""
-    first = threading.Event()
-    result: dict[str, str] = {}
-
-    def read() -> None:  # the document, then drain the pipe, so that TensorBoard never blocks on a full one
-        assert proc.stdout is not None
-        text = ""
-        for line in proc.stdout:
-            text += line
-            if line.rstrip() == "}":  # `--json` prints one indented document
-                break
-        result["doc"] = text
-        first.set()
-        for _ in proc.stdout:
-            pass
-
-    threading.Thread(target=read, daemon=True).start()
-    first.wait(START_TIMEOUT_S)
-    try:
-        return str(json.loads(result.get("doc", ""))["url"])
-    except (ValueError, KeyError, TypeError):
-        pass
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    errors.seek(0)
-    error = [text for text in errors.read().splitlines() if text.startswith("error:")] or ["no output"]
-    raise SpotfitError(f"TensorBoard did not start: {error[0]}",
-                       hint="Run `spotfit tensorboard JOB` in a shell to see why.")
-
-
-def _wait_listening(proc: subprocess.Popen, url: str, errors) -> None:
-    """Return once TensorBoard accepts connections at `url`; raise if it ends or never does."""
-    where = urlsplit(url)
+def _wait_listening(board: _Board) -> None:
+    """Return once TensorBoard accepts connections on its socket; raise with its error line if it ends or never does."""
     deadline = time.monotonic() + START_TIMEOUT_S
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            socket.create_connection((where.hostname, where.port), timeout=1.0).close()
+    while board.proc.poll() is None and time.monotonic() < deadline:
+        if connectable(board.socket):
             return
-        except OSError:
-            time.sleep(0.2)
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    errors.seek(0)
-    last = errors.read().strip().splitlines()[-1:] or ["no output"]
-    raise SpotfitError(f"TensorBoard did not start listening at {url}: {last[0]}",
+        time.sleep(0.2)
+    if board.proc.poll() is None:
+        _signal_group(board.proc, signal.SIGKILL)
+    board.proc.wait()
+    raise SpotfitError(f"TensorBoard did not start: {_error_line(board.errors)}",
                        hint="Run `spotfit tensorboard JOB` in a shell to see why.")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _error_line(errors: IO[str]) -> str:
+    """The spotfit error TensorBoard's process ended with (the last line of its stderr otherwise)."""
+    errors.seek(0)
+    lines = [line for line in errors.read().splitlines() if line.strip()]
+    found = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    return (found or lines[-1:] or ["no output"])[0]
+
+
+def connectable(sock: str) -> bool:
+    """Whether something accepts connections on the Unix socket `sock`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(sock)
+            return True
+        except OSError:
+            return False
+

@@ -14,6 +14,7 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
@@ -32,12 +33,18 @@ def seeded(spotfit_home) -> tuple[Path, list[str]]:
     return path, seed_jobs(path, 3, running_every=2)
 
 
+def fastapi_app(app) -> FastAPI:
+    """The FastAPI app inside the middleware (security headers, token gate, CSRF guard)."""
+    while not isinstance(app, FastAPI):
+        app = app.app
+    return app
+
+
 def _routes(app) -> list[tuple[str, str]]:
     """Every (method, path) the dashboard serves, path parameters filled in."""
-    inner = app.app  # TokenGate wraps the FastAPI app
-    fill = {"ref": "seeded-00000", "name": "ui.js"}
-    return [(method, re.sub(r"{(\w+)}", lambda m: fill[m.group(1)], route.path))
-            for route in inner.routes if isinstance(route, APIRoute) for method in route.methods]
+    fill = {"ref": "seeded-00000", "name": "ui.js", "job_id": "seeded-00000", "path": "data/runs"}
+    return [(method, re.sub(r"{(\w+)(:\w+)?}", lambda m: fill[m.group(1)], route.path))
+            for route in fastapi_app(app).routes if isinstance(route, APIRoute) for method in route.methods]
 
 
 def test_every_route_answers_401_without_the_token_or_with_a_wrong_one(seeded):
@@ -78,8 +85,9 @@ def test_the_api_returns_the_clis_documents(seeded):
     status = client.get(f"/api/jobs/{ids[0]}").json()
     assert status == {**cli("status", ids[0]), "controller": status["controller"]}  # liveness is read each time
     assert client.get(f"/api/jobs/{ids[0]}/logs").json() == json.loads(json.dumps(sdk.logs(ids[0]), default=str))
-    spec = str(DIGITS / "spotfit.yaml")
-    assert client.get("/api/plan", params={"spec": spec}).json() == cli("plan", spec)
+    spec = DIGITS / "spotfit.yaml"
+    assert client.post("/api/plan", content=spec.read_bytes()).json() == cli("plan", str(spec))
+    assert client.post("/api/plan?trace=aws-v100", content=spec.read_bytes()).json() == cli("plan", str(spec))
 
 
 def test_errors_are_one_line_documents_with_a_hint(seeded):
@@ -120,3 +128,50 @@ def test_a_missing_ui_extra_is_named_with_the_install_hint():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and "spotfit[ui]" in out.stderr and "uvicorn" in out.stderr, out.stderr
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    out = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                          str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    return cert, key
+
+
+def test_spotfit_ui_serves_https_with_a_certificate_and_its_cookie_is_secure(seeded, tmp_path):
+    import http.client
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    proc = subprocess.Popen(spotfit_cmd("ui", "--port", "0", "--tls-cert", str(cert), "--tls-key", str(key)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "SPOTFIT_UI_TOKEN": TOKEN})
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+    try:
+        line = wait_for(lambda: next((x for x in lines if "spotfit ui: open" in x), None), 60, "the URL")
+        url = line.split("open ", 1)[1].strip()
+        assert re.fullmatch(rf"https://127\.0\.0\.1:\d+/\?token={TOKEN}", url), url
+        port = int(url.split(":")[2].split("/")[0])
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=60,
+                                           context=ssl.create_default_context(cafile=str(cert)))
+        conn.request("GET", f"/api/jobs?token={TOKEN}")
+        answer = conn.getresponse()
+        cookie = answer.getheader("set-cookie", "").lower()
+        assert answer.status == 303 and "; secure" in cookie and "httponly" in cookie, (answer.status, cookie)
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+
+
+def test_a_bad_tls_pair_is_one_line_and_exit_2(seeded, tmp_path):
+    cert, key = _self_signed(tmp_path)
+    for args, expected in ((["--tls-cert", str(cert)], "without `--tls-key`"),
+                           (["--tls-cert", str(cert), "--tls-key", str(cert)], "do not load as a certificate"),
+                           (["--tls-cert", str(tmp_path / "none.pem"), "--tls-key", str(key)], "expected a PEM file")):
+        out = subprocess.run(spotfit_cmd("ui", "--port", "0", *args), capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL, env=os.environ.copy())
+        assert out.returncode == 2 and expected in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and "BEGIN" not in out.stderr

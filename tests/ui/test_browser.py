@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from spotfit.ui.charts import iso
 from tests.support.jobs import DIGITS, spotfit_cmd, write_spec
 from tests.support.ledger import ticks
 from tests.support.wait import wait_for
-from tests.ui.browser import launch, serve
+from tests.ui.browser import launch, serve, wait_in_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -94,12 +93,17 @@ def job(dashboard, tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser, dashboard, monkeypatch):
+    """A page of a context of its own; the test fails if the CSP refused anything the dashboard's pages load."""
     monkeypatch.setenv("SPOTFIT_HOME", str(dashboard.home))  # this process's sdk reads the dashboard's home
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(PAGE_TIMEOUT_MS)
     opened = context.new_page()
+    refused: list[str] = []
+    opened.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
+    opened.on("pageerror", lambda err: refused.append(str(err)))  # e.g. an eval the CSP stopped
     yield opened
     context.close()
+    assert refused == [], refused
 
 
 def _screenshot(page, name: str, tmp_path: Path) -> None:
@@ -118,7 +122,7 @@ def _finished(job_id: str) -> dict:
 def _open_job_page(page, dashboard: Dashboard, job_id: str) -> None:
     page.goto(dashboard.url)  # the token sets the cookie
     page.goto(f"{dashboard.base}jobs/{job_id}")
-    page.wait_for_function("['timeline', 'cost', 'progress'].every(id => document.getElementById(id).data)")
+    wait_in_page(page, "['timeline', 'cost', 'progress'].every(id => document.getElementById(id).data)")
 
 
 def _trace(page, chart: str, name: str) -> dict:
@@ -130,14 +134,14 @@ def test_the_jobs_page_lists_a_job_as_it_runs(page, dashboard, job, tmp_path):
     page.goto(dashboard.url)
     assert page.url == dashboard.base  # the token left the address bar for a cookie
     page.evaluate("window.sameDocument = true")
-    page.wait_for_function(
+    wait_in_page(page,
         """id => { const row = document.querySelector(`tr[data-job="${id}"]`);
                    return row && row.dataset.state === 'running'
                           && parseInt(row.querySelector('.step').textContent) > 0; }""",
         arg=job)
     _screenshot(page, "jobs", tmp_path)
     assert page.evaluate("window.sameDocument") is True  # updated by polling, not by a reload
-    page.wait_for_function(f"document.querySelector('tr[data-job=\"{job}\"]').dataset.state === 'completed'",
+    wait_in_page(page, f"document.querySelector('tr[data-job=\"{job}\"]').dataset.state === 'completed'",
                            timeout=JOB_TIMEOUT_S * 1000)
 
 
@@ -181,17 +185,42 @@ def test_the_cost_charts_last_point_is_what_spotfit_cost_says(page, dashboard, j
     assert page.locator("#spent").inner_text() == f"${totals['spent_usd']:,.4f}"
 
 
-def test_open_tensorboard_starts_it_on_127_0_0_1_for_the_job(page, dashboard, job):
+def test_open_tensorboard_serves_it_through_the_dashboard(page, dashboard, job):
     _finished(job)
     _open_job_page(page, dashboard, job)
     with page.context.expect_page(timeout=PAGE_TIMEOUT_MS) as opened:
-        page.get_by_role("button", name="Open TensorBoard").click()
+        page.get_by_role("button", name="Open TensorBoard").click()  # a form post with the page's CSRF token
     board = opened.value
     board.wait_for_load_state("load", timeout=PAGE_TIMEOUT_MS)
-    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", board.url) and board.url != dashboard.base, board.url
+    assert board.url == f"{dashboard.base}jobs/{job}/tensorboard/", board.url  # the proxy: no port of its own
+    board.wait_for_selector("tb-webapp", state="attached")
     # TensorBoard serves this job's runs (its logs load in the background: wait for them).
     wait_for(lambda: {"train", "validation"} <= set(board.request.get(board.url + "data/runs").json()), 120,
              "TensorBoard to list the job's train and validation runs", poll_s=0.5)
+    # TensorBoard's own app, through the proxy: its run list shows the job's runs.
+    wait_in_page(board, "document.body.innerText.includes('validation')", timeout=PAGE_TIMEOUT_MS)
+
+
+def test_a_page_of_another_origin_cannot_post_to_the_dashboard(page, dashboard, job, tmp_path):
+    """A page served on another port of 127.0.0.1 (same site, so the SameSite cookie goes along) posts a form
+    to the dashboard, as a CSRF attack would: 403, and no TensorBoard is started."""
+    import http.server
+    import threading
+
+    (tmp_path / "attack.html").write_text(
+        f'<form id="f" method="post" action="{dashboard.base}jobs/{job}/tensorboard"></form>'
+        '<script>document.getElementById("f").submit()</script>')
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(tmp_path))  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page.goto(dashboard.url)  # the victim holds the dashboard's cookie
+        with page.expect_response(lambda r: r.url.endswith(f"/jobs/{job}/tensorboard")) as posted:
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/attack.html")
+        assert posted.value.status == 403 and posted.value.request.method == "POST"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_without_the_token_the_browser_gets_401(browser, dashboard, job):
@@ -206,11 +235,14 @@ def test_without_the_token_the_browser_gets_401(browser, dashboard, job):
 
 
 def test_the_plan_page_charts_the_ranked_offers(page, dashboard, tmp_path):
-    spec = str(DIGITS / "spotfit.yaml")
+    spec = DIGITS / "spotfit.yaml"
     page.goto(dashboard.url)
-    page.goto(f"{dashboard.base}plan?spec={spec}")
-    page.wait_for_function("document.getElementById('plan').data")
-    offers = sdk.plan(spec)["offers"]
+    page.goto(f"{dashboard.base}plan")
+    page.set_input_files("#spec-file", str(spec))  # read by the page and posted as text: the server opens no file
+    wait_in_page(page, "document.getElementById('spec').value.includes('name: digits')")
+    page.get_by_role("button", name="plan").click()
+    wait_in_page(page, "document.getElementById('plan') && document.getElementById('plan').data")
+    offers = sdk.plan(str(spec))["offers"]
     assert page.evaluate("document.getElementById('plan').data[0].x") == [o["expected_cost_usd"] for o in offers]
     assert page.evaluate("document.querySelectorAll('#plan .barlayer .point').length") == len(offers)
     _screenshot(page, "plan", tmp_path)
@@ -227,7 +259,7 @@ def test_the_sweep_page_draws_its_parallel_coordinates_and_links_the_trials_jobs
     page.goto(f"{dashboard.base}sweeps")
     _screenshot(page, "sweeps", tmp_path)
     page.click(f"a[href='/sweeps/{sweep_id}']")
-    page.wait_for_function("document.getElementById('parallel') && document.getElementById('parallel').data")
+    wait_in_page(page, "document.getElementById('parallel') && document.getElementById('parallel').data")
     dims = page.evaluate("document.getElementById('parallel').data[0].dimensions.map(d => [d.label, d.values])")
     assert dims == [["lr", [0.01, 0.002]], ["units", [32, 32]], ["val_accuracy", [0.91, 0.95]]]
     assert page.locator("#trials tbody tr").count() == 3

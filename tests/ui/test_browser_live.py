@@ -20,7 +20,7 @@ from spotfit import sdk
 from spotfit.sweep.store import SweepDB
 from tests.support.statedb import seed_jobs
 from tests.support.wait import wait_for
-from tests.ui.browser import launch, serve
+from tests.ui.browser import launch, serve, wait_in_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -78,7 +78,7 @@ def test_the_sweep_page_shows_a_trials_new_state_and_value_without_a_reload(page
     expect(trial).to_have_attribute("data-state", "completed", timeout=PAGE_TIMEOUT_MS)
     expect(trial.locator(".value")).to_have_text("0.95")
     expect(page.locator("#sweep-summary")).to_contain_text("best: trial 1, 0.95")
-    page.wait_for_function("JSON.stringify(document.getElementById('history').data[0].y) === '[0.9,0.95]'")
+    wait_in_page(page, "JSON.stringify(document.getElementById('history').data[0].y) === '[0.9,0.95]'")
     assert page.evaluate("window.sameDocument") is True  # updated in place, not by a reload
 
 
@@ -93,7 +93,7 @@ def test_a_jobs_page_shows_before_its_policy_figures_arrive_and_then_shows_them(
     wait_for(lambda: page.evaluate("true") and held, 60, "the page's request for the hindsight figures to be held")
 
     # Drawn and filled while the answer is held: the charts, the ledger's rows, a "computing" mark.
-    page.wait_for_function("['timeline', 'cost', 'progress'].every(id => document.getElementById(id).data)")
+    wait_in_page(page, "['timeline', 'cost', 'progress'].every(id => document.getElementById(id).data)")
     expect(page.locator("#ledger tbody tr")).to_have_count(3)  # the seeded job's three attempts
     expect(page.locator("#ledger tr.pending")).to_be_visible()
     expect(page.locator("#ledger tr.policy")).to_have_count(0)

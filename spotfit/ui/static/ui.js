@@ -80,7 +80,23 @@ function startLivePage(root) {
   });
 }
 
+// No inline handlers (the CSP allows scripts from ui.js and plotly.min.js alone): a filter that
+// submits its form on change says so with `data-submit-on-change`.
+function wireForms() {
+  for (const select of document.querySelectorAll("[data-submit-on-change]")) {
+    select.addEventListener("change", () => select.form.submit());
+  }
+  // The plan form: a spec file picked here is read by the page and sent as text; the server opens no file.
+  const file = document.getElementById("spec-file");
+  if (file) {
+    file.addEventListener("change", async () => {
+      if (file.files.length) document.getElementById("spec").value = await file.files[0].text();
+    });
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  wireForms();
   const figures = document.getElementById("figures");
   if (figures) drawFigures(JSON.parse(figures.textContent));
   const table = document.getElementById("jobs");
