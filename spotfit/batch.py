@@ -78,14 +78,13 @@ def expand(paths: list[str]) -> list[Path]:
 
 def submit(paths: list[str], parallel: int | None = None) -> dict:
     """Validate and record the batch's jobs; {id, parallel, jobs} (the queue is started apart)."""
-    from spotfit.spec import load_spec
     from spotfit.sweep.runner import db
 
     if parallel is not None:
         arguments.number("--parallel", parallel, low=1, high=1024,
                          hint="Leave --parallel out for one job per GPU (1 on a CPU machine).")
     files = expand(paths)
-    specs = [load_spec(p) for p in files]  # every file is checked before anything is recorded
+    specs = [sdk.validate(str(p)) for p in files]  # every file and script is checked before anything is recorded
     batch_id = f"batch-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     job_ids = [sdk.submit_spec(spec, state=JobState.QUEUED) for spec in specs]
     parallel = parallel or default_parallel()

@@ -113,8 +113,9 @@ class CheckpointStore:
             try:
                 ckpt = self._load(step)
             except (NotFoundError, ValueError, KeyError, TypeError) as exc:
-                # Missing or damaged data (a manifest that is not JSON, or JSON of another shape). A store that cannot be reached (StoreError) is not a
-                # damaged checkpoint: it propagates, so no good checkpoint is passed over.
+                # Missing or damaged data (a manifest that is not JSON, or JSON of another shape). A
+                # store that cannot be reached (StoreError) is not a damaged checkpoint: it
+                # propagates, so no good checkpoint is passed over.
                 skipped.append(f"{step}: {exc}")
                 self.on_event(
                     "checkpoint_corrupt",

@@ -21,10 +21,13 @@ if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first u
 
 
 def validate(path: str) -> JobSpec:
-    """Load and validate a job spec; raises `SpecError` with one clear line."""
+    """Load and validate a job spec, and compile its script; raises `SpecError` with one clear line."""
     from spotfit.spec import load_spec
 
-    return load_spec(path)
+    spec = load_spec(path)
+    if not spec.is_notebook:
+        scriptcheck.check_syntax(spec.script_path, spec.script)
+    return spec
 
 
 _PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[:NOTICE_S], ASCII digits
@@ -82,6 +85,8 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
             hint="Use --backend local (the embedded default), aws or kubernetes.",
         )
     spec.backend = cast("BackendName", chosen)  # checked against the registry above
+    if not spec.is_notebook:  # a script that cannot compile fails every attempt: refuse it before any launch
+        scriptcheck.check_syntax(spec.script_path, spec.script)
     notes = _backend_preflight(spec)
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
