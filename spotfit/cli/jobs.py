@@ -70,21 +70,23 @@ def run(
         with render.LiveRun(console, lambda: sdk.status(job_id), lambda after: sdk.events(job_id, after)) as live:
             doc = sdk.run_job(job_id, on_update=live.update)
         render.print_status(console, doc)
-    raise typer.Exit(run_exit_code(doc["state"]))
+    raise typer.Exit(run_exit_code(doc))
 
 
 EXIT_PAUSED = 3  # `spotfit run`: the job is paused by a rule; `spotfit resume JOB` continues it
+EXIT_EXPORT_FAILED = 4  # `spotfit run`: the job completed (trained, checkpointed) but its export was not published
 
 
-def run_exit_code(state: str) -> int:
-    """`spotfit run`'s exit code for the job's final state (README, "Exit codes").
+def run_exit_code(doc: dict) -> int:
+    """`spotfit run`'s exit code for the job's final status document (README, "Exit codes").
 
-    0 completed; 3 paused by a rule (resumable); 1 failed, stopped or cancelled. A configuration
-    error never gets here: it is raised, and exits 2 like every bad input.
+    0 completed; 4 completed but the export failed; 3 paused by a rule (resumable); 1 failed,
+    stopped or cancelled. A configuration error never gets here: it is raised, and exits 2 like
+    every bad input.
     """
-    if state == JobState.COMPLETED:
-        return 0
-    return EXIT_PAUSED if state == JobState.PAUSED else 1
+    if doc["state"] == JobState.COMPLETED:
+        return EXIT_EXPORT_FAILED if (doc.get("export") or {}).get("error") else 0
+    return EXIT_PAUSED if doc["state"] == JobState.PAUSED else 1
 
 
 @app.command()
