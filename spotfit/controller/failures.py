@@ -14,6 +14,10 @@ A preemption, a stop or kill the controller asked for (a switch, a rule, a cance
 preemption), and a cloud without capacity are never failures. Failures are counted apart from
 preemptions, and each one doubles the wait before the next launch, up to `MAX_BACKOFF_S`.
 
+A script failure that repeats is not retried: when the runtime of two attempts reported the same
+error (the traceback's last line) at the same step, a third would fail the same way, billed;
+the job fails at once with that line (`repeated_error`).
+
 Example:
 
 >>> failure_kind("killed", None, None, asked=False), failure_kind("killed", None, 9, asked=False)
@@ -24,6 +28,10 @@ Example:
 ('script', 'oom')
 >>> [backoff_s(n, base_s=30.0) for n in (0, 1, 2, 3)]
 [0.0, 30.0, 60.0, 120.0]
+>>> repeated_error({2: ("ValueError: bad", 40), 3: ("ValueError: bad", 40)}, 3)
+(2, 'ValueError: bad', 40)
+>>> repeated_error({2: ("ValueError: bad", 40), 3: ("ValueError: bad", 41)}, 3) is None
+True
 """
 
 from __future__ import annotations
@@ -74,6 +82,29 @@ def failures_in_a_row(attempts: list[dict]) -> int:
             break
         n += 1
     return n
+
+
+MENDABLE = ("StoreError", "NotFoundError")  # spotfit's store errors: an outage, an object not there yet
+
+
+def script_errors(events: list[dict]) -> dict[int, tuple[str, int]]:
+    """Attempt -> (error line, step) of each runtime `failed` event that says both (a store error aside)."""
+    out = {}
+    for e in events:
+        data = e["data"]
+        if (e["kind"] == "failed" and e["attempt"] is not None and data.get("step") is not None
+                and data.get("error") not in MENDABLE):
+            out[e["attempt"]] = (data.get("error_line") or e["message"], int(data["step"]))
+    return out
+
+
+def repeated_error(errors: dict[int, tuple[str, int]], number: int) -> tuple[int, str, int] | None:
+    """(earlier attempt, error line, step) when attempt `number` failed as an earlier attempt did, else None."""
+    if number not in errors:
+        return None
+    line, step = errors[number]
+    earlier = [n for n, error in errors.items() if n < number and error == (line, step)]
+    return (max(earlier), line, step) if earlier else None
 
 
 def describe(kind: str, boot_timeout_s: float | None = None) -> str:
@@ -146,7 +177,23 @@ class FailureTracker:
         if kind is None:
             self.in_a_row = 0
             return False
+        if kind == "script" and self.repeated(number):
+            return True
         return self.record(number, kind, now)
+
+    def repeated(self, number: int) -> bool:
+        """Attempt `number` failed as an earlier one did (same error, same step): fail the job now."""
+        same = repeated_error(script_errors(self.db.events(self.job_id)), number)
+        if same is None:
+            return False
+        earlier, line, step = same
+        self.count += 1
+        why = (f"the script failed the same way in attempts {earlier} and {number}, at step {step}: {line} "
+               f"(not retried: it would fail again; see `spotfit logs {self.job_id}`)")
+        self.db.add_event(self.job_id, "repeated_failure", why, attempt=number, earlier=earlier, step=step,
+                          error_line=line)
+        self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
+        return True
 
     def launch_failed(self, number: int, exc: BaseException, trace_end_s: float, now: float) -> None:
         """A launch that raised: one event with the cause, a failed attempt, never a crashed controller."""
