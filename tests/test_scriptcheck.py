@@ -58,3 +58,17 @@ def test_a_batch_with_a_broken_script_records_none_of_its_jobs(tmp_path):
     out = _cli("submit", str(tmp_path / "good.yaml"), str(tmp_path / "bad.yaml"))
     assert out.returncode == 2 and "bad.py:1" in out.stderr.splitlines()[0], out.stderr[-2000:]
     assert sdk.list_jobs() == []  # the good one neither: a batch is checked whole before anything is recorded
+
+
+def test_a_script_broken_after_the_submission_fails_the_job_before_any_launch(tmp_path):
+    from spotfit.controller.classify import ConfigError
+
+    (tmp_path / "train.py").write_text("print('ok')\n")
+    (tmp_path / "spotfit.yaml").write_text("name: edited\nscript: train.py\nmax_failures: 0\nmarket: {trace: null}\n")
+    job_id = sdk.submit(str(tmp_path / "spotfit.yaml"))
+    (tmp_path / "train.py").write_text("print('ok'\n")  # edited while the job waited
+    with pytest.raises(ConfigError, match=r"train.py:1: '\(' was never closed"):
+        sdk.run_job(job_id)
+    doc = sdk.status(job_id)
+    assert doc["state"] == "failed" and doc["message"].startswith("configuration error: Invalid `script`")
+    assert doc["attempts"] == [] and doc["cost_usd"] == 0.0
