@@ -76,21 +76,37 @@ def expand(paths: list[str]) -> list[Path]:
     return out
 
 
-def submit(paths: list[str], parallel: int | None = None) -> dict:
-    """Validate and record the batch's jobs; {id, parallel, jobs} (the queue is started apart)."""
-    from spotfit.spec import load_spec
+def submit(paths: list[str], parallel: int | None = None, allow_duplicate: bool = False) -> dict:
+    """Validate and record the batch's jobs; {id, parallel, jobs} (the queue is started apart).
+
+    Unless `allow_duplicate`, the batch's job names differ from each other and from every live job.
+    """
     from spotfit.sweep.runner import db
 
     if parallel is not None:
         arguments.number("--parallel", parallel, low=1, high=1024,
                          hint="Leave --parallel out for one job per GPU (1 on a CPU machine).")
     files = expand(paths)
-    specs = [load_spec(p) for p in files]  # every file is checked before anything is recorded
+    specs = [sdk.validate(str(p)) for p in files]  # every file and script is checked before anything is recorded
+    if not allow_duplicate:
+        _unique_names(specs, files)
     batch_id = f"batch-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-    job_ids = [sdk.submit_spec(spec, state=JobState.QUEUED) for spec in specs]
+    job_ids = [sdk.submit_spec(spec, state=JobState.QUEUED, allow_duplicate=allow_duplicate) for spec in specs]
     parallel = parallel or default_parallel()
     db().add_batch(batch_id, job_ids, parallel)
     return {"id": batch_id, "parallel": parallel, "jobs": job_ids}
+
+
+def _unique_names(specs: list, files: list[Path]) -> None:
+    """No two of the batch's jobs share a name, and none has the name of a live job (else `UsageError`)."""
+    seen: dict[str, Path] = {}
+    for spec, path in zip(specs, files, strict=True):
+        if spec.name in seen:
+            raise UsageError(f"Two specs of the batch name their job {spec.name!r}: {seen[spec.name]} and {path}.",
+                             hint="Give each job its own `name:`, or pass --allow-duplicate.")
+        seen[spec.name] = path
+        if (live := sdk.db().live_job_named(spec.name)) is not None:
+            raise sdk.duplicate_error(spec.name, live)
 
 
 def run_queue(batch_id: str, poll_s: float = 0.5) -> list[dict]:

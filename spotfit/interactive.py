@@ -20,7 +20,9 @@ def notebook(path: str | None = None, backend: str | None = None) -> str:
     from spotfit import notebooks
 
     spec = notebooks.notebook_spec(path)
-    return submit_spec(spec, backend=backend, before_record=lambda job_id, store: notebooks.seed(spec, job_id, store))
+    # Several notebooks may be open at once: each `spotfit notebook` without a spec is named "notebook".
+    return submit_spec(spec, backend=backend, allow_duplicate=True,
+                       before_record=lambda job_id, store: notebooks.seed(spec, job_id, store))
 
 
 def notebook_where(ref: str, wait_s: float = 0.0) -> dict:

@@ -1,4 +1,8 @@
-"""Whether a training script has anything spotfit can checkpoint: a `fit` call or `spotfit.loop`.
+"""Whether a training script compiles, and has anything spotfit can checkpoint (`fit` or `spotfit.loop`).
+
+A script with a syntax error would fail on every attempt, each one launched and billed:
+`spotfit validate` and `spotfit run` compile it first (`check_syntax`, no import, no TensorFlow)
+and refuse it with one line naming the file and line (exit 2).
 
 spotfit checkpoints inside `keras.Model.fit` and `spotfit.loop`; a script that trains any other
 way (a bare `tf.GradientTape` loop, another framework) runs, but a preemption loses all of its
@@ -11,12 +15,16 @@ Example:
 (True, True)
 >>> checkpointable("with tf.GradientTape() as tape: loss = step(x)")
 False
+>>> print(syntax_error("print(x", "train.py"))
+train.py:1: '(' was never closed: print(x
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from spotfit.errors import SpecError
 
 HOOKS = frozenset({"fit", "loop"})  # `<anything>.fit(...)`, `spotfit.loop(...)` / `loop(...)`
 
@@ -47,3 +55,29 @@ def warning_for(script: Path) -> str | None:
     return (f"{script.name} calls neither `model.fit` nor `spotfit.loop`: nothing would be checkpointed, and a "
             "preemption would lose all of its work. Wrap a custom loop in `spotfit.loop(...)` (docs/resume.md); "
             "ignore this if another module makes the call.")
+
+
+def syntax_error(source: str | bytes, filename: str) -> str | None:
+    """`FILE:LINE: what` of the first syntax error in the source, or None when it compiles."""
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:  # IndentationError and TabError are SyntaxErrors
+        where = f"{exc.filename or filename}:{exc.lineno or '?'}"
+        text = (exc.text or "").strip()
+        return f"{where}: {exc.msg}" + (f": {text[:120]}" if text else "")
+    return None
+
+
+def check_syntax(script: Path, shown: str | None = None) -> None:
+    """Raise `SpecError` (exit 2) when the script does not compile; an unreadable script is not this check's.
+
+    `shown`: the script's name in the message (the spec's `script:`, relative to the spec's folder).
+    """
+    try:
+        source = script.read_bytes()
+    except OSError:
+        return
+    problem = syntax_error(source, shown or str(script))
+    if problem is not None:
+        raise SpecError(f"Invalid `script`: {problem}",
+                        hint=f"Fix the syntax error (`python -m py_compile {script.name}` shows it), then run again.")

@@ -163,12 +163,30 @@ class StateDB:
     # jobs ---------------------------------------------------------------------------------
 
     def create_job(self, job_id: str, name: str, spec_json: str, store_url: str,
-                   state: JobState = JobState.PENDING) -> None:
-        """Record a job: `pending` (a controller takes it), or `queued` (a batch's queue releases it)."""
+                   state: JobState = JobState.PENDING, unique_live_name: bool = False) -> dict[str, Any] | None:
+        """Record a job: `pending` (a controller takes it), or `queued` (a batch's queue releases it).
+
+        `unique_live_name`: unless a live (not terminal) job has the name; that job is returned
+        and nothing is recorded. Checked and recorded in one transaction, so of two submissions
+        at once one is refused.
+        """
         now = time.time()
         with self.transaction():
+            if unique_live_name:
+                self._db.lock_key(f"spotfit-job-name:{name}")
+                live = self.live_job_named(name)
+                if live is not None:
+                    return live
             self._q("INSERT INTO jobs (id, name, spec_json, store_url, state, created_at, updated_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (job_id, name, spec_json, store_url, str(state), now, now))
+        return None
+
+    def live_job_named(self, name: str) -> dict[str, Any] | None:
+        """The newest job of this name that has not ended (queued, pending, waiting, running, paused)."""
+        active = tuple(str(s) for s in JobState.active())
+        row = self._q(f"SELECT * FROM jobs WHERE name = ? AND state IN ({', '.join('?' * len(active))}) "
+                      "ORDER BY created_at DESC LIMIT 1", (name, *active)).fetchone()
+        return None if row is None else dict(row)
 
     def release_queued(self, job_id: str, message: str) -> bool:
         """A queued job becomes pending (a controller may take it); False when it was no longer queued."""

@@ -84,6 +84,9 @@ class Sqlite:
     def lock_schema(self) -> None:
         """Nothing to do: the migration's `BEGIN IMMEDIATE` already excludes every other writer."""
 
+    def lock_key(self, key: str) -> None:
+        """Nothing to do: a transaction's `BEGIN IMMEDIATE` already excludes every other writer."""
+
     def version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
@@ -147,6 +150,10 @@ class Postgres:
         """Two controllers starting at once: one migrates, the other waits and then finds it done."""
         self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('spotfit-schema'))")
         self.conn.execute("CREATE TABLE IF NOT EXISTS spotfit_schema (version INTEGER NOT NULL)")
+
+    def lock_key(self, key: str) -> None:
+        """Serialize the transactions that take the same key (until each commits): a check, then a write."""
+        self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
 
     def version(self) -> int:
         row = self.conn.execute("SELECT version FROM spotfit_schema").fetchone()

@@ -1,9 +1,16 @@
-"""`spotfit run` warns at once when the script has nothing spotfit can checkpoint."""
+"""`spotfit run` warns at once when the script has nothing spotfit can checkpoint, and refuses one that
+does not compile (`validate` too)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+
+import pytest
+
 from spotfit import sdk
 from spotfit.scriptcheck import checkpointable
+from tests.support.jobs import spotfit_cmd
 
 
 def test_fit_and_loop_calls_are_found_bare_tape_loops_are_not():
@@ -24,3 +31,44 @@ def test_submitting_a_script_without_fit_records_the_warning(tmp_path):
 def test_a_script_that_calls_fit_gets_no_warning(job_spec):
     job_id = sdk.submit(str(job_spec("name: digits\nscript: train.py\nmarket: {trace: null}\n")))
     assert not [e for e in sdk.events(job_id) if e["kind"] == "nothing_checkpointed"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(spotfit_cmd(*args), capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL, env=os.environ.copy())
+
+
+@pytest.mark.parametrize("verb", ["validate", "run"])
+def test_a_script_with_a_syntax_error_is_refused_at_once(tmp_path, verb):
+    # max_failures 0: on code that launched it anyway, the run ends after one billed attempt, not after back-offs.
+    (tmp_path / "train.py").write_text("import keras\n\nmodel = keras.Sequential(\nmodel.fit(x, y)\n")
+    (tmp_path / "spotfit.yaml").write_text("name: typo\nscript: train.py\nmax_failures: 0\nmarket: {trace: null}\n")
+    out = _cli(verb, str(tmp_path / "spotfit.yaml"))
+    assert out.returncode == 2, (out.stdout, out.stderr[-2000:])
+    lines = out.stderr.strip().splitlines()
+    assert lines[0].startswith("error: Invalid `script`: train.py:3: '(' was never closed"), lines
+    assert len(lines) == 2 and lines[1].startswith("hint: "), lines
+    assert sdk.list_jobs() == []  # nothing recorded, nothing launched or billed
+
+
+def test_a_batch_with_a_broken_script_records_none_of_its_jobs(tmp_path):
+    for name, body in (("good", "print('ok')\n"), ("bad", "def f(:\n    pass\n")):
+        (tmp_path / f"{name}.py").write_text(body)
+        (tmp_path / f"{name}.yaml").write_text(f"name: {name}\nscript: {name}.py\nmarket: {{trace: null}}\n")
+    out = _cli("submit", str(tmp_path / "good.yaml"), str(tmp_path / "bad.yaml"))
+    assert out.returncode == 2 and "bad.py:1" in out.stderr.splitlines()[0], out.stderr[-2000:]
+    assert sdk.list_jobs() == []  # the good one neither: a batch is checked whole before anything is recorded
+
+
+def test_a_script_broken_after_the_submission_fails_the_job_before_any_launch(tmp_path):
+    from spotfit.controller.classify import ConfigError
+
+    (tmp_path / "train.py").write_text("print('ok')\n")
+    (tmp_path / "spotfit.yaml").write_text("name: edited\nscript: train.py\nmax_failures: 0\nmarket: {trace: null}\n")
+    job_id = sdk.submit(str(tmp_path / "spotfit.yaml"))
+    (tmp_path / "train.py").write_text("print('ok'\n")  # edited while the job waited
+    with pytest.raises(ConfigError, match=r"train.py:1: '\(' was never closed"):
+        sdk.run_job(job_id)
+    doc = sdk.status(job_id)
+    assert doc["state"] == "failed" and doc["message"].startswith("configuration error: Invalid `script`")
+    assert doc["attempts"] == [] and doc["cost_usd"] == 0.0

@@ -39,6 +39,8 @@ def run(
         "--backend", help="Run on this backend instead of the spec's `backend:`.")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the exact cloud requests; send and record nothing.")] = False,
+    allow_duplicate: Annotated[bool, typer.Option(
+        "--allow-duplicate", help="Run even if a live job has the spec's name (refused otherwise).")] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Run a job: launch, checkpoint, survive preemptions, and print a summary."""
@@ -49,7 +51,7 @@ def run(
         else:
             render.print_dry_run(console, doc)
         return
-    job_id = sdk.submit(str(spec), preempt_at=preempt_at, backend=backend)
+    job_id = sdk.submit(str(spec), preempt_at=preempt_at, backend=backend, allow_duplicate=allow_duplicate)
     for event in sdk.events(job_id):  # said at once, on stderr: --json keeps stdout one document
         if event["kind"] in ("nothing_checkpointed", "backend_note"):
             typer.echo(f"warning: {event['message']}", err=True)
@@ -70,21 +72,23 @@ def run(
         with render.LiveRun(console, lambda: sdk.status(job_id), lambda after: sdk.events(job_id, after)) as live:
             doc = sdk.run_job(job_id, on_update=live.update)
         render.print_status(console, doc)
-    raise typer.Exit(run_exit_code(doc["state"]))
+    raise typer.Exit(run_exit_code(doc))
 
 
 EXIT_PAUSED = 3  # `spotfit run`: the job is paused by a rule; `spotfit resume JOB` continues it
+EXIT_EXPORT_FAILED = 4  # `spotfit run`: the job completed (trained, checkpointed) but its export was not published
 
 
-def run_exit_code(state: str) -> int:
-    """`spotfit run`'s exit code for the job's final state (README, "Exit codes").
+def run_exit_code(doc: dict) -> int:
+    """`spotfit run`'s exit code for the job's final status document (README, "Exit codes").
 
-    0 completed; 3 paused by a rule (resumable); 1 failed, stopped or cancelled. A configuration
-    error never gets here: it is raised, and exits 2 like every bad input.
+    0 completed; 4 completed but the export failed; 3 paused by a rule (resumable); 1 failed,
+    stopped or cancelled. A configuration error never gets here: it is raised, and exits 2 like
+    every bad input.
     """
-    if state == JobState.COMPLETED:
-        return 0
-    return EXIT_PAUSED if state == JobState.PAUSED else 1
+    if doc["state"] == JobState.COMPLETED:
+        return EXIT_EXPORT_FAILED if (doc.get("export") or {}).get("error") else 0
+    return EXIT_PAUSED if doc["state"] == JobState.PAUSED else 1
 
 
 @app.command()
@@ -104,6 +108,8 @@ def submit(
         "--parallel", help="At most this many jobs at once, on a shared state's controllers too "
                            "(default: one per GPU, 1 on a CPU machine).")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Run the queue here until every job has ended.")] = False,
+    allow_duplicate: Annotated[bool, typer.Option(
+        "--allow-duplicate", help="Queue jobs that share a name, or have a live job's (refused otherwise).")] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Queue many jobs as one batch: each waits `queued` until the batch's queue releases it to a controller.
@@ -112,7 +118,7 @@ def submit(
     """
     from spotfit import batch
 
-    doc = batch.submit(specs, parallel)
+    doc = batch.submit(specs, parallel, allow_duplicate=allow_duplicate)
     if wait:
         doc["jobs"] = [{"id": j["id"], "state": j["state"]} for j in batch.run_queue(doc["id"])]
     else:

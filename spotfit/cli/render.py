@@ -65,6 +65,12 @@ def print_status(console: Console, doc: dict) -> None:
         console.print(f"[yellow]store:[/] {escape(doc['store_problem'])}", highlight=False)
     if doc.get("weights_sha256"):
         console.print(f"weights sha256: {doc['weights_sha256']}")
+    export = doc.get("export") or {}
+    if export.get("error"):
+        console.print(f"[red]export failed:[/] {escape(export['error'])} (the weights are in the checkpoints: "
+                      f"`spotfit logs {doc['id']}`)", highlight=False)
+    elif export.get("url"):
+        console.print(f"exported: version {export['version']} at {export['url']}", highlight=False)
     metrics = doc.get("metrics") or {}
     if metrics:
         console.print("final metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if v is not None))

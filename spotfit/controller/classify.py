@@ -22,6 +22,7 @@ Set `market.policy:` to one of default, greedy, mdp, on_demand, rollout, spotfit
 
 from __future__ import annotations
 
+from spotfit import scriptcheck
 from spotfit.errors import SpotfitError, StoreError, TraceError, UsageError
 from spotfit.job_secrets import check_present
 from spotfit.market.policies.base import ALIASES, POLICIES, make_policy
@@ -69,10 +70,16 @@ def check_trace(spec: JobSpec) -> None:
 
 
 def check_script(spec: JobSpec, local: bool) -> None:
-    """The script still exists where a local attempt will run it, and so do its secrets (the environment)."""
+    """The script still exists where a local attempt will run it, still compiles (it may have been
+    edited since the job was submitted), and so do its secrets (the environment)."""
     if local and not spec.is_notebook and not spec.script_path.is_file():
         raise ConfigError(f"Invalid `script`: {str(spec.script_path)!r} no longer exists.",
                           hint="Put the script back, or fix `script:` and run the job again.")
+    if local and not spec.is_notebook:
+        try:
+            scriptcheck.check_syntax(spec.script_path, spec.script)
+        except UsageError as exc:
+            raise ConfigError(exc.message, hint="Fix the syntax error, then `spotfit run` the job again.") from exc
     if local:
         try:
             check_present(spec.secrets)

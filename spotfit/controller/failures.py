@@ -10,9 +10,19 @@ because retrying them without a bound launches (and bills) a new machine every t
 - `oom`: killed by SIGKILL (or exit 137, the shell's report of it) unasked, as the kernel's OOM
   killer does.
 
+A host crash is not a failure: an attempt that ended with no exit record after its runtime
+reported a step past the one it started from (the machine went away mid-training, the runtime
+with it) resumes from its checkpoint, as after a preemption, and its `failure` reads
+`host_crash`. Each such attempt trained, so they cannot loop without end; one that reported no
+step is still `no_exit_record`.
+
 A preemption, a stop or kill the controller asked for (a switch, a rule, a cancel, an injected
 preemption), and a cloud without capacity are never failures. Failures are counted apart from
 preemptions, and each one doubles the wait before the next launch, up to `MAX_BACKOFF_S`.
+
+A script failure that repeats is not retried: when the runtime of two attempts reported the same
+error (the traceback's last line) at the same step, a third would fail the same way, billed;
+the job fails at once with that line (`repeated_error`).
 
 Example:
 
@@ -24,17 +34,23 @@ Example:
 ('script', 'oom')
 >>> [backoff_s(n, base_s=30.0) for n in (0, 1, 2, 3)]
 [0.0, 30.0, 60.0, 120.0]
+>>> repeated_error({2: ("ValueError: bad", 40), 3: ("ValueError: bad", 40)}, 3)
+(2, 'ValueError: bad', 40)
+>>> repeated_error({2: ("ValueError: bad", 40), 3: ("ValueError: bad", 41)}, 3) is None
+True
 """
 
 from __future__ import annotations
 
 import signal as _signal
+from collections.abc import Callable
 
 from spotfit.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
 EXIT_SIGKILL_SHELL = 128 + _signal.SIGKILL  # how a shell (or an agent's wrapper) reports a SIGKILLed child
 KINDS = ("script", "launch", "boot_timeout", "no_exit_record", "oom")
+HOST_CRASH = "host_crash"  # recorded as an attempt's `failure`, never counted as one
 
 
 def failure_kind(result: str, exit_code: int | None, signal: int | None, asked: bool) -> str | None:
@@ -61,7 +77,8 @@ def backoff_s(failures: int, base_s: float, max_s: float = MAX_BACKOFF_S) -> flo
 
 def counted(attempt: dict) -> bool:
     """Whether a recorded attempt counted toward `max_failures`."""
-    return attempt["state"] == AttemptState.FAILED or bool((attempt.get("info") or {}).get("failure"))
+    failure = (attempt.get("info") or {}).get("failure")
+    return attempt["state"] == AttemptState.FAILED or failure not in (None, HOST_CRASH)
 
 
 def failures_in_a_row(attempts: list[dict]) -> int:
@@ -76,12 +93,37 @@ def failures_in_a_row(attempts: list[dict]) -> int:
     return n
 
 
+MENDABLE = ("StoreError", "NotFoundError")  # spotfit's store errors: an outage, an object not there yet
+
+
+def script_errors(events: list[dict]) -> dict[int, tuple[str, int]]:
+    """Attempt -> (error line, step) of each runtime `failed` event that says both (a store error aside)."""
+    out = {}
+    for e in events:
+        data = e["data"]
+        if (e["kind"] == "failed" and e["attempt"] is not None and data.get("step") is not None
+                and data.get("error") not in MENDABLE):
+            out[e["attempt"]] = (data.get("error_line") or e["message"], int(data["step"]))
+    return out
+
+
+def repeated_error(errors: dict[int, tuple[str, int]], number: int) -> tuple[int, str, int] | None:
+    """(earlier attempt, error line, step) when attempt `number` failed as an earlier attempt did, else None."""
+    if number not in errors:
+        return None
+    line, step = errors[number]
+    earlier = [n for n, error in errors.items() if n < number and error == (line, step)]
+    return (max(earlier), line, step) if earlier else None
+
+
 def describe(kind: str, boot_timeout_s: float | None = None) -> str:
     """A few words for the attempt's end event."""
     return {
         "boot_timeout": f"no progress from the runtime within the boot timeout ({boot_timeout_s or 0:g}s)",
         "no_exit_record": "it ended without an exit record: the runtime never ran or died without a word",
         "oom": "killed by SIGKILL without being asked, as the OOM killer does",
+        HOST_CRASH: "its host went away mid-training without an exit record: not counted as a failure, the "
+                    "next attempt resumes from the checkpoint",
     }.get(kind, "")
 
 
@@ -91,9 +133,10 @@ class FailureTracker:
     Counts and the backoff survive a controller restart: both are read back from the attempts.
     """
 
-    def __init__(self, db, job_id: str, spec):
+    def __init__(self, db, job_id: str, spec, progress_of: Callable[[int], dict] | None = None):
         self.db = db
         self.job_id = job_id
+        self.progress_of = progress_of or (lambda number: {})  # an attempt's progress.json
         self.max_failures = spec.max_failures
         self.base_s = spec.failure_backoff_s
         self.boot_timeout_s = spec.aws.boot_timeout_s if spec.backend == "aws" else None
@@ -107,7 +150,13 @@ class FailureTracker:
         """The failure the end of attempt `number` counts as (an injected kill was asked for)."""
         injected = any(e["kind"] == "injected_preemption" and e["attempt"] == number
                        for e in self.db.events(self.job_id))
-        return failure_kind(result, code, signal, asked or injected)
+        kind = failure_kind(result, code, signal, asked or injected)
+        return HOST_CRASH if kind == "no_exit_record" and self._trained(number) else kind
+
+    def _trained(self, number: int) -> bool:
+        """Attempt `number`'s runtime reported a step past the one the attempt started from."""
+        start = next((a["start_step"] or 0 for a in self.db.attempts(self.job_id) if a["number"] == number), 0)
+        return (self.progress_of(number).get("step") or 0) > start
 
     def boot_overdue(self, attempt: dict, progress: dict, now: float) -> bool:
         """The attempt has reported nothing from its runtime for longer than the boot timeout."""
@@ -143,10 +192,26 @@ class FailureTracker:
 
     def ended(self, number: int, kind: str | None, now: float) -> bool:
         """An attempt ended (not for lack of capacity): count it if it failed; True when the job must fail."""
-        if kind is None:
+        if kind in (None, HOST_CRASH):
             self.in_a_row = 0
             return False
+        if kind == "script" and self.repeated(number):
+            return True
         return self.record(number, kind, now)
+
+    def repeated(self, number: int) -> bool:
+        """Attempt `number` failed as an earlier one did (same error, same step): fail the job now."""
+        same = repeated_error(script_errors(self.db.events(self.job_id)), number)
+        if same is None:
+            return False
+        earlier, line, step = same
+        self.count += 1
+        why = (f"the script failed the same way in attempts {earlier} and {number}, at step {step}: {line} "
+               f"(not retried: it would fail again; see `spotfit logs {self.job_id}`)")
+        self.db.add_event(self.job_id, "repeated_failure", why, attempt=number, earlier=earlier, step=step,
+                          error_line=line)
+        self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
+        return True
 
     def launch_failed(self, number: int, exc: BaseException, trace_end_s: float, now: float) -> None:
         """A launch that raised: one event with the cause, a failed attempt, never a crashed controller."""

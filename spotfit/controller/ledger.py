@@ -70,7 +70,7 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
             "start_s": a["trace_start_s"], "end_s": a["trace_end_s"], "billed_s": round(billed, 3),
             "price_usd_per_h": round(price, 6), "cost_usd": round(cost, 6),
             "start_step": a.get("start_step"), "end_step": a.get("end_step"),
-            "failure": (a.get("info") or {}).get("failure"),  # what counted toward max_failures
+            "failure": (a.get("info") or {}).get("failure"),  # what counted toward max_failures (not host_crash)
         })
     on_demand = done_s = None
     if productive_steps:

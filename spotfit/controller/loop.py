@@ -61,7 +61,7 @@ class Controller(RuleActions):
         self._seen_events: set[str] = {
             e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
         }
-        self.failures = FailureTracker(db, job_id, self.spec)
+        self.failures = FailureTracker(db, job_id, self.spec, progress_of=self.files.progress)
         self._notified: set[int] = set()
         self._switching: set[int] = set()
         self._market_stops: set[int] = set()  # attempts the policy stopped at a tick start (a switch)

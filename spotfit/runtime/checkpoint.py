@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,9 +112,10 @@ class CheckpointStore:
         for step in self._newest_first():
             try:
                 ckpt = self._load(step)
-            except (NotFoundError, ValueError, KeyError) as exc:
-                # Missing or damaged data. A store that cannot be reached (StoreError) is not a
-                # damaged checkpoint: it propagates, so no good checkpoint is passed over.
+            except (NotFoundError, ValueError, KeyError, TypeError) as exc:
+                # Missing or damaged data (a manifest that is not JSON, or JSON of another shape). A
+                # store that cannot be reached (StoreError) is not a damaged checkpoint: it
+                # propagates, so no good checkpoint is passed over.
                 skipped.append(f"{step}: {exc}")
                 self.on_event(
                     "checkpoint_corrupt",
@@ -126,14 +128,20 @@ class CheckpointStore:
         return None
 
     def _newest_first(self) -> list[int]:
-        """Steps ordered by (fit call, step), newest first; an unreadable manifest sorts by step alone."""
+        """Steps ordered by (fit call, step), newest first.
+
+        A manifest that cannot be read says nothing of its fit call: it is tried first, so that
+        `load_latest` reports it as corrupt, rather than passed over without a word below the
+        readable ones (fit calls count from 1).
+        """
         order = []
         for step in self.steps():
             try:
-                fit_index = json.loads(self.store.read_bytes(self._key(step, "manifest.json")))["meta"]["fit_index"]
-            except (NotFoundError, ValueError, KeyError, TypeError):
-                fit_index = 0  # _load reports it as corrupt when its turn comes
-            order.append((int(fit_index), step))
+                manifest = json.loads(self.store.read_bytes(self._key(step, "manifest.json")))
+                fit_index = int(manifest["meta"].get("fit_index", 0))
+            except (NotFoundError, ValueError, KeyError, TypeError, AttributeError):
+                fit_index = sys.maxsize  # _load reports it as corrupt, first
+            order.append((fit_index, step))
         return [step for _, step in sorted(order, reverse=True)]
 
     def _load(self, step: int) -> Checkpoint:

@@ -83,8 +83,9 @@ def run(job_url: str, attempt: int) -> int:
         session.stop.barrier("done")
         return EXIT_DONE
     except Exception as exc:
+        # `error_line` and `step`: the controller does not retry a failure two attempts share.
         rep.event("failed", f"{type(exc).__name__}: {exc}", error=type(exc).__name__,
-                  hint=getattr(exc, "hint", None))
+                  hint=getattr(exc, "hint", None), error_line=_error_line(exc), step=rep.state["step"])
         raise
     except Preempted as exc:
         # The checkpoint events say whether the last save was written (it is not when it failed
@@ -118,6 +119,11 @@ def _already_done(session: Session, done: dict) -> int:
               "nothing left to train, the result is kept", step=step, by_attempt=done.get("attempt"))
     rep.progress(force=True, phase="done")
     return EXIT_DONE
+
+
+def _error_line(exc: BaseException) -> str:
+    """The traceback's last line (`module.Type: message`), on one line of at most 300 characters."""
+    return " ".join("".join(traceback.format_exception_only(type(exc), exc)).split())[:300]
 
 
 def _held_target(session: Session) -> dict:

@@ -35,16 +35,16 @@ from spotfit.home import home, state_is_shared, state_target
 from spotfit.sdk.context import controller_alive, db, find_job, live_controllers, reading_from
 from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulate
 from spotfit.sdk.reports import BOOT_LOG_LINES, boot_log_key, cost, events, list_jobs, logs, status
-from spotfit.sdk.submit import parse_preempt_at, submit, submit_spec, validate
+from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
 from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard, ui
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState, StopRequest
 
 __all__ = [
     "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "cancel", "catalog", "controller_alive", "cost", "db",
-    "doctor", "dry_run", "events", "find_job", "gc", "list_jobs", "live_controllers", "logs", "market_record",
-    "parse_preempt_at", "plan", "reading_from", "resume", "run_job", "serve_controller", "simulate",
-    "start_detached", "status", "submit", "submit_spec", "tensorboard", "ui", "validate", "wait",
+    "doctor", "dry_run", "duplicate_error", "events", "find_job", "gc", "list_jobs", "live_controllers", "logs",
+    "market_record", "parse_preempt_at", "plan", "reading_from", "resume", "run_job", "serve_controller",
+    "simulate", "start_detached", "status", "submit", "submit_spec", "tensorboard", "ui", "validate", "wait",
 ]
 
 

@@ -50,6 +50,8 @@ def status(ref: str) -> dict:
         "cost_usd": round(running_cost, 6),
         "weights_sha256": result.get("weights_sha256"),
         "metrics": result.get("metrics") or {},
+        # {"version", "url"} once published, {"error"} when the export failed, None without an export.
+        "export": result.get("export"),
         "store": job["store_url"],
         "controller": controller,
         "paused": paused,

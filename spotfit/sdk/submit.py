@@ -21,10 +21,13 @@ if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first u
 
 
 def validate(path: str) -> JobSpec:
-    """Load and validate a job spec; raises `SpecError` with one clear line."""
+    """Load and validate a job spec, and compile its script; raises `SpecError` with one clear line."""
     from spotfit.spec import load_spec
 
-    return load_spec(path)
+    spec = load_spec(path)
+    if not spec.is_notebook:
+        scriptcheck.check_syntax(spec.script_path, spec.script)
+    return spec
 
 
 _PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[:NOTICE_S], ASCII digits
@@ -51,23 +54,35 @@ def parse_preempt_at(text: str) -> list[Preemption]:
     return out
 
 
-def submit(path: str, preempt_at: str | None = None, backend: str | None = None) -> str:
+def submit(path: str, preempt_at: str | None = None, backend: str | None = None,
+           allow_duplicate: bool = False) -> str:
     """Validate the spec and record a new pending job; returns its id.
 
     `backend` overrides the spec's `backend:` for this job (`spotfit run --backend`).
     """
     from spotfit.spec import load_spec
 
-    return submit_spec(load_spec(path), preempt_at=preempt_at, backend=backend)
+    return submit_spec(load_spec(path), preempt_at=preempt_at, backend=backend, allow_duplicate=allow_duplicate)
+
+
+def duplicate_error(name: str, live: dict) -> UsageError:
+    """A job named `name` is refused: `live`, a job of that name, has not ended."""
+    return UsageError(
+        f"A job named {name!r} is already live: {live['id']} ({live['state']}). Two jobs of one name would both "
+        "run and bill, and `spotfit status NAME` would show only the newer.",
+        hint=f"Watch it (`spotfit status {live['id']}`) or end it (`spotfit cancel {live['id']}`), give this job "
+             "another `name:`, or pass --allow-duplicate to run both.",
+    )
 
 
 def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | None = None,
                 before_record: Callable[[str, ObjectStore], None] | None = None,
-                state: JobState = JobState.PENDING) -> str:
+                state: JobState = JobState.PENDING, allow_duplicate: bool = False) -> str:
     """Record a new pending job for a validated spec; returns its id (`submit` reads the file).
 
     `state` is `queued` for a batch's job (`spotfit submit`): no controller takes it until its
-    batch's queue releases it.
+    batch's queue releases it. Unless `allow_duplicate`, a job with the name of a live job is
+    refused (`duplicate_error`), before anything is written.
 
     `before_record(job_id, store)` writes what the job needs in its store before the job is
     recorded (a notebook's token and seed files), so no controller sees it without them.
@@ -82,6 +97,10 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
             hint="Use --backend local (the embedded default), aws or kubernetes.",
         )
     spec.backend = cast("BackendName", chosen)  # checked against the registry above
+    if not allow_duplicate and (live := db().live_job_named(spec.name)) is not None:
+        raise duplicate_error(spec.name, live)
+    if not spec.is_notebook:  # a script that cannot compile fails every attempt: refuse it before any launch
+        scriptcheck.check_syntax(spec.script_path, spec.script)
     notes = _backend_preflight(spec)
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
@@ -98,7 +117,9 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     if before_record is not None:
         before_record(job_id, store)
     doc = {**spec.model_dump(mode="json"), "base_dir": spec.base_dir}
-    db().create_job(job_id, spec.name, json.dumps(doc), store_url, state)
+    live = db().create_job(job_id, spec.name, json.dumps(doc), store_url, state, unique_live_name=not allow_duplicate)
+    if live is not None:  # another submission of the name was recorded since the check above
+        raise duplicate_error(spec.name, live)
     warning = None if spec.is_notebook else scriptcheck.warning_for(spec.script_path)
     if warning is not None:
         db().add_event(job_id, "nothing_checkpointed", warning)

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from spotfit import arguments, sdk
 from spotfit.errors import UsageError
 from spotfit.home import home
-from spotfit.spec import load_spec
 from spotfit.sweep import report, study
 from spotfit.sweep.runner import FINAL, SweepRunner, controller_alive, db
 from spotfit.sweep.spec import load_sweep
@@ -42,7 +41,7 @@ def start(path: str, preempt_at: str | None = None, preempt_trial: int = 0) -> s
     `preempt_at` (as `spotfit run --preempt-at`) is injected into trial `preempt_trial`'s job.
     """
     spec = load_sweep(path)
-    base = load_spec(spec.job_path)
+    base = sdk.validate(str(spec.job_path))  # the job spec, and its script compiles
     if preempt_at is not None:  # bad flags fail here, before anything is recorded
         sdk.parse_preempt_at(preempt_at)
         arguments.number("--preempt-trial", preempt_trial, low=0, high=spec.trials - 1,

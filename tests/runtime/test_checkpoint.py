@@ -109,6 +109,30 @@ def test_newest_is_by_fit_call_then_step(store):
     assert ckpts.load_latest().meta["fit_index"] == 2
 
 
+@pytest.mark.parametrize("manifest", [b"not json", b'{"step": 20, "fi', b"[]", b"null", b"{}", b"\xff\xfe"],
+                         ids=["text", "truncated", "list", "null", "empty", "binary"])
+def test_a_corrupt_manifest_is_reported_and_passed_over(tmp_path, manifest):
+    # The runtime's own path: Session.load_checkpoint, its events in the job's store. Fit calls
+    # count from 1: an unreadable manifest once sorted as call 0, below every readable one, and
+    # was passed over without an event (or, as a list or null, crashed the restore).
+    session = Session(RuntimeConfig(job_id="j", job_url=f"file://{tmp_path}/job", script="s.py", workdir="."))
+    session.checkpoints.save(10, _arrays(1.0), {"fit_index": 1, "step": 10})
+    session.checkpoints.save(20, _arrays(2.0), {"fit_index": 1, "step": 20})
+    session.store.write_bytes("checkpoints/000000000020/manifest.json", manifest)
+    session.load_checkpoint()
+    assert session.resume_checkpoint.step == 10 and session.resume_checkpoint.arrays["w"][0, 0] == 1.0
+    events = [json.loads(session.store.read_bytes(k)) for k in sorted(session.store.list("events"))]
+    assert [(e["kind"], e["data"]) for e in events] == [("checkpoint_corrupt", {"step": 20})]
+    assert "step 20 is corrupt" in events[0]["message"]
+
+
+def test_a_readable_manifest_without_a_fit_call_still_sorts_by_step(store):
+    ckpts = CheckpointStore(store, keep=3)
+    ckpts.save(10, _arrays(1.0), {})
+    ckpts.save(20, _arrays(2.0), {})
+    assert ckpts.load_latest().step == 20
+
+
 def test_a_prefix_keeps_its_own_checkpoints(store):
     main, record = CheckpointStore(store, keep=1), CheckpointStore(store, keep=1, prefix="fit_calls/0001")
     record.save(48, _arrays(1.0), {"fit_index": 1})

@@ -100,3 +100,25 @@ def test_job_exports_at_the_end_with_a_model_card(tmp_path, spotfit_home, job_sp
         job = Path(doc["store"][len("file://"):])
         kinds = [json.loads(p.read_text())["kind"] for p in sorted((job / "events").glob("*.json"))]
         assert "exported" in kinds and "export_failed" not in kinds
+
+
+def test_a_failed_export_completes_the_job_with_its_own_exit_code_and_says_so(tmp_path, job_spec):
+    from spotfit.cli.jobs import EXIT_EXPORT_FAILED
+
+    src = tmp_path / "src" / "train.py"
+    src.parent.mkdir()
+    src.write_text(SCRIPT)
+    spec = job_spec("name: unexported\nscript: train.py\nmarket: {trace: null}\n"
+                    "export: {registry: 'file:///proc/nope', formats: [keras]}\n", script=src)
+    out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=300,
+                         stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert out.returncode == EXIT_EXPORT_FAILED == 4, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    assert doc["state"] == "completed" and doc["step"] == 16 and len(doc["weights_sha256"]) == 64
+    assert "/proc/nope" in doc["export"]["error"], doc["export"]
+    status = subprocess.run(spotfit_cmd("status", doc["id"]), capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert status.returncode == 0 and "export failed:" in status.stdout and "/proc/nope" in status.stdout, status
+    as_json = json.loads(subprocess.run(spotfit_cmd("status", doc["id"], "--json"), capture_output=True, text=True,
+                                        timeout=60, stdin=subprocess.DEVNULL, env=os.environ.copy()).stdout)
+    assert as_json["export"] == doc["export"]

@@ -347,3 +347,42 @@ def test_find_job_prefix_is_literal(db):
     assert db.find_job("my_job")["id"] == "my_job-1"
     with pytest.raises(NotFoundError):
         db.find_job("%")
+
+
+# job names --------------------------------------------------------------------------------------
+
+
+def test_a_live_name_is_refused_in_the_transaction_that_would_record_it(db):
+    assert db.create_job("a-1", "a", "{}", "memory://s", unique_live_name=True) is None
+    live = db.create_job("a-2", "a", "{}", "memory://s", unique_live_name=True)
+    assert live is not None and live["id"] == "a-1"
+    with pytest.raises(NotFoundError):
+        db.get_job("a-2")  # nothing recorded
+    assert db.create_job("a-3", "a", "{}", "memory://s") is None  # allowed: a duplicate asked for
+    assert db.live_job_named("a")["id"] == "a-3"  # the newest live one
+    for job_id in ("a-1", "a-3"):
+        db.update_job(job_id, state="completed")
+    assert db.live_job_named("a") is None
+    assert db.create_job("a-4", "a", "{}", "memory://s", unique_live_name=True) is None
+
+
+def test_of_submissions_of_one_name_at_once_one_is_recorded(target):
+    import threading
+
+    StateDB(target).close()  # the schema, before the racers
+    barrier, results = threading.Barrier(6), []
+
+    def submit(n: int) -> None:
+        state = StateDB(target)
+        try:
+            barrier.wait()
+            results.append(state.create_job(f"race-{n}", "race", "{}", "memory://s", unique_live_name=True))
+        finally:
+            state.close()
+
+    threads = [threading.Thread(target=submit, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(r is None for r in results) == 1 and len(results) == 6
