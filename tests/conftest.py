@@ -4,7 +4,8 @@ Fixtures here: `spotfit_home` (autouse), `job_spec` (a spec folder beside a scri
 SeaweedFS servers `seaweed` (one per session), `s3_env` (this process pointed at it) and
 `own_seaweed` (a server of one test alone, which the test may stop and start), and `postgres`
 (one PostgreSQL server per session, on 127.0.0.1). Helpers are imported by module path from
-`tests.support`.
+`tests.support`. A test that fails reports the jobs it ran: their `status`, last events and
+attempt logs (`tests/support/job_report.py`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.job_report import pytest_runtest_makereport  # noqa: F401 - a failing test reports its jobs
 from tests.support.jobs import DIGITS, write_spec
 from tests.support.postgres import PostgresServer
 from tests.support.seaweed import SeaweedServer, require_weed, seaweed_env
+
+pytest_plugins = ["pytester"]  # tests/test_job_report.py runs an inner pytest
 
 # Never let TF probe a metadata server (DESIGN.md): a closed loopback port.
 os.environ.setdefault("GCE_METADATA_IP", "127.0.0.1:9")

@@ -18,7 +18,8 @@ step is still `no_exit_record`.
 
 A preemption, a stop or kill the controller asked for (a switch, a rule, a cancel, an injected
 preemption), and a cloud without capacity are never failures. Failures are counted apart from
-preemptions, and each one doubles the wait before the next launch, up to `MAX_BACKOFF_S`.
+preemptions, and each one doubles the wait before the next launch, up to `MAX_BACKOFF_S`
+(both under `SPOTFIT_WAIT_SCALE`, see `waits`).
 
 A script failure that repeats is not retried: when the runtime of two attempts reported the same
 error (the traceback's last line) at the same step, a third would fail the same way, billed;
@@ -45,6 +46,7 @@ from __future__ import annotations
 import signal as _signal
 from collections.abc import Callable
 
+from spotfit.controller import waits
 from spotfit.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
@@ -138,13 +140,13 @@ class FailureTracker:
         self.job_id = job_id
         self.progress_of = progress_of or (lambda number: {})  # an attempt's progress.json
         self.max_failures = spec.max_failures
-        self.base_s = spec.failure_backoff_s
+        self.base_s, self.max_s = waits.scaled(spec.failure_backoff_s), waits.scaled(MAX_BACKOFF_S)
         self.boot_timeout_s = spec.aws.boot_timeout_s if spec.backend == "aws" else None
         attempts = db.attempts(job_id)
         self.count = sum(1 for a in attempts if counted(a))
         self.in_a_row = failures_in_a_row(attempts)
         last_end = max((a["ended_at"] or 0.0 for a in attempts if counted(a)), default=0.0)
-        self.backoff_until = last_end + backoff_s(self.in_a_row, self.base_s)
+        self.backoff_until = last_end + backoff_s(self.in_a_row, self.base_s, self.max_s)
 
     def kind_of(self, number: int, result: str, code: int | None, signal: int | None, asked: bool) -> str | None:
         """The failure the end of attempt `number` counts as (an injected kill was asked for)."""
@@ -179,7 +181,7 @@ class FailureTracker:
                    f"{self.max_failures}; see `spotfit logs {self.job_id}`")
             self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
             return True
-        delay = backoff_s(self.in_a_row, self.base_s)
+        delay = backoff_s(self.in_a_row, self.base_s, self.max_s)
         self.backoff_until = now + delay
         self.db.add_event(self.job_id, "backoff",
                           f"failure {self.count} of at most {self.max_failures} ({kind}): next launch in {delay:g}s",

@@ -88,6 +88,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     recorded (a notebook's token and seed files), so no controller sees it without them.
     """
     from spotfit.backends.base import registered_backends
+    from spotfit.controller import waits
     from spotfit.stores import child, open_store
 
     chosen = spec.backend if backend is None else backend
@@ -102,6 +103,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     if not spec.is_notebook:  # a script that cannot compile fails every attempt: refuse it before any launch
         scriptcheck.check_syntax(spec.script_path, spec.script)
     notes = _backend_preflight(spec)
+    waits.scale()  # a bad SPOTFIT_WAIT_SCALE is refused before anything is recorded
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     values = job_secrets.read_from_shell(spec.secrets)  # before anything is recorded

@@ -131,7 +131,14 @@ def test_a_configuration_error_the_runtime_reports_is_not_retried(tmp_path, monk
 
 
 def test_a_failure_that_may_pass_is_retried(tmp_path, monkeypatch):
+    # The default back-offs (30, 60, 120 s) at a thousandth: the same doubling, kept for real.
+    monkeypatch.setenv("SPOTFIT_WAIT_SCALE", "0.001")
     monkeypatch.setattr("spotfit.controller.classify.check_script", lambda spec, local: None)
     controller, backend = _stand_in_job(tmp_path, 1)
     assert controller.run() == "failed"
     assert backend.launches == 4  # 1 try + max_failures 3
+    delays = [e["data"]["delay_s"] for e in sdk.db().events("rt-1") if e["kind"] == "backoff"]
+    assert delays == pytest.approx([0.03, 0.06, 0.12])
+    attempts = sdk.db().attempts("rt-1")
+    for before, after, delay in zip(attempts[:-1], attempts[1:], delays, strict=True):
+        assert after["started_at"] - before["ended_at"] >= delay, (before, after)  # no launch before its back-off

@@ -1,11 +1,10 @@
 """Managed recovery on the replayed market: preemptions, deadline, ledger, controller crash.
 
-The replayed market runs on wall time, so these tests do not count on the machine's speed:
-the flaky job meets the market at known steps (its script waits there for the market's
-preemption), decisions are checked against the trace at the trace times the controller
-recorded, and every wait has a deadline. The one thing wall time decides, whether a real job
-finishes before a trace-time deadline, is run at a time_scale that leaves it many times what
-a loaded machine needs.
+The replayed market runs on wall time while a job waits, so these tests do not count on the
+machine's speed: the flaky job meets the market at known steps (its script waits there for the
+market's preemption), decisions are checked against the trace at the trace times the controller
+recorded, and every wait has a deadline. The deadline test's job trains on steps (`work_h`):
+whether it finishes before its trace-time deadline does not depend on the machine's speed.
 """
 
 from __future__ import annotations
@@ -33,14 +32,17 @@ HOLDS = (40, 90, 140)  # steps at which the flaky job waits for the market to pr
 TOTAL = 4 * 47  # 4 epochs of 1500 samples in batches of 32
 
 # us-east-2b from this start: up 52 ticks, down 23, up 68, down 23, up 55, down 3, up 58, down 3,
-# up 152, down 7, up 883, ... Ticks of 195 s are 0.3 wall seconds at time_scale 650: the first
-# up runs (15-20 s) are longer than an attempt's start-up on a loaded machine, so each hold
-# meets the next outage.
+# up 152, down 7, up 883, ... Ticks of 195 s are 0.15 wall seconds at time_scale 1300. An
+# attempt's start-up holds the clock, which passes the 1 h overhead (18.5 ticks) at once when it
+# trains: the first three attempts then train 33.5, 49.5 and 36.5 ticks (5, 7.4 and 5.5 wall
+# seconds) before the zone goes down, many times what the 40-50 steps to their hold take, so
+# each hold meets the next outage. (An attempt that missed its hold would meet it at a later
+# outage: the checks below hold either way.)
 FLAKY = f"""
 name: flaky
 script: market_train.py
 args: ["--epochs", "4", "--wait-for-market-at", "{','.join(map(str, HOLDS))}"]
-market: {{trace: aws-v100, zones: [us-east-2b], start: "2023-03-08T08:56:31", time_scale: 650,
+market: {{trace: aws-v100, zones: [us-east-2b], start: "2023-03-08T08:56:31", time_scale: 1300,
           policy: greedy, overhead_h: 1.0}}
 checkpoint: {{interval: {{steps: 25}}, keep: 2}}
 training: {{seed: 0, deterministic: true}}
@@ -54,14 +56,16 @@ args: ["--epochs", "4"]
 checkpoint: {{interval: {{steps: 25}}, keep: 2}}
 training: {{seed: 0, deterministic: true}}
 """
-# us-east-1a has no spot for 60 ticks (3.25 h) from this start. At time_scale 20 the 2.5 h
-# deadline is 450 wall seconds away: many times what the job needs, on a loaded machine too.
+# us-east-1a has no spot for 60 ticks (3.25 h) from this start. With `work_h` the attempt's
+# training advances the trace by steps and its start-up holds the clock, so the finish in trace
+# time does not depend on this machine's speed; time_scale only sets how fast the policy's
+# waiting passes: the 12 ticks it waits are 6 wall seconds at 400.
 DRY_START = datetime(2023, 2, 16, 12, 19, 46, tzinfo=UTC)
 DRY = """
 name: dry
 script: train.py
 args: ["--epochs", "6"]
-market: {trace: aws-v100, zones: [us-east-1a], start: "2023-02-16T12:19:46", time_scale: 20,
+market: {trace: aws-v100, zones: [us-east-1a], start: "2023-02-16T12:19:46", time_scale: 400,
          overhead_h: 0.5}
 checkpoint: {interval: {steps: 50}, keep: 2}
 training: {seed: 0, deterministic: true}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.jobs import spotfit_cmd
+from tests.support.ledger import ticks
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).parent / "scripts" / "rules_train.py"
@@ -105,17 +106,28 @@ def test_tiny_budget_stops_the_job(job_spec, webhook):
 
 
 def test_price_cap_pauses_and_resumes_by_itself_and_loses_no_work(job_spec):
-    args = ["--epochs", "60"]
+    args = ["--epochs", "10"]
     base = _cli("run", str(_spec(job_spec, "base", args, "[]")))
-    # us-east-2b: $0.918/h, then $0.9191/h from tick 4364 to 4484, then $0.918/h again.
-    market = 'market: {trace: aws-v100, zones: [us-east-2b], start: "2023-02-25T17:26:16", time_scale: 1950}'
-    spec = _spec(job_spec, "capped", args, "[{rule: price_cap, usd_per_h: 0.9185, action: pause}]", market=market)
+    # us-east-2b from this start (tick 4344): $0.918/h, then $0.9191/h from tick 4364 to 4484, then
+    # $0.918/h again; spot is up until tick 4648. `work_h` advances the trace by steps while the job
+    # trains (its start-up holds the clock): the price rises 3180 trace s into the first attempt's
+    # training, at step 208 of 470, and the first attempt waits at step 300 for the stop, so the
+    # pause lands between the two whatever this machine's speed. It waits on the wall: 120 ticks,
+    # 6 s at time_scale 3900; the resumed attempt's at most 25 ticks end long before spot is gone.
+    market = 'market: {trace: aws-v100, zones: [us-east-2b], start: "2023-02-25T17:26:16", time_scale: 3900}'
+    spec = _spec(job_spec, "capped", [*args, "--wait-for-stop-at", "300"],
+                 "[{rule: price_cap, usd_per_h: 0.9185, action: pause}]", market=market, extra="work_h: 2\n")
     doc = _cli("run", str(spec))
     assert doc["state"] == "completed", doc
     kinds = [e["kind"] for e in _cli("logs", doc["id"])["events"]]
     assert "rule" in kinds and "resumed" in kinds
     assert kinds.index("rule") < kinds.index("resumed")
-    assert doc["attempts"][0]["state"] == "stopped" and len(doc["attempts"]) >= 2
+    # Paused at the rise (not before), trained again once the price fell, and not preempted since.
+    first, second = doc["attempts"]
+    assert (first["state"], second["state"]) == ("stopped", "completed")
+    rise, fall = ticks("us-east-2b")[4364].start_s, ticks("us-east-2b")[4484].start_s
+    assert first["trace_end_s"] >= rise and 208 <= first["end_step"] <= 300, first
+    assert second["trace_start_s"] >= fall, second
     assert doc["weights_sha256"] == base["weights_sha256"]
 
 

@@ -1,4 +1,11 @@
-"""A small digits MLP for the rules tests: learning rate, epochs and a starved pipeline are flags."""
+"""A small digits MLP for the rules tests: learning rate, epochs and a starved pipeline are flags.
+
+`--wait-for-stop-at STEP`: an attempt that starts at step 0 stands still at that global step
+until the controller's stop request has reached it (the runtime's stop poll), so a rule that
+fires before then stops the job at or before that step whatever the machine's speed. spotfit's
+callback, which runs after this one, then stops at that very step. A resumed attempt does not
+hold. Holding changes nothing in the training: the weights are those of a run without.
+"""
 
 import argparse
 import time
@@ -11,7 +18,35 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, default=1e-2)
 parser.add_argument("--epochs", type=int, default=5)
 parser.add_argument("--starve-ms", type=float, default=0.0, help="sleep per batch in the input pipeline")
+parser.add_argument("--wait-for-stop-at", type=int, default=0, help="global step to wait at for a stop request")
+parser.add_argument("--wait-timeout-s", type=float, default=300.0)
 args = parser.parse_args()
+
+
+class WaitForStop(keras.callbacks.Callback):
+    def __init__(self, step: int, timeout_s: float):
+        super().__init__()
+        self.step, self.timeout_s, self.first_step = step, timeout_s, None
+
+    # Nothing to carry over: spotfit checkpoints a callback's state (this protocol, else its
+    # attributes), and a resumed attempt must find its own first step.
+    def get_state(self):
+        return {}
+
+    def set_state(self, state):
+        pass
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if self.first_step is None:  # the attempt's first step: spotfit has restored by now
+            self.first_step = step
+        if not self.step or step != self.step or self.first_step != 1:
+            return
+        from spotfit.runtime.custom_loop import active_session
+
+        print(f"step {step}: waiting for the controller's stop request", flush=True)
+        if not active_session().stop_asked.wait(self.timeout_s):
+            raise SystemExit(f"timed out after {self.timeout_s:g}s waiting for a stop request at step {step}")
 
 digits = load_digits()
 x = (digits.data / 16.0).astype("float32")
@@ -31,5 +66,6 @@ if args.starve_ms:
         out.set_shape(a.shape)
         return out, b
     train = train.map(slow)
-model.fit(train, epochs=args.epochs, validation_data=(x[1500:], y[1500:]), verbose=2)
+model.fit(train, epochs=args.epochs, validation_data=(x[1500:], y[1500:]), verbose=2,
+          callbacks=[WaitForStop(args.wait_for_stop_at, args.wait_timeout_s)])
 print("final", model.evaluate(x[1500:], y[1500:], verbose=0))
