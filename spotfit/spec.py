@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from spotfit.backendspec import Aws, Kubernetes
 from spotfit.errors import SpecError
 from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
-from spotfit.specbase import _Section, matching
+from spotfit.specbase import _Section, matching, redact_userinfo
 from spotfit.specfile import read_spec_file
 
 DOCS = "docs/job-spec.md"
@@ -170,8 +170,6 @@ class Data(_Section):
     def _source(cls, value: str) -> str:
         if not re.match(r"^[a-z0-9]+://", value):
             raise ValueError("expected a URL such as s3://bucket/prefix, gs://bucket/prefix or file:///path")
-        if "@" in value.split("://", 1)[1].split("/", 1)[0]:
-            raise ValueError("expected a URL without credentials (they come from the environment or ~/.aws)")
         return value
 
 
@@ -396,7 +394,7 @@ def _value_at(raw: Any, loc: tuple) -> Any:
 
 def _short(value: Any, limit: int = 120) -> str:
     """`repr(value)`, cut to `limit` characters: a message quotes a huge value without becoming one."""
-    text = repr(value)
+    text = redact_userinfo(repr(value))
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
