@@ -283,8 +283,9 @@ class JobSpec(_Section):
                 "environment": {"pip": list(env.pip), "requirements": text}}
 
     def kubernetes_options(self) -> dict[str, Any]:
-        """The `kubernetes:` section for the backend, with the notebook extra for a notebook job."""
-        return {**self.kubernetes.model_dump(), "runtime_extras": self._runtime_extras(self.kubernetes.runtime_extras)}
+        """The `kubernetes:` section for the backend, with the notebook extra (and its token) for a notebook job."""
+        return {**self.kubernetes.model_dump(), "runtime_extras": self._runtime_extras(self.kubernetes.runtime_extras),
+                "notebook_token": self.is_notebook}
 
     def _runtime_extras(self, extras: list[str]) -> list[str]:
         """A notebook job's attempt runs JupyterLab: its spotfit gets the `notebook` extra too."""
@@ -402,7 +403,8 @@ def _clean_loc(loc: tuple) -> tuple:
     """The field path as the user wrote it: without pydantic's union member names."""
     tagged = len(loc) > 3 and loc[0] == "rules" and loc[2] in RULE_MODELS
     return tuple(p for i, p in enumerate(loc)
-                 if p not in ("literal['auto']", "StepsInterval", "SecondsInterval") and not (tagged and i == 2))
+                 if p not in ("literal['auto']", "StepsInterval", "SecondsInterval", "WebhookSecret")
+                 and not (tagged and i == 2))
 
 
 def _to_spec_error(exc: ValidationError, raw: dict, source: str, root: type[BaseModel] | None = None,

@@ -1,7 +1,8 @@
 """`ObjectStore` over fsspec: one class for every protocol fsspec knows.
 
 Optional protocols load lazily: `s3://` needs s3fs (`pip install 'spotfit[s3]'`), `gs://`
-needs gcsfs (`pip install 'spotfit[gcs]'`). S3 settings come from the environment
+needs gcsfs (`pip install 'spotfit[gcs]'`). A `file://` store writes each file 0600 and each
+folder it makes 0700. S3 settings come from the environment
 (`s3_options`), credentials only from the environment or the usual AWS files. Every call is
 retried with backoff (`retry.RetryPolicy`); failures surface as `StoreError`, missing objects
 as `NotFoundError`.
@@ -206,10 +207,11 @@ def _write_local(path: str, data: bytes) -> None:
 
 def _write_temp(path: str, data: bytes) -> str:
     """`data`, synced to disk, under a temporary name beside `path`; returns that name."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
     try:
-        with open(tmp, "wb") as f:
+        # The owner's alone, whatever the umask of the process (a file:// store holds checkpoints and logs).
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
