@@ -205,9 +205,20 @@ def _write_local(path: str, data: bytes) -> None:
             os.unlink(tmp)
 
 
+def _makedirs_private(folder: str) -> None:
+    """`os.makedirs` with every folder it creates 0700 (its `mode` reaches the last one only)."""
+    if os.path.isdir(folder):
+        return
+    _makedirs_private(os.path.dirname(folder))
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+
+
 def _write_temp(path: str, data: bytes) -> str:
     """`data`, synced to disk, under a temporary name beside `path`; returns that name."""
-    os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
+    _makedirs_private(os.path.dirname(path))
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         # The owner's alone, whatever the umask of the process (a file:// store holds checkpoints and logs).
