@@ -4,9 +4,10 @@ A notebook is a job of `kind: notebook` (docs/notebooks.md). It is recorded with
 (`new_token`), kept in a 0600 file under `$SPOTFIT_HOME/notebooks/JOB/token` (which the user's
 browser and a local attempt read) and, on a cloud backend, in its secret store (SSM, the
 attempt's Kubernetes Secret), never in the job's store; the file is deleted when the job ends
-(`forget_token`). The token never appears in a JSON document nor on a command line. `where` reads the running
-attempt's `notebook/server.json` and answers the local URL: on the local backend the server's
-own 127.0.0.1 port; elsewhere a local port that `spotfit port-forward` carries to it.
+(`forget_token`). The token never appears in a JSON document nor on a command line. `where`
+reads the running attempt's `notebook/server.json` and answers the local URL: on the local
+backend the server's own 127.0.0.1 port; elsewhere a local port that `spotfit port-forward`
+carries to it.
 
 No TensorFlow, no Jupyter here: the attempt runs those (spotfit/runtime/notebook.py).
 """
