@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_HOME ?= $(CURDIR)/.spotfit-demo
+# No test, benchmark or demo lets botocore ask an instance metadata address for credentials.
+export AWS_EC2_METADATA_DISABLED := true
 
 .PHONY: demo test test-stress check lint bench clean browser
 

@@ -4,11 +4,18 @@ It holds the SQLite state DB (`state.db`), the default `file://` object store (`
 default model registry (`registry/`) and the default data cache (`cache/data/`).
 `$SPOTFIT_STATE_URL` moves the state elsewhere: a team's PostgreSQL (`postgresql://...`) or a
 SQLite file on a volume (`sqlite:////var/lib/spotfit/state.db`); see docs/team-state.md.
+
+Everything there is private to its owner: spotfit's processes (CLI, controller, and the runtime
+they start) run under the umask 077 (`private_umask`), so each folder spotfit creates is 0700
+and each file 0600, the state DB and its -wal and -shm included. A home that others can enter
+gets one warning line, with the `chmod` that closes it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import sys
 from pathlib import Path
 
 from spotfit.errors import UsageError
@@ -18,11 +25,36 @@ DATA_DIR_ENV = "SPOTFIT_DATA_DIR"  # the runtime sets it to the cached copy of `
 STATE_URL_ENV = "SPOTFIT_STATE_URL"
 
 
+PRIVATE_UMASK = 0o077  # folders 0700, files 0600
+_warned: set[Path] = set()  # homes already warned about in this process
+
+
+def private_umask() -> None:
+    """Make what this process (and every process it starts) creates readable by its owner only."""
+    os.umask(PRIVATE_UMASK)
+
+
 def home() -> Path:
-    """The spotfit home folder, created on first use."""
+    """The spotfit home folder, created on first use (0700); a home open to others is warned about once."""
     path = Path(os.environ.get("SPOTFIT_HOME") or Path.home() / ".spotfit").expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        _warn_if_open(path)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.mkdir(mode=0o700, exist_ok=True)
     return path
+
+
+def _warn_if_open(path: Path) -> None:
+    if path in _warned or not path.is_dir():
+        return
+    _warned.add(path)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        sys.stderr.write(f"warning: the spotfit home {path} is open to other users (mode {mode:04o}): its state, "
+                         f"tokens and store are theirs to read; run `chmod -R go-rwx {path}`\n")
 
 
 def default_store_url() -> str:

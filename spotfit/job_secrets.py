@@ -5,7 +5,12 @@ set there is a usage error). Where the values go then depends on the backend: `l
 them to the attempt's processes through the controller's own environment (which the controller
 inherits from that shell), and checks before each launch that they are still there
 (`check_present`); `aws` stores them in SSM Parameter Store at submit time and deletes them when
-the job ends (backends/aws/secrets.py). Only the names are ever written anywhere.
+the job ends (backends/aws/secrets.py). Only the names are ever written anywhere. A notebook's
+token travels the same way (`SPOTFIT_NOTEBOOK_TOKEN`), beside its 0600 file on this machine.
+
+`notify.webhook` is a secret too, of the controller (the attempt never needs it): `{secret: NAME}`
+is read from the controller's environment, and a literal URL is kept in this process's
+environment only (`keep_webhook`), which the job's controller inherits and takes into its memory.
 
 Example:
 
@@ -21,6 +26,7 @@ Secret `UNSET_NAME` (spec `secrets:`) is not set in this shell: expected its val
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,8 +64,15 @@ def store_at_submit(backend_name: str, job_id: str, spec, values: dict[str, str]
 
 
 def release(backend, db, job_id: str, spec, state: str) -> None:
-    """The job ended (a stopped job may resume: its secrets stay): delete what `store_at_submit` stored."""
-    if not spec.secrets or state == "stopped" or not hasattr(backend, "delete_secrets"):
+    """The job ended (a stopped job may resume: its secrets stay): delete what `store_at_submit` stored,
+    and a notebook's token file."""
+    if state == "stopped" or not (spec.secrets or spec.is_notebook):
+        return
+    if spec.is_notebook:
+        from spotfit.notebooks import forget_token
+
+        forget_token(job_id)
+    if not hasattr(backend, "delete_secrets"):
         return
     from spotfit.errors import SpotfitError
 
@@ -68,3 +81,33 @@ def release(backend, db, job_id: str, spec, state: str) -> None:
     except SpotfitError as exc:  # the job's end stands; the parameters stay until deleted by hand
         db.add_event(job_id, "secrets_left", f"{exc.message} (delete /spotfit/{job_id}/ in SSM by hand)",
                      hint=exc.hint)
+
+
+WEBHOOK_ENV_PREFIX = "SPOTFIT_WEBHOOK_"
+
+
+def webhook_env(job_id: str) -> str:
+    """The variable of this process that carries job `job_id`'s literal webhook URL to its controller."""
+    return WEBHOOK_ENV_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", job_id).upper()
+
+
+def keep_webhook(job_id: str, notify, shared: bool, environ: dict[str, str] | None = None) -> None:
+    """At submit: a named webhook must be set here; a literal one is kept in the environment, never on disk."""
+    from spotfit.rulespec import is_redacted
+
+    env = os.environ if environ is None else environ
+    if notify is None:
+        return
+    if (name := notify.webhook_secret) is not None:
+        if name not in env:
+            raise UsageError(f"Secret `{name}` (spec `notify.webhook`) is not set in this shell: expected the "
+                             "webhook URL in the environment.",
+                             hint=f"Run `read -s {name}; export {name}` before `spotfit run`.")
+        return
+    if isinstance(notify.webhook, str) and not is_redacted(notify.webhook):
+        if shared:
+            raise UsageError("Invalid `notify.webhook`: a literal URL is kept in this shell's memory only, and the "
+                             "jobs of a shared state are driven by `spotfit controller`s elsewhere.",
+                             hint="Give it as `notify: {webhook: {secret: NAME}}` and set NAME in the environment "
+                                  "of the `spotfit controller`s.")
+        env[webhook_env(job_id)] = notify.webhook

@@ -1,11 +1,13 @@
 """Notebook jobs on the controller side: submit one with a fresh token, and say where it listens.
 
-A notebook is a job of `kind: notebook` (docs/notebooks.md). `start` records it with a random
-token, kept in two places only: the job's store (`notebook/token`, which the attempt reads)
-and a 0600 file under `$SPOTFIT_HOME/notebooks/JOB/token` (which the user's browser needs).
-The token never appears in a JSON document nor on a command line. `where` reads the running
-attempt's `notebook/server.json` and answers the local URL: on the local backend the server's
-own 127.0.0.1 port; elsewhere a local port that `spotfit port-forward` carries to it.
+A notebook is a job of `kind: notebook` (docs/notebooks.md). It is recorded with a random token
+(`new_token`), kept in a 0600 file under `$SPOTFIT_HOME/notebooks/JOB/token` (which the user's
+browser and a local attempt read) and, on a cloud backend, in its secret store (SSM, the
+attempt's Kubernetes Secret), never in the job's store; the file is deleted when the job ends
+(`forget_token`). The token never appears in a JSON document nor on a command line. `where`
+reads the running attempt's `notebook/server.json` and answers the local URL: on the local
+backend the server's own 127.0.0.1 port; elsewhere a local port that `spotfit port-forward`
+carries to it.
 
 No TensorFlow, no Jupyter here: the attempt runs those (spotfit/runtime/notebook.py).
 """
@@ -18,17 +20,11 @@ import secrets
 from pathlib import Path
 
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.home import home
-from spotfit.runtime.notebook import FILES_PREFIX, SERVER_KEY, TOKEN_KEY
+from spotfit.runtime.notebook import FILES_PREFIX, SERVER_KEY, token_file
 from spotfit.spec import JobSpec, load_spec, parse_spec
 from spotfit.stores.base import ObjectStore
 
 REMOTE_PORT_NOTE = "the attempt's port on its machine"
-
-
-def token_file(job_id: str) -> Path:
-    """The 0600 file that holds a notebook's token on this machine."""
-    return home() / "notebooks" / job_id / "token"
 
 
 def notebook_spec(path: str | None) -> JobSpec:
@@ -44,15 +40,25 @@ def notebook_spec(path: str | None) -> JobSpec:
     return spec
 
 
-def seed(spec: JobSpec, job_id: str, store: ObjectStore) -> None:
-    """Write the token (store and 0600 file) and the seed folder's files before the job is recorded."""
+def new_token(job_id: str) -> str:
+    """A fresh random token for notebook `job_id`, written to its 0600 file (folders 0700); returns it."""
     token = secrets.token_urlsafe(32)
-    store.write_bytes(TOKEN_KEY, token.encode())
     path = token_file(job_id)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for folder in (path.parent.parent, path.parent):
+        folder.mkdir(exist_ok=True, mode=0o700)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(token + "\n")
+    return token
+
+
+def forget_token(job_id: str) -> None:
+    """The job ended: delete its token file (a cloud backend deletes its secret store's copy)."""
+    token_file(job_id).unlink(missing_ok=True)
+
+
+def seed(spec: JobSpec, job_id: str, store: ObjectStore) -> None:
+    """Write the seed folder's files before the job is recorded (the token is `new_token`'s)."""
     if spec.notebook.folder is not None:
         from spotfit.runtime.folder_sync import FolderSync
 

@@ -11,19 +11,27 @@ Each rule is a mapping that names its rule, its parameters and an action:
       - {rule: nan_loss, action: stop}
       - {rule: stalled, for_s: 600, action: notify}
       - {rule: idle_notebook, below_pct: 10, for_s: 3600, action: stop}
-    notify: {webhook: "https://hooks.slack.com/services/..."}
+    notify: {webhook: {secret: SLACK_WEBHOOK}}     # read from the submitting shell, like `secrets:`
+    notify: {webhook: "https://hooks.slack.com/services/..."}   # kept in memory only, stored redacted
+
+A webhook URL is a credential (anyone who has it may post): wherever a spec is stored or shown,
+a literal URL appears redacted (`redact_url`).
 
 Example:
 
 >>> RulesDoc.model_validate({"rules": [{"rule": "budget", "usd": 5}]}).rules[0].action
 'stop'
+>>> redact_url("https://hooks.slack.com/services/T0001/B0002/XXXXXXXXXXXX")
+'https://hooks.slack.com/services/T…/***'
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, get_args
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 Action = Literal["notify", "pause", "stop"]
 
@@ -116,11 +124,65 @@ RuleSpec = Annotated[
 
 
 
-class Notify(BaseModel):
-    """Where rule firings are sent: a webhook that takes a JSON POST (Slack-compatible `text`)."""
+class WebhookSecret(BaseModel):
+    """`webhook: {secret: NAME}`: the URL is the value of `NAME` in the submitting shell (and controller)."""
 
     model_config = ConfigDict(extra="forbid")
-    webhook: str | None = Field(None, pattern=r"^https?://")
+    secret: str
+
+    @field_validator("secret")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
+            raise ValueError("expected an environment variable name (letters, digits, `_`)")
+        return value
+
+
+class Notify(BaseModel):
+    """Where rule firings are sent: a webhook that takes a JSON POST (Slack-compatible `text`).
+
+    A literal URL is kept on this object only: every dump of it (the stored spec, `--json`) is redacted.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    webhook: WebhookSecret | str | None = None
+
+    @field_validator("webhook", mode="before")
+    @classmethod
+    def _webhook(cls, value):
+        if isinstance(value, str) and not re.match(r"^https?://[^/\s]", value):
+            raise ValueError("expected an http(s):// URL or {secret: NAME} (the URL in the environment variable NAME)")
+        return value
+
+    @field_serializer("webhook")
+    def _redacted(self, value):
+        return redact_url(value) if isinstance(value, str) else value
+
+    @property
+    def webhook_secret(self) -> str | None:
+        """The environment variable that holds the URL, when the spec names one."""
+        return self.webhook.secret if isinstance(self.webhook, WebhookSecret) else None
+
+
+REDACTED = "…/***"
+
+
+def redact_url(url: str) -> str:
+    """`url` with only its scheme, host and first path segment kept (Slack's `services/T…`); idempotent."""
+    if is_redacted(url):
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    segments = [s for s in parts.path.split("/") if s]
+    head = f"/{segments[0]}" if len(segments) > 1 else ""
+    tail = segments[1] if len(segments) > 1 else (segments[0] if segments else "")
+    return f"{parts.scheme}://{host}{head}/{tail[:1]}{REDACTED}"
+
+
+def is_redacted(url: str) -> bool:
+    return url.endswith(REDACTED)
 
 
 class RulesDoc(BaseModel):

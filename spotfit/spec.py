@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from spotfit.backendspec import Aws, Kubernetes
 from spotfit.errors import SpecError
 from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
-from spotfit.specbase import _Section, matching
+from spotfit.specbase import _Section, matching, redact_userinfo
 from spotfit.specfile import read_spec_file
 
 DOCS = "docs/job-spec.md"
@@ -170,8 +170,6 @@ class Data(_Section):
     def _source(cls, value: str) -> str:
         if not re.match(r"^[a-z0-9]+://", value):
             raise ValueError("expected a URL such as s3://bucket/prefix, gs://bucket/prefix or file:///path")
-        if "@" in value.split("://", 1)[1].split("/", 1)[0]:
-            raise ValueError("expected a URL without credentials (they come from the environment or ~/.aws)")
         return value
 
 
@@ -285,8 +283,9 @@ class JobSpec(_Section):
                 "environment": {"pip": list(env.pip), "requirements": text}}
 
     def kubernetes_options(self) -> dict[str, Any]:
-        """The `kubernetes:` section for the backend, with the notebook extra for a notebook job."""
-        return {**self.kubernetes.model_dump(), "runtime_extras": self._runtime_extras(self.kubernetes.runtime_extras)}
+        """The `kubernetes:` section for the backend, with the notebook extra (and its token) for a notebook job."""
+        return {**self.kubernetes.model_dump(), "runtime_extras": self._runtime_extras(self.kubernetes.runtime_extras),
+                "notebook_token": self.is_notebook}
 
     def _runtime_extras(self, extras: list[str]) -> list[str]:
         """A notebook job's attempt runs JupyterLab: its spotfit gets the `notebook` extra too."""
@@ -396,7 +395,7 @@ def _value_at(raw: Any, loc: tuple) -> Any:
 
 def _short(value: Any, limit: int = 120) -> str:
     """`repr(value)`, cut to `limit` characters: a message quotes a huge value without becoming one."""
-    text = repr(value)
+    text = redact_userinfo(repr(value))
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
@@ -404,7 +403,8 @@ def _clean_loc(loc: tuple) -> tuple:
     """The field path as the user wrote it: without pydantic's union member names."""
     tagged = len(loc) > 3 and loc[0] == "rules" and loc[2] in RULE_MODELS
     return tuple(p for i, p in enumerate(loc)
-                 if p not in ("literal['auto']", "StepsInterval", "SecondsInterval") and not (tagged and i == 2))
+                 if p not in ("literal['auto']", "StepsInterval", "SecondsInterval", "WebhookSecret")
+                 and not (tagged and i == 2))
 
 
 def _to_spec_error(exc: ValidationError, raw: dict, source: str, root: type[BaseModel] | None = None,

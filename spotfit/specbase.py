@@ -1,12 +1,16 @@
 """The base of every spec section: strict keys, plain scalars, names checked by pattern.
 
 Each section of a job spec (and of a sweep spec) is a `_Section`: unknown keys are errors, no
-value is blank, NaN or infinite, and no integer is beyond what JSON keeps exactly.
+value is blank, NaN or infinite, no integer is beyond what JSON keeps exactly, and no URL carries
+credentials (`s3://KEY:SECRET@host/...`): they come from the environment or a profile, never
+from a spec, which is stored and shown.
 
 Example:
 
 >>> matching("team-a", r"[a-z-]+", "lowercase letters and `-`")
 'team-a'
+>>> redact_userinfo("s3://AKIA:secret@127.0.0.1:8333/bucket")
+'s3://***@127.0.0.1:8333/bucket'
 """
 
 from __future__ import annotations
@@ -17,6 +21,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 MAX_INT = 2**53  # larger integers lose precision in JSON and as floats: no spec field needs one
+# PROTOCOL://USERINFO@...: whatever stands before an `@` in the authority is a credential.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
+NO_CREDENTIALS = ("expected a URL without credentials: give them in the environment (AWS_ACCESS_KEY_ID and "
+                  "AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS) or a profile (SPOTFIT_S3_PROFILE, "
+                  "~/.aws/credentials), never in the spec")
 
 
 class _Section(BaseModel):
@@ -30,7 +39,14 @@ class _Section(BaseModel):
             raise ValueError("expected a non-empty value (leave the field out for its default)")
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
             raise ValueError(f"expected a number between -2**53 and 2**53 ({MAX_INT})")
+        if isinstance(value, str) and _USERINFO.search(value):
+            raise ValueError(NO_CREDENTIALS)
         return value
+
+
+def redact_userinfo(text: str) -> str:
+    """`text` with the credentials of every URL in it replaced by `***` (for messages that quote a value)."""
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def matching(value: str, pattern: str, expected: str) -> str:

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
@@ -48,7 +49,9 @@ class Sqlite:
     IntegrityError: type[Exception] = sqlite3.IntegrityError
 
     def __init__(self, path: str | Path):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A new DB is the owner's alone; SQLite gives its -wal and -shm the DB file's mode.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
         self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")

@@ -1,7 +1,7 @@
 """Shared test setup: every test gets its own SPOTFIT_HOME; nothing reaches a network.
 
-Fixtures here: `spotfit_home` (autouse), `job_spec` (a spec folder beside a script), and the
-SeaweedFS servers `seaweed` (one per session), `s3_env` (this process pointed at it) and
+Fixtures here: `spotfit_home` and `no_metadata_connections` (autouse), `job_spec` (a spec folder
+beside a script), and the SeaweedFS servers `seaweed` (one per session), `s3_env` (this process pointed at it) and
 `own_seaweed` (a server of one test alone, which the test may stop and start), and `postgres`
 (one PostgreSQL server per session, on 127.0.0.1). Helpers are imported by module path from
 `tests.support`. A test that fails reports the jobs it ran: their `status`, last events and
@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.job_report import pytest_runtest_makereport  # noqa: F401 - a failing test reports its jobs
 from tests.support.jobs import DIGITS, write_spec
+from tests.support.metadata_guard import guard
 from tests.support.postgres import PostgresServer
 from tests.support.seaweed import SeaweedServer, require_weed, seaweed_env
 
@@ -27,6 +28,18 @@ pytest_plugins = ["pytester"]  # tests/test_job_report.py runs an inner pytest
 os.environ.setdefault("GCE_METADATA_IP", "127.0.0.1:9")
 os.environ.setdefault("GCE_METADATA_HOST", "127.0.0.1:9")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Nor botocore's credential chain (every child process inherits this): no instance metadata lookup.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+
+@pytest.fixture(autouse=True)
+def no_metadata_connections() -> Iterator[list[str]]:
+    """Fail the test that tries to reach a cloud metadata address (169.254.169.254,
+    metadata.google.internal); the attempt itself is refused at once. Yields what was attempted."""
+    with guard() as attempts:
+        yield attempts
+        if attempts:
+            pytest.fail(f"the test tried to reach a cloud metadata address: {', '.join(attempts)}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

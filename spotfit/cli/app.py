@@ -19,6 +19,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from spotfit.errors import SpotfitError
+from spotfit.home import private_umask
 
 # Pipes and CI logs get wide tables instead of columns cut to 80 characters.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -118,5 +119,9 @@ def print_json(document: Any) -> None:
 
 
 def main() -> None:
-    """Console entry point (`spotfit`, `python -m spotfit`): errors end as one line (see `_Root`)."""
+    """Console entry point (`spotfit`, `python -m spotfit`): errors end as one line (see `_Root`).
+
+    What spotfit writes is its owner's alone (umask 077), in this process and the ones it starts.
+    """
+    private_umask()
     app()

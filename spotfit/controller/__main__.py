@@ -3,11 +3,12 @@
 import sys
 
 from spotfit.controller.loop import Controller
-from spotfit.home import state_target
+from spotfit.home import private_umask, state_target
 from spotfit.state import StateDB
 
 
 def main() -> None:
+    private_umask()  # as the CLI that starts it: folders 0700, files 0600
     db = StateDB(state_target())
     Controller(db, sys.argv[1]).run()
 

@@ -70,7 +70,7 @@ class Controller(RuleActions):
         fired = {e["data"]["index"] for e in db.events(job_id)
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
-        self.webhook = notify.webhook_url(self.spec.notify.webhook if self.spec.notify else None)
+        self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
         self._halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
         self._price_paused = False
         self._stop_sent: dict[int, float] = {}

@@ -1,13 +1,17 @@
 """Notifications: a JSON POST to a webhook, with a Slack-compatible `text` field.
 
 The target comes from the spec's `notify.webhook`, else from `$SPOTFIT_HOME/config.yaml`
-(`notify: {webhook: URL}`). A failed delivery never stops the job: it returns the error, and
-the controller records it as an event.
+(`notify: {webhook: URL}`). The spec's webhook is a secret: `{secret: NAME}` is read from the
+controller's environment; a literal URL is stored redacted, and reaches the controller only in
+the environment it inherits from `spotfit run` (`job_secrets.keep_webhook`), which it moves into
+its memory (`webhook_for`), so that no attempt inherits it. A failed delivery never stops the
+job: it returns the error, and the controller records it as an event.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 
@@ -15,9 +19,37 @@ import yaml
 
 from spotfit.home import home
 
+_kept: dict[str, str] = {}  # job id -> its literal webhook URL, taken out of the environment
+
+
+def webhook_for(state_db, job_id: str, spec_notify) -> str | None:
+    """The job's webhook: the spec's (named secret or literal kept in memory), else the user config's, else none.
+
+    A webhook the spec names but this controller cannot get is an event, once per controller start.
+    """
+    from spotfit.job_secrets import webhook_env
+    from spotfit.rulespec import is_redacted
+
+    if (url := os.environ.pop(webhook_env(job_id), None)) is not None:
+        _kept[job_id] = url
+    webhook = spec_notify.webhook if spec_notify is not None else None
+    if webhook is None:
+        return webhook_url(None)
+    if (name := spec_notify.webhook_secret) is not None:
+        found = os.environ.get(name)
+        why = f"`{name}` is not set in the controller's environment"
+    else:
+        found = _kept.get(job_id) or (None if is_redacted(webhook) else webhook)  # a job recorded before redaction
+        why = "the URL given literally in the spec is kept only in the memory of the shell that started the job"
+    if found is None:
+        state_db.add_event(job_id, "notify_unavailable", f"no webhook for this controller: {why}",
+                           hint="Give it as `notify: {webhook: {secret: NAME}}` and resume the job from a shell "
+                                "where NAME is set.")
+    return found
+
 
 def webhook_url(spec_webhook: str | None) -> str | None:
-    """The webhook to use: the spec's, else the user config's, else none."""
+    """The webhook to use: `spec_webhook`, else the user config's, else none."""
     if spec_webhook:
         return spec_webhook
     path = home() / "config.yaml"

@@ -78,7 +78,7 @@ def read_catalog(path: Path, cloud: str) -> tuple[CatalogOffer, ...]:
         reader = csv.DictReader(fh)
         missing = [c for c in _REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
-            raise TraceError(f"Malformed catalog {path.name}: missing column(s) {', '.join(missing)}; "
+            raise TraceError(f"Malformed catalog {path}: missing column(s) {', '.join(missing)}; "
                              f"expected SkyPilot catalog columns {', '.join(_REQUIRED)}.",
                              hint="Use a catalog in SkyPilot's CSV layout.")
         out = []
@@ -96,7 +96,7 @@ def read_catalog(path: Path, cloud: str) -> tuple[CatalogOffer, ...]:
                     vm_included=path.name not in _GPU_ONLY,
                 ))
             except ValueError:
-                raise TraceError(f"Malformed catalog {path.name}: row {n} is {row!r}; expected "
+                raise TraceError(f"Malformed catalog {path}: row {n} has a bad number; expected "
                                  "numbers in AcceleratorCount, Price and SpotPrice.",
                                  hint="Fix that row.") from None
     return tuple(out)

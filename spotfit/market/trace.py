@@ -213,7 +213,7 @@ def _read_text(path: Path) -> str:
             raw = gzip.decompress(raw)
         return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()
     except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise _bad(path, f"cannot be read ({exc})", "a UTF-8 CSV, optionally gzipped",
+        raise _bad(path, f"cannot be read ({type(exc).__name__})", "a UTF-8 CSV, optionally gzipped",
                    "re-export the trace") from None
 
 
@@ -238,8 +238,9 @@ def _columns(path: Path, text: str) -> dict[str, list[str]]:
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise TraceError(
-            f"Unknown trace format in {path.name}: header {lines[0][:200]!r} lacks {', '.join(missing)}; "
-            f"expected the columns {','.join(COLUMNS)} or {','.join(trace_counts.COLUMNS)}.",
+            # The file's own first line is never quoted: the path may name any file the caller can read.
+            f"Unknown trace format in {path}: its first line is not a trace header; expected the header "
+            f"{','.join(COLUMNS)} or {','.join(trace_counts.COLUMNS)}.",
             hint="Convert the file to one of these formats (docs/market.md, 'Trace formats').")
     body = [line for line in lines[1:] if line.strip()]
     if not body:
@@ -250,7 +251,7 @@ def _columns(path: Path, text: str) -> dict[str, list[str]]:
     if len(flat) != width * len(body):
         for i, line in enumerate(lines[1:]):
             if line.strip() and line.count(",") != width - 1:
-                raise _bad(path, f"row {i + 2} has {line.count(',') + 1} fields: {line!r}",
+                raise _bad(path, f"row {i + 2} has {line.count(',') + 1} fields",
                            f"{width} comma-separated fields", "fix or remove that row")
     return {name: flat[header.index(name)::width] for name in COLUMNS}
 
@@ -270,7 +271,7 @@ def _parse_rows(path: Path, columns: dict[str, list[str]]) -> _Rows:
         bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
         if bad.size:
             r = int(bad[0])
-            raise _bad(path, f"row {r + 2} has {name}={columns[name][r]!r}", "a finite number >= 0",
+            raise _bad(path, f"row {r + 2} has a bad {name}", "a finite number >= 0",
                        "fix that row")
     return rows
 
@@ -311,7 +312,7 @@ def _numbers(path: Path, values: list[str], name: str, kind: type) -> np.ndarray
             try:
                 float(v)
             except ValueError:
-                raise _bad(path, f"row {r + 2} has {name}={v!r}", "a number", "fix that row") from None
+                raise _bad(path, f"row {r + 2} has a bad {name}", "a number", "fix that row") from None
         raise
 
 
@@ -319,7 +320,7 @@ def _timestamp(path: Path, text: str, row: int) -> datetime:
     try:
         return datetime.fromisoformat(text.strip())
     except ValueError:
-        raise _bad(path, f"row {row + 2} has timestamp={text!r}", "ISO format like 2023-02-15 22:08:16",
+        raise _bad(path, f"row {row + 2} has a bad timestamp", "ISO format like 2023-02-15 22:08:16",
                    "fix that row") from None
 
 

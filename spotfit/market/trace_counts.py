@@ -123,7 +123,7 @@ def _number(path: Path, text: str, name: str) -> float:
     except ValueError:
         value = float("nan")
     if not np.isfinite(value) or value < 0:
-        raise _bad(path, f"{name}={text!r}", "a finite number >= 0", "fix that row")
+        raise _bad(path, f"a bad {name}", "a finite number >= 0", "fix that row")
     return value
 
 

@@ -1,8 +1,8 @@
 """A `kind: notebook` attempt: JupyterLab on 127.0.0.1 with the job's token, its folder kept in the store.
 
 The attempt restores the working folder from the job's store (`notebook/files/`), starts
-`jupyterlab` bound to 127.0.0.1 on a free port with the token from `notebook/token` (passed in
-the environment, never on a command line), and publishes where it listens in
+`jupyterlab` bound to 127.0.0.1 on a free port with the job's token (passed in the environment,
+never on a command line), and publishes where it listens in
 `notebook/server.json`. While it serves it pushes the folder every `notebook_sync_s` seconds
 and reports its kernels' last activity (`last_activity_at`) and the utilization of its process
 tree in `progress.json`, for the `idle_notebook` rule. It ends:
@@ -10,6 +10,10 @@ tree in `progress.json`, for the `idle_notebook` rule. It ends:
 - on SIGTERM (a preemption, `spotfit cancel`, a rule's stop): stop the server, push, exit 75;
 - on `control/stop`: the same, exit 76;
 - when JupyterLab exits by itself (File > Shut Down): push, exit 0.
+
+The token is never in the store: a cloud attempt gets it in `$SPOTFIT_NOTEBOOK_TOKEN` from the
+backend's secret store (SSM on aws, the attempt's Secret on kubernetes); a local one reads the
+0600 file the submitting machine keeps (`token_file`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.utilization import start_sampling
 from spotfit.stores import open_store
 
-TOKEN_KEY = "notebook/token"
+TOKEN_ENV = "SPOTFIT_NOTEBOOK_TOKEN"
 FILES_PREFIX = "notebook/files"
 SERVER_KEY = "notebook/server.json"
 START_TIMEOUT_S = 180.0  # JupyterLab's first start on a busy machine builds nothing but is slow to import
@@ -48,6 +52,22 @@ def attempt_dir(job_id: str, attempt: int) -> Path:
     return home() / "notebooks" / job_id / f"{attempt:04d}"
 
 
+def token_file(job_id: str) -> Path:
+    """The 0600 file that holds a notebook's token on the machine that started it."""
+    return home() / "notebooks" / job_id / "token"
+
+
+def read_token(job_id: str) -> str:
+    """The job's token: from the backend's secret store (the environment), else the local 0600 file."""
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV]
+    path = token_file(job_id)
+    if not path.is_file():
+        raise RuntimeError(f"no token for notebook {job_id}: ${TOKEN_ENV} is unset and {path} does not exist "
+                           "(the job ended, or it runs on another machine without its secret store)")
+    return path.read_text().strip()
+
+
 def serve(config: RuntimeConfig) -> int:
     """Run the notebook attempt to its end; returns the runtime's exit code."""
     store = open_store(config.job_url)
@@ -58,12 +78,13 @@ def serve(config: RuntimeConfig) -> int:
     work = base / "work"
     files = FolderSync(store, FILES_PREFIX, work)
     restored = files.restore()
-    token = store.read_bytes(TOKEN_KEY).decode().strip()
+    token = read_token(config.job_id)
     port = _free_port()
     log = open(base / "jupyter.log", "ab")  # noqa: SIM115 — open for the server's whole life
     server = subprocess.Popen(_command(port, work), cwd=work,  # kernels start in the working folder
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                              env={**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(base / "runtime")})
+                              env={**{k: v for k, v in os.environ.items() if k != TOKEN_ENV}, "JUPYTER_TOKEN": token,
+                                   "JUPYTER_RUNTIME_DIR": str(base / "runtime")})
     stop_sampling = start_sampling(rep.state, tree=True)
     stop_heartbeat = rep.start_heartbeat()
     try:

@@ -108,8 +108,14 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     values = job_secrets.read_from_shell(spec.secrets)  # before anything is recorded
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    job_secrets.keep_webhook(job_id, spec.notify, shared=state_is_shared())  # every dump of the spec redacts it
     store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
     store = open_store(store_url)
+    if spec.is_notebook:  # its token: a 0600 file here and, on a cloud, the secret store (never the job's store)
+        from spotfit import notebooks
+        from spotfit.runtime.notebook import TOKEN_ENV
+
+        values[TOKEN_ENV] = notebooks.new_token(job_id)
     job_secrets.store_at_submit(chosen, job_id, spec, values, store)
     store.write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
     if state_is_shared() and not spec.is_notebook:  # the script's folder goes to the controller, wherever it runs

@@ -56,7 +56,8 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
 
 
 def _ended_with_secrets(job: str | None) -> dict[str, str]:
-    """{job id: the region of its SSM secrets} of the aws jobs with `secrets:` that ended for good (`job`'s only)."""
+    """{job id: the region of its SSM secrets} of the aws jobs with `secrets:` (or a notebook's token) that ended
+    for good (`job`'s only)."""
     from spotfit.backends.base import make_backend
     from spotfit.spec import JobSpec
 
@@ -67,7 +68,7 @@ def _ended_with_secrets(job: str | None) -> dict[str, str]:
         if not state.is_terminal() or state.is_resumable() or job not in (None, row["id"]):
             continue
         spec = JobSpec.model_validate(json.loads(row["spec_json"]))
-        if spec.backend == "aws" and spec.secrets:
+        if spec.backend == "aws" and (spec.secrets or spec.is_notebook):  # a notebook's token is one
             ended[row["id"]] = aws.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
     return ended
 

@@ -1,7 +1,8 @@
 """`ObjectStore` over fsspec: one class for every protocol fsspec knows.
 
 Optional protocols load lazily: `s3://` needs s3fs (`pip install 'spotfit[s3]'`), `gs://`
-needs gcsfs (`pip install 'spotfit[gcs]'`). S3 settings come from the environment
+needs gcsfs (`pip install 'spotfit[gcs]'`). A `file://` store writes each file 0600 and each
+folder it makes 0700. S3 settings come from the environment
 (`s3_options`), credentials only from the environment or the usual AWS files. Every call is
 retried with backoff (`retry.RetryPolicy`); failures surface as `StoreError`, missing objects
 as `NotFoundError`.
@@ -204,12 +205,24 @@ def _write_local(path: str, data: bytes) -> None:
             os.unlink(tmp)
 
 
+def _makedirs_private(folder: str) -> None:
+    """`os.makedirs` with every folder it creates 0700 (its `mode` reaches the last one only)."""
+    if os.path.isdir(folder):
+        return
+    _makedirs_private(os.path.dirname(folder))
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+
+
 def _write_temp(path: str, data: bytes) -> str:
     """`data`, synced to disk, under a temporary name beside `path`; returns that name."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _makedirs_private(os.path.dirname(path))
     tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
     try:
-        with open(tmp, "wb") as f:
+        # The owner's alone, whatever the umask of the process (a file:// store holds checkpoints and logs).
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -15,7 +15,7 @@ import pytest
 from spotfit.backends.aws import agent
 from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.runtime.config import RuntimeConfig
-from spotfit.runtime.notebook import SERVER_KEY, TOKEN_KEY
+from spotfit.runtime.notebook import SERVER_KEY, TOKEN_ENV
 from spotfit.stores import open_store
 from tests.backends.test_aws_agent import servers  # noqa: F401 — the IMDS fixture
 from tests.notebooks.jupyter import request
@@ -25,12 +25,13 @@ from tests.support.wait import wait_for
 pytestmark = pytest.mark.slow
 
 
-def test_a_spot_notice_saves_the_notebook_and_nothing_is_open_to_the_world(aws, tmp_path, servers):  # noqa: F811
+def test_a_spot_notice_saves_the_notebook_and_nothing_is_open_to_the_world(aws, tmp_path, servers,  # noqa: F811
+                                                                          monkeypatch):
     folder = tmp_path / "spec"
     folder.mkdir()
     url = f"file://{tmp_path}/store/jobs/job-1"
     store = open_store(url)
-    store.write_bytes(TOKEN_KEY, b"the-token")
+    monkeypatch.setenv(TOKEN_ENV, "the-token")  # what the agent puts into the environment from SSM
     store.write_bytes("attempts/0001/runtime.json", RuntimeConfig(
         job_id="job-1", job_url=url, script="", workdir=str(folder), attempt=1, kind="notebook",
         notebook_sync_s=3600).to_json().encode())

@@ -1,4 +1,4 @@
-"""A secret of the spec reaches the script's environment through SSM and nowhere else.
+"""A secret of the spec reaches the script's environment through SSM and nowhere else (nor a webhook URL).
 
 A canary value is read from the submitting shell, stored as a SecureString under the job's
 SSM path, read back by the instance agent's own code with the instance's credentials, and
@@ -32,7 +32,8 @@ def _files_holding(root: Path, needle: bytes) -> list[str]:
 
 def test_a_secret_lives_in_ssm_only_and_is_deleted_when_the_job_ends(aws, job_spec, monkeypatch, spotfit_home):
     monkeypatch.setenv(NAME, CANARY)
-    spec = str(job_spec(SPEC + f"secrets: [{NAME}]\n"))
+    # The webhook's URL is a secret too: it holds the canary, and must be written nowhere either.
+    spec = str(job_spec(SPEC + f"secrets: [{NAME}]\nnotify: {{webhook: 'http://127.0.0.1:9/hook/{CANARY}'}}\n"))
     runner = CliRunner()
     outputs = [runner.invoke(app, ["run", spec, "--dry-run", "--json"]).output]
     assert '"RunInstances"' in outputs[0], outputs[0]
@@ -66,7 +67,7 @@ def test_a_secret_lives_in_ssm_only_and_is_deleted_when_the_job_ends(aws, job_sp
     assert len(user_data) == 2
     assert not [o for o in outputs + user_data if CANARY in o]
     assert _files_holding(spotfit_home, CANARY.encode()) == []  # state DB (and WAL), store, logs
-    assert _files_holding(Path(spec).parent, CANARY.encode()) == []
+    assert _files_holding(Path(spec).parent, CANARY.encode()) == [spec]  # the user's own spec only
     assert os.environ[NAME] == CANARY  # the shell keeps it; spotfit never wrote it
 
 

@@ -49,7 +49,7 @@ def test_simulate_rejects_a_malformed_trace_with_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "spotfit", "simulate", "--trace", str(bad), "--json"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert "Malformed trace bad.csv: row 2 has available='maybe'; expected a number." in proc.stderr
+    assert "Malformed trace bad.csv: row 2 has a bad available; expected a number." in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -59,7 +59,8 @@ def test_simulate_rejects_a_trace_in_an_unknown_format_with_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "spotfit", "simulate", "--trace", str(bad)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.count("Unknown trace format in prices.csv") == 1
+    assert proc.stderr.count(f"Unknown trace format in {bad}: its first line is not a trace header") == 1
+    assert "region" not in proc.stderr  # the file's header is not quoted
 
 
 def test_catalog_json_filters():

@@ -55,11 +55,11 @@ def test_stats_of_a_hand_made_zone():
     ("tick,timestamp,zone,available\n0,2023-01-01 00:00:00,a,1\n", "Unknown trace format"),
     (HEADER, "no data rows"),
     (HEADER + "0,2023-01-01 00:00:00,a,1,1\n", "fields"),
-    (HEADER + "0,2023-01-01 00:00:00,a,yes,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "available='yes'"),
+    (HEADER + "0,2023-01-01 00:00:00,a,yes,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "row 2 has a bad available"),
     (HEADER + "0,2023-01-01 00:00:00,a,1,-1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "spot_price_usd_per_h"),
     (HEADER + "0,2023-01-01 00:00:00,a,1,1,3\n2,2023-01-01 00:01:00,a,1,1,3\n", "tick 2"),
     (HEADER + "0,2023-01-01 00:00:00,a,1,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n0,2023-01-01 00:00:00,b,1,1,3\n", "rows"),
-    (HEADER + "0,yesterday,a,1,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "timestamp='yesterday'"),
+    (HEADER + "0,yesterday,a,1,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "row 2 has a bad timestamp"),
     (HEADER + "0,2023-01-01 00:02:00,a,1,1,3\n1,2023-01-01 00:01:00,a,1,1,3\n", "not after"),
     (HEADER + "0,2023-01-01 00:00:00,a,1,1,3\n", "cannot be inferred"),
 ])
@@ -72,6 +72,24 @@ def test_malformed_traces_raise_one_clear_line(tmp_path, body, words):
     assert words in message, message
     assert "expected" in message and "\n" not in message
     assert err.value.hint and err.value.exit_code == 2
+
+
+def test_a_file_that_is_no_trace_is_named_by_its_path_and_never_quoted(tmp_path):
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:*:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n")
+    with pytest.raises(TraceError) as err:
+        load_trace(shadow)
+    message = err.value.message
+    assert "root:" not in message and "20228" not in message and "daemon" not in message, message
+    assert str(shadow) in message and "tick,timestamp,zone,available" in message
+
+
+def test_a_bad_row_is_named_by_its_number_not_its_content(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text(HEADER + "0,2023-01-01 00:00:00,a,1,1,3\n1,secret-value,a,1,1\n")
+    with pytest.raises(TraceError) as err:
+        load_trace(path)
+    assert "row 3 has 5 fields" in err.value.message and "secret-value" not in err.value.message
 
 
 def test_unknown_trace_and_zone_are_usage_errors(tmp_path):

@@ -86,6 +86,7 @@ def _running_notebook(tmp_path, backend: str, handle) -> str:
     spec = parse_spec({"name": "nb", "kind": "notebook", "backend": backend}, base_dir=str(tmp_path))
     url = f"file://{tmp_path}/store/jobs/nb-1"
     store = open_store(url)
+    notebooks.new_token("nb-1")
     notebooks.seed(spec, "nb-1", store)
     sdk.db().create_job("nb-1", "nb", spec.model_dump_json(), url)
     number = sdk.db().add_attempt("nb-1", backend=backend, zone=None, market="spot", state=AttemptState.LAUNCHING)

@@ -1,7 +1,8 @@
 """An emulated EC2 on 127.0.0.1 whose instances run their real user-data.
 
 - **EC2, SSM, IAM, STS**: moto in server mode (`ThreadedMotoServer` on a loopback port); the
-  controller reaches it through `AWS_ENDPOINT_URL_EC2/SSM/IAM/STS` (see `controller_env`).
+  controller reaches it through `AWS_ENDPOINT_URL_EC2/SSM/IAM/STS` (see `controller_env`), and an
+  instance's agent reads the job's SSM parameters there too, as its instance role would.
 - **S3**: SeaweedFS (the tests' `seaweed` fixture), for the job's store and the env cache.
 - **IMDS**: one `ImdsServer` per instance (tests/support/imds.py).
 - **The instance**: for each instance moto reports pending or running, the harness fetches its
@@ -227,6 +228,7 @@ class EmulatedCloud:
                "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
                "SPOTFIT_ROOT": str(folder / "opt" / "spotfit"), "SPOTFIT_IMDS_URL": imds.url,
                "SPOTFIT_HOME": str(home / ".spotfit"), "AWS_ENDPOINT_URL_S3": self.seaweed.endpoint,
+               "AWS_ENDPOINT_URL_SSM": self.endpoint,  # the job's secrets (and a notebook's token), as the role reads
                "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_HOST": "127.0.0.1:9", "TF_CPP_MIN_LOG_LEVEL": "2"}
         with open(folder / "console.log", "wb") as console:

@@ -31,6 +31,8 @@ from spotfit.backends.kubernetes.profiles import placement
 from spotfit.backends.wheel import ship_wheel, shipped_wheel_url
 from spotfit.backendspec import DEFAULT_IMAGE
 from spotfit.errors import BackendError, UsageError
+from spotfit.notebooks import read_token
+from spotfit.runtime.notebook import TOKEN_ENV
 
 _STORE_CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                       "GOOGLE_APPLICATION_CREDENTIALS"}
@@ -128,7 +130,8 @@ class KubernetesBackend:
             placement=placement(opts.get("spot"), request.market, opts),
             grace_s=int(opts.get("grace_s") or 120),
             service_account=opts.get("service_account"), env=dict(request.env),
-            secret_env=tuple(opts.get("secret_env") or ()),
+            # A notebook's token goes into the attempt's Secret beside `secret_env` (never into the store).
+            secret_env=tuple(opts.get("secret_env") or ()) + ((TOKEN_ENV,) if opts.get("notebook_token") else ()),
             env_from_secrets=tuple(opts.get("env_from_secrets") or ()),
             worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi)
 
@@ -140,7 +143,9 @@ class KubernetesBackend:
 
         self._check_store(request.job_url)
         s = self.settings(request)
-        values = secret_values(s.secret_env)
+        values = secret_values(tuple(n for n in s.secret_env if n != TOKEN_ENV))
+        if TOKEN_ENV in s.secret_env:
+            values[TOKEN_ENV] = read_token(request.job_id)
         shipping.ship(open_store(request.job_url), request.attempt, {}, s.workers, s.worker_port)
         if ships_wheel(request.options):
             ship_wheel(request.job_url)
