@@ -15,7 +15,7 @@ call, or when the script ends. Its model: the Keras model whose trainable variab
 exactly the applied ones, else the smallest model holding them all; its `optimizer` is set to
 the applying one when it has none. What is not supported is reported once and then left
 alone: no such model, a model compiled with another optimizer, several optimizers taking
-turns (a GAN), steps inside `jit_compile=True` functions.
+turns (a GAN), steps inside `jit_compile=True` functions or on several replicas.
 
 On resume the script runs from its start, so its loop draws its data again from the first
 batch: a loop that ended before the checkpoint runs again and then ends with its recorded end
@@ -222,7 +222,10 @@ def _apply(self, grads, trainable_variables=None):
     if len(grads) == 0:
         return result
     variables = list(self._trainable_variables if trainable_variables is None else trainable_variables)
-    if not tf.inside_function():
+    if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+        hook._unsupported("replicas", "steps applied on several replicas (`strategy.run`) are not counted nor "
+                          "checkpointed; use spotfit.loop")
+    elif not tf.inside_function():
         hook.after_apply(self, variables)
     elif _in_xla():
         hook._unsupported("xla", "steps inside a `jit_compile=True` function are not counted nor checkpointed "
