@@ -243,7 +243,7 @@ def install(session: Session) -> None:
     """Instrument `apply` for the rest of this process (called by `instrument.install`)."""
     _hook[:] = [ApplyHook(session)]
     _BaseOptimizer.apply = _apply
-    _relay_sigterm(session)
+    _relay_sigterm()
 
 
 def finish() -> None:
@@ -257,7 +257,7 @@ def stop_code() -> int | None:
     return _hook[0].code if _hook else None
 
 
-def _relay_sigterm(session: Session) -> None:
+def _relay_sigterm() -> None:
     """Set the notice from any thread: a step in a graph runs its py_function off the main thread,
     where a hold waits for the notice while Python's own handler cannot run until the step ends."""
     if threading.current_thread() is not threading.main_thread():
@@ -265,7 +265,7 @@ def _relay_sigterm(session: Session) -> None:
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    if previous != -1:  # someone else's (an event loop): leave theirs in place
+    if previous != -1:  # an earlier install's relay, or an event loop's: leave it in place
         signal.set_wakeup_fd(previous)
         os.close(read_fd)
         os.close(write_fd)
@@ -274,8 +274,8 @@ def _relay_sigterm(session: Session) -> None:
     def relay():
         while True:
             for number in os.read(read_fd, 64):
-                if number == signal.SIGTERM:
-                    watcher = session.watcher
+                if number == signal.SIGTERM and _hook:  # the current session's (tests install several)
+                    watcher = _hook[0].session.watcher
                     watcher.source = watcher.source or "SIGTERM"
                     watcher.notice.set()
 
