@@ -184,9 +184,13 @@ def _skip(session: Session, loop: _Loop) -> None:
 
 
 def find_model(variables: list) -> keras.Model | None:
-    """The model whose trainable variables are exactly `variables`, else the smallest that holds them all."""
+    """The model whose trainable variables are exactly `variables`, else the smallest that holds them all.
+
+    Of models holding the same variables, the outer one: a `Sequential` rather than the functional
+    model it keeps inside, a wrapper model rather than the model it holds as an attribute.
+    """
     wanted = {id(v) for v in variables}
-    best, best_size = None, None
+    candidates: list[tuple[int, keras.Model]] = []  # (variables held, model)
     for obj in gc.get_objects():
         if not isinstance(obj, keras.Model):
             continue
@@ -194,11 +198,14 @@ def find_model(variables: list) -> keras.Model | None:
             held = {id(v) for v in obj.trainable_variables}
         except Exception:  # noqa: BLE001 — a half-built model of the script's: not the one training
             continue
-        if held == wanted:
-            return obj
-        if wanted <= held and (best_size is None or len(held) < best_size):
-            best, best_size = obj, len(held)
-    return best
+        if wanted <= held:
+            candidates.append((len(held), obj))
+    if not candidates:
+        return None
+    size = min(n for n, _ in candidates)
+    smallest = [m for n, m in candidates if n == size]
+    inner = {id(v) for m in smallest for v in vars(m).values() if isinstance(v, keras.Model)}
+    return next((m for m in smallest if id(m) not in inner), smallest[0])
 
 
 _hook: list[ApplyHook] = []
