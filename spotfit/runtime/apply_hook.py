@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 _base = getattr(getattr(keras.src, "optimizers", None), "base_optimizer", None)
 if _base is None or not callable(getattr(getattr(_base, "BaseOptimizer", None), "apply", None)):
     raise ImportError(f"spotfit instruments `keras.src.optimizers.base_optimizer.BaseOptimizer.apply`, which "
-                      f"Keras {keras.__version__} does not have; spotfit supports Keras 3.8 to 3.15")
+                      f"Keras {keras.__version__} does not have; spotfit is tested with Keras 3.15 (TensorFlow 2.21)")
 _BaseOptimizer = _base.BaseOptimizer
 _original_apply = _BaseOptimizer.apply
 
