@@ -1,20 +1,24 @@
-"""Whether a training script compiles, and has anything spotfit can checkpoint (`fit` or `spotfit.loop`).
+"""Whether a training script compiles, and has anything spotfit can checkpoint: `fit`, `spotfit.loop`,
+an optimizer's apply.
 
 A script with a syntax error would fail on every attempt, each one launched and billed:
 `spotfit validate` and `spotfit run` compile it first (`check_syntax`, no import, no TensorFlow)
 and refuse it with one line naming the file and line (exit 2).
 
-spotfit checkpoints inside `keras.Model.fit` and `spotfit.loop`; a script that trains any other
-way (a bare `tf.GradientTape` loop, another framework) runs, but a preemption loses all of its
-work. `spotfit run` reads the script's syntax tree (no import, no TensorFlow) and warns at once.
+spotfit checkpoints inside `keras.Model.fit`, `spotfit.loop` and a Keras optimizer's `apply` /
+`apply_gradients` (runtime/apply_hook.py); a script that trains any other way (variables
+assigned by hand, another framework) runs, but a preemption loses all of its work. `spotfit run`
+reads the script's syntax tree (no import, no TensorFlow) and warns at once. An `apply` counts
+only on something named like an optimizer (`optimizer.apply`, `self.d_optimizer.apply`), not
+pandas' `df.apply`.
 A call made from another module is not seen: the warning says so.
 
 Example:
 
 >>> checkpointable("model.fit(x, y, epochs=3)"), checkpointable("for s, b in spotfit.loop(m, d, 10): pass")
 (True, True)
->>> checkpointable("with tf.GradientTape() as tape: loss = step(x)")
-False
+>>> checkpointable("optimizer.apply(grads, model.trainable_weights)"), checkpointable("df.apply(f)")
+(True, False)
 >>> print(syntax_error("print(x", "train.py"))
 train.py:1: '(' was never closed: print(x
 """
@@ -26,11 +30,12 @@ from pathlib import Path
 
 from spotfit.errors import SpecError
 
-HOOKS = frozenset({"fit", "loop"})  # `<anything>.fit(...)`, `spotfit.loop(...)` / `loop(...)`
+HOOKS = frozenset({"fit", "loop", "apply_gradients"})  # `<anything>.fit(...)`, `spotfit.loop(...)` / `loop(...)`
 
 
 def checkpointable(source: str) -> bool:
-    """True when the source calls `fit` or `loop` (or cannot be parsed: the runtime reports that)."""
+    """True when the source calls `fit`, `loop`, `apply_gradients` or an optimizer's `apply` (or cannot be
+    parsed: the runtime reports that)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -39,7 +44,8 @@ def checkpointable(source: str) -> bool:
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name in HOOKS:
+            if name in HOOKS or (isinstance(func, ast.Attribute) and name == "apply"
+                                 and "optim" in ast.unparse(func.value).lower()):
                 return True
     return False
 
@@ -52,9 +58,9 @@ def warning_for(script: Path) -> str | None:
         return None  # a missing script is the spec validation's error, not this check's
     if checkpointable(source):
         return None
-    return (f"{script.name} calls neither `model.fit` nor `spotfit.loop`: nothing would be checkpointed, and a "
-            "preemption would lose all of its work. Wrap a custom loop in `spotfit.loop(...)` (docs/resume.md); "
-            "ignore this if another module makes the call.")
+    return (f"{script.name} calls neither `model.fit` nor `spotfit.loop` nor an optimizer's `apply`: nothing would "
+            "be checkpointed, and a preemption would lose all of its work. Wrap a custom loop in `spotfit.loop(...)` "
+            "(docs/resume.md); ignore this if another module makes the call.")
 
 
 def syntax_error(source: str | bytes, filename: str) -> str | None:

@@ -30,7 +30,7 @@ def active_session() -> Session | None:
 
 def run(session: Session, model: Any, data: Iterable | Callable[[], Iterable], steps: int,
         optimizer: Any) -> Iterator[tuple[int, Any]]:
-    from spotfit.runtime import instrument
+    from spotfit.runtime import apply_hook, instrument
     from spotfit.training_loop import _batches
 
     if optimizer is not None and getattr(model, "optimizer", None) is None:
@@ -38,6 +38,7 @@ def run(session: Session, model: Any, data: Iterable | Callable[[], Iterable], s
     if model.optimizer is None:
         raise ValueError("spotfit.loop: the model has no optimizer; pass `optimizer=` (the one the loop "
                          "applies gradients with) so that its state is checkpointed")
+    apply_hook.finish()  # an unmodified loop before this one ends here
     start = session.calls.begin()
     if start.role == "skip":
         _skip(session, model, start.checkpoint)

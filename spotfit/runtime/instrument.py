@@ -33,6 +33,7 @@ from spotfit.errors import StoreError
 from spotfit.runtime import (
     EXIT_PREEMPTED,
     EXIT_STOPPED,
+    apply_hook,
     callback_logs,
     callback_state,
     custom_loop,
@@ -434,6 +435,7 @@ def install(session: Session) -> None:
     """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
     resume.install()
     custom_loop.activate(session)
+    apply_hook.install(session)  # unmodified GradientTape loops
 
     def fit(self, *args, **kwargs):
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
@@ -446,6 +448,7 @@ def install(session: Session) -> None:
             history = keras.callbacks.History()
             user.insert(0, history)
         watched = [history, *(cb for cb in user if cb is not history)]
+        apply_hook.finish()  # a custom loop before this call ends here
         start = session.calls.begin()
         if start.role == "skip":
             session.model = self  # a script whose calls all ended before the checkpoint ends with their state

@@ -58,7 +58,7 @@ def run(job_url: str, attempt: int) -> int:
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
         session.load_checkpoint()
-        from spotfit.runtime import instrument, model_state
+        from spotfit.runtime import apply_hook, instrument, model_state
 
         instrument.install(session)
         sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
@@ -66,6 +66,7 @@ def run(job_url: str, attempt: int) -> int:
         code = _run_script(config, strategy)
         if code != EXIT_DONE:
             return code
+        apply_hook.finish()  # an unmodified custom loop ends with the script: its end save
         result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt}
         if session.model is not None:
             result["weights_sha256"] = model_state.weights_sha256(session.model)
@@ -242,6 +243,13 @@ def _run_script(config: RuntimeConfig, strategy=None) -> int:
             runpy.run_path(config.script, run_name="__main__")
     except Preempted:
         raise
+    except Exception:
+        from spotfit.runtime import apply_hook
+
+        code = apply_hook.stop_code()  # a stop inside a tf.function step reaches the script as a TF error
+        if code is None:
+            raise
+        raise Preempted(code) from None
     except SystemExit as exc:
         if exc.code in (None, 0):
             return EXIT_DONE

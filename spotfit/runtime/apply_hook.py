@@ -1,0 +1,289 @@
+"""Unmodified custom loops: steps, checkpoints and notices at each `optimizer.apply`.
+
+A script with its own `tf.GradientTape` loop calls `optimizer.apply(grads, variables)` or
+`optimizer.apply_gradients(zip(grads, variables))` (which calls `apply`) once per step. The
+runtime wraps Keras 3's `BaseOptimizer.apply` for the rest of the process; after each apply
+outside `fit` and `spotfit.loop` it drives the same `SpotfitCallback` that `spotfit.loop` drives
+(custom_loop.py): progress, periodic saves, holds for `--preempt-at`, stop requests, and on a
+notice a save followed by the "preempted" exit. Inside a `tf.function` the step's work runs in
+a `tf.py_function` placed after the update; a `Preempted` raised there reaches the script as a
+TensorFlow error, which `stop_code()` lets the runtime turn back into the exit.
+
+The loop's unit is the optimizer. The first apply of an optimizer begins a loop (one more "fit
+call" of the job, fit_calls.py); the previous loop ends there, at a `fit` or `spotfit.loop`
+call, or when the script ends. Its model: the Keras model whose trainable variables are
+exactly the applied ones, else the smallest model holding them all; its `optimizer` is set to
+the applying one when it has none. What is not supported is reported once and then left
+alone: no such model, a model compiled with another optimizer, several optimizers taking
+turns (a GAN), steps inside `jit_compile=True` functions or on several replicas.
+
+On resume the script runs from its start, so its loop draws its data again from the first
+batch: a loop that ended before the checkpoint runs again and then ends with its recorded end
+state; the resumed loop runs again up to the checkpoint's step and the checkpoint is restored
+there (model and optimizer variables, RNG state), after which the steps count on.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import keras
+import tensorflow as tf
+
+from spotfit.runtime.preemption import Preempted
+
+if TYPE_CHECKING:
+    from spotfit.runtime.checkpoint import Checkpoint
+    from spotfit.runtime.instrument import SpotfitCallback
+    from spotfit.runtime.session import Session
+
+_base = getattr(getattr(keras.src, "optimizers", None), "base_optimizer", None)
+if _base is None or not callable(getattr(getattr(_base, "BaseOptimizer", None), "apply", None)):
+    raise ImportError(f"spotfit instruments `keras.src.optimizers.base_optimizer.BaseOptimizer.apply`, which "
+                      f"Keras {keras.__version__} does not have; spotfit is tested with Keras 3.15 (TensorFlow 2.21)")
+_BaseOptimizer = _base.BaseOptimizer
+_original_apply = _BaseOptimizer.apply
+
+
+@dataclass
+class _Loop:
+    """One optimizer's stretch of steps: `fresh`, `resume` (replaying up to the checkpoint) or `skip`."""
+
+    optimizer: Any
+    model: Any
+    role: str
+    checkpoint: Checkpoint | None = None
+    applied: int = 0  # applies seen in this loop, replayed ones included
+    callback: SpotfitCallback | None = None
+
+
+class ApplyHook:
+    """The state of instrumented applies in this process (one per session)."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.loop: _Loop | None = None
+        self.seen: set[int] = set()  # optimizers that drove a loop in this process
+        self.unsupported: set[str] = set()  # reasons already reported
+        self.disabled = False
+        self.depth = 0  # nested applies (LossScaleOptimizer applies its inner optimizer)
+        self.code: int | None = None  # the exit a Preempted inside a tf.function asked for
+
+    def passive(self) -> bool:
+        """Inside `fit`/`spotfit.loop` (their own callback counts), a nested apply, or switched off."""
+        driving = self.loop is not None and self.loop.callback is not None
+        return self.disabled or self.depth > 0 or (self.session.watcher.in_training and not driving)
+
+    def after_apply(self, optimizer, variables: list) -> None:
+        """One step of the script's loop has been applied (eagerly, or from inside a graph)."""
+        if self.disabled or self.code is not None:
+            return
+        loop = self.loop
+        if loop is None or loop.optimizer is not optimizer:
+            if id(optimizer) in self.seen:
+                self._unsupported("interleaved", "several optimizers take turns (e.g. a GAN): steps are no "
+                                  "longer counted nor checkpointed; use spotfit.loop", disable=True)
+                return
+            self.finish()
+            loop = self._begin(optimizer, variables)
+            if loop is None:
+                return
+        loop.applied += 1
+        if loop.role == "skip":
+            return
+        if loop.callback is None:  # replaying the steps before the checkpoint
+            if loop.applied >= int(loop.checkpoint.meta["batch"]):  # type: ignore[union-attr]
+                loop.callback = self._callback(loop, loop.checkpoint)  # restores it
+            return
+        try:
+            loop.callback.on_train_batch_end(loop.applied - 1)  # may save, and raise Preempted
+        except Preempted as exc:
+            self.code = int(exc.code or 0)
+            raise
+
+    def finish(self) -> None:
+        """The current loop ends (another begins, `fit` or `spotfit.loop` is called, the script ended)."""
+        loop, self.loop = self.loop, None
+        if loop is None:
+            return
+        if loop.callback is not None:
+            loop.callback.on_train_end()  # the end save; the call's record for a later resume
+            return
+        if loop.role == "skip":
+            _skip(self.session, loop)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _begin(self, optimizer, variables: list) -> _Loop | None:
+        s = self.session
+        model = find_model(variables)
+        if model is None:
+            self._unsupported("no_model", "no Keras model holds the variables an optimizer applies: its steps "
+                              "are not counted nor checkpointed")
+            return None
+        if getattr(model, "optimizer", None) is None:  # an uncompiled model has none
+            model.optimizer = optimizer  # what the checkpoint saves with the model's variables
+        elif model.optimizer is not optimizer:
+            self._unsupported("other_optimizer", f"model {model.name!r} is compiled with another optimizer than "
+                              "the one its loop applies: its steps are not counted nor checkpointed")
+            return None
+        self.seen.add(id(optimizer))
+        start = s.calls.begin()
+        loop = _Loop(optimizer, model, start.role, start.checkpoint)
+        self.loop = loop
+        if start.role == "fresh":
+            loop.callback = self._callback(loop, None)
+        elif start.role == "resume":
+            at = int(start.checkpoint.meta["batch"])  # type: ignore[union-attr]
+            s.reporter.progress(force=True, phase="replaying", step=s.calls.base_step)
+            s.reporter.event("replaying", f"loop {s.calls.index} runs its first {at} steps again to reach the "
+                             f"checkpoint at step {start.checkpoint.meta['step']}: an unmodified loop draws its "  # type: ignore[union-attr]
+                             "data from the start (docs/resume.md)", fit_index=s.calls.index, steps=at)
+        return loop
+
+    def _callback(self, loop: _Loop, checkpoint: Checkpoint | None) -> SpotfitCallback:
+        from spotfit.runtime import instrument
+
+        s = self.session
+        s.model = loop.model
+        callback = instrument.SpotfitCallback(s, checkpoint, watched=[])
+        callback.set_model(loop.model)
+        callback.set_params({"steps": None, "epochs": 1, "verbose": 0})  # one "epoch" of unknown length
+        callback.on_train_begin()
+        return callback
+
+    def _unsupported(self, reason: str, message: str, disable: bool = False) -> None:
+        if disable:
+            self.finish()
+            self.disabled = True
+        if reason not in self.unsupported:
+            self.unsupported.add(reason)
+            self.session.reporter.event("custom_loop_unsupported", message, reason=reason)
+
+
+def _skip(session: Session, loop: _Loop) -> None:
+    """A loop that ended before the checkpoint ran again: it ends with its recorded state."""
+    from spotfit.runtime import model_state
+
+    index = session.calls.index
+    if loop.checkpoint is None:
+        session.reporter.event("fit_skipped", f"loop {index} finished before the checkpoint; its end state was "
+                               "not recorded, the next call restores the checkpoint")
+        return
+    model_state.restore(loop.model, loop.checkpoint.arrays, loop.checkpoint.meta)
+    session.model = loop.model
+    session.reporter.progress(step=loop.checkpoint.meta["step"])
+    session.reporter.event("fit_skipped", f"loop {index} finished before the checkpoint: ran again, then "
+                           f"restored its end state at step {loop.checkpoint.meta['step']}",
+                           fit_index=index, step=loop.checkpoint.meta["step"])
+
+
+def find_model(variables: list) -> keras.Model | None:
+    """The model whose trainable variables are exactly `variables`, else the smallest that holds them all.
+
+    Of models holding the same variables, the outer one: a `Sequential` rather than the functional
+    model it keeps inside, a wrapper model rather than the model it holds as an attribute.
+    """
+    wanted = {id(v) for v in variables}
+    candidates: list[tuple[int, keras.Model]] = []  # (variables held, model)
+    for obj in gc.get_objects():
+        if not isinstance(obj, keras.Model):
+            continue
+        try:
+            held = {id(v) for v in obj.trainable_variables}
+        except Exception:  # noqa: BLE001 — a half-built model of the script's: not the one training
+            continue
+        if wanted <= held:
+            candidates.append((len(held), obj))
+    if not candidates:
+        return None
+    size = min(n for n, _ in candidates)
+    smallest = [m for n, m in candidates if n == size]
+    inner = {id(v) for m in smallest for v in vars(m).values() if isinstance(v, keras.Model)}
+    return next((m for m in smallest if id(m) not in inner), smallest[0])
+
+
+_hook: list[ApplyHook] = []
+
+
+def _in_xla() -> bool:
+    from tensorflow.python.ops import control_flow_util
+
+    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
+
+
+def _apply(self, grads, trainable_variables=None):
+    hook = _hook[0] if _hook else None
+    if hook is None or hook.passive():
+        return _original_apply(self, grads, trainable_variables)
+    hook.depth += 1
+    try:
+        result = _original_apply(self, grads, trainable_variables)
+    finally:
+        hook.depth -= 1
+    if len(grads) == 0:
+        return result
+    variables = list(self._trainable_variables if trainable_variables is None else trainable_variables)
+    if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+        hook._unsupported("replicas", "steps applied on several replicas (`strategy.run`) are not counted nor "
+                          "checkpointed; use spotfit.loop")
+    elif not tf.inside_function():
+        hook.after_apply(self, variables)
+    elif _in_xla():
+        hook._unsupported("xla", "steps inside a `jit_compile=True` function are not counted nor checkpointed "
+                          "(a py_function cannot run in XLA)")
+    else:
+        def step():
+            hook.after_apply(self, variables)
+            return []
+
+        tf.py_function(step, [], [])  # stateful: automatic control dependencies run it after the update
+    return result
+
+
+def install(session: Session) -> None:
+    """Instrument `apply` for the rest of this process (called by `instrument.install`)."""
+    _hook[:] = [ApplyHook(session)]
+    _BaseOptimizer.apply = _apply
+    _relay_sigterm()
+
+
+def finish() -> None:
+    """End the current instrumented loop, if any (before `fit`, `spotfit.loop`, and when the script ends)."""
+    if _hook:
+        _hook[0].finish()
+
+
+def stop_code() -> int | None:
+    """The exit code of a stop raised inside a `tf.function` step (it reaches the script as a TF error)."""
+    return _hook[0].code if _hook else None
+
+
+def _relay_sigterm() -> None:
+    """Set the notice from any thread: a step in a graph runs its py_function off the main thread,
+    where a hold waits for the notice while Python's own handler cannot run until the step ends."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    if previous != -1:  # an earlier install's relay, or an event loop's: leave it in place
+        signal.set_wakeup_fd(previous)
+        os.close(read_fd)
+        os.close(write_fd)
+        return
+
+    def relay():
+        while True:
+            for number in os.read(read_fd, 64):
+                if number == signal.SIGTERM and _hook:  # the current session's (tests install several)
+                    watcher = _hook[0].session.watcher
+                    watcher.source = watcher.source or "SIGTERM"
+                    watcher.notice.set()
+
+    threading.Thread(target=relay, name="spotfit-sigterm-relay", daemon=True).start()
