@@ -150,6 +150,7 @@ class Controller(RuleActions):
     # -- watching a running attempt -------------------------------------------------------------
 
     def _watch(self, attempt: dict) -> None:
+        self._cap_at_budget(attempt)
         handle = self._handle(attempt)
         status = self.backend.status(handle)
         number = attempt["number"]

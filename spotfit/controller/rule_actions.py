@@ -66,6 +66,22 @@ class RuleActions:
         self.db.update_job(self.job_id, state=state, message=why)
         return True
 
+    def _cap_at_budget(self, attempt: dict) -> None:
+        """Once per attempt: the trace second its smallest holding budget is spent caps the clock.
+
+        The replay then stops there, not at the controller's next look (the local process may
+        run ahead of the modeled instance): the bill reaches the budget and no more, and the
+        budget rule fires on that bill.
+        """
+        rules = budget.holding_rules(self.watchdog.engine.rules)
+        number = attempt["number"]
+        if not rules or self.plan.capped(number) or attempt["trace_start_s"] is None:
+            return
+        usd = min(rule.usd for _, rule in rules)
+        at_s = self.plan.budget_reached_s(attempt, usd - self._spent_usd(but=number) + budget.EPSILON_USD)
+        if at_s is not None:
+            self.plan.cap_at(number, at_s)
+
     def _over_budget_limit(self, attempt: dict, progress: dict) -> bool:
         """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
         rules = budget.holding_rules(self.watchdog.engine.rules)
