@@ -102,6 +102,7 @@ class Controller(RuleActions):
             if state is JobState.PAUSED and not self._price_paused:  # no controller until `spotfit resume JOB`
                 return state
             self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
+            self._record_state_waits()
             self._ingest()
             current = self._current()
             if job["cancel_requested"]:
@@ -114,6 +115,13 @@ class Controller(RuleActions):
                 self._decide_and_launch()
             self.on_update()
             time.sleep(self.poll_s)
+
+    def _record_state_waits(self) -> None:
+        """Writes that waited out a locked or full state DB (`state_wait.py`): one `state_wait` event each."""
+        while self.db.waits:
+            wait = self.db.waits.pop(0)
+            self.db.add_event(self.job_id, "state_wait", wait.message(self.db.path), reason=wait.reason,
+                              waited_s=round(wait.waited_s, 1), tries=wait.tries, write=wait.what)
 
     def _current(self) -> dict | None:
         running = [a for a in self.db.attempts(self.job_id) if AttemptState(a["state"]).is_live()]

@@ -36,6 +36,8 @@ def status(ref: str) -> dict:
         controller = "none (paused)"
     if job["state"] == JobState.QUEUED:  # no controller until its batch's queue releases it
         controller = "none (queued)"
+    # A controller that died (kill -9, a crash, a closed laptop): a new one adopts its attempt exactly.
+    resume = f"spotfit resume {job['id']}" if controller == "gone" else None
     return {
         "id": job["id"],
         "name": job["name"],
@@ -52,6 +54,7 @@ def status(ref: str) -> dict:
         "metrics": result.get("metrics") or {},
         "store": job["store_url"],
         "controller": controller,
+        "resume": resume,
         "paused": paused,
         "store_problem": _store_problem(state_db, job["id"]) if active else None,
         "created_at": job["created_at"],
