@@ -41,7 +41,12 @@ def run(
         "--dry-run", help="Print the exact cloud requests; send and record nothing.")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Run a job: launch, checkpoint, survive preemptions, and print a summary."""
+    """Run a job: launch, checkpoint, survive preemptions, and print a summary.
+
+    Ctrl-C stops the job with a checkpoint (the attempt saves and stops; no attempt is left
+    running) and exits 130; `spotfit resume JOB` continues it from that step. Use --detach to
+    leave the job running in the background.
+    """
     if dry_run:
         doc = sdk.dry_run(str(spec), backend)
         if json_:
@@ -70,10 +75,11 @@ def run(
         with render.LiveRun(console, lambda: sdk.status(job_id), lambda after: sdk.events(job_id, after)) as live:
             doc = sdk.run_job(job_id, on_update=live.update)
         render.print_status(console, doc)
-    raise typer.Exit(run_exit_code(doc["state"]))
+    raise typer.Exit(EXIT_INTERRUPTED if doc.get("interrupted") else run_exit_code(doc["state"]))
 
 
 EXIT_PAUSED = 3  # `spotfit run`: the job is paused by a rule; `spotfit resume JOB` continues it
+EXIT_INTERRUPTED = 130  # Ctrl-C: the attempt saved a checkpoint and stopped; `spotfit resume JOB` continues it
 
 
 def run_exit_code(state: str) -> int:

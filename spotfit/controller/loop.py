@@ -71,6 +71,7 @@ class Controller(RuleActions):
         self._price_paused = False
         self._stop_sent: dict[int, float] = {}
         self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
+        self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
         if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
             db.add_event(job_id, "market", live)
 
@@ -105,6 +106,9 @@ class Controller(RuleActions):
             self._record_state_waits()
             self._ingest()
             current = self._current()
+            if self.interrupted and not job["cancel_requested"]:
+                job["cancel_requested"] = StopRequest.INTERRUPT
+                self.db.update_job(self.job_id, cancel_requested=StopRequest.INTERRUPT)
             if job["cancel_requested"]:
                 self._cancel(current, StopRequest(job["cancel_requested"]))
             elif current is not None:
@@ -384,7 +388,8 @@ class Controller(RuleActions):
                 self._request_stop(current, self.files.progress(number), "pruned by its sweep")
             else:
                 self._switching.add(number)
-                self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping", attempt=number)
+                what = "interrupted (Ctrl-C)" if request is StopRequest.INTERRUPT else "cancel requested"
+                self.db.add_event(self.job_id, "cancel", f"{what}: saving and stopping", attempt=number)
                 self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)
 
