@@ -34,7 +34,8 @@ from spotfit.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
 EXIT_SIGKILL_SHELL = 128 + _signal.SIGKILL  # how a shell (or an agent's wrapper) reports a SIGKILLed child
-KINDS = ("script", "launch", "boot_timeout", "no_exit_record", "oom")
+KINDS = ("script", "launch", "boot_timeout", "no_exit_record", "oom", "store")
+UNCOUNTED = ("store",)  # recorded as failures, but the store's fault: never toward max_failures
 
 
 def failure_kind(result: str, exit_code: int | None, signal: int | None, asked: bool) -> str | None:
@@ -61,7 +62,8 @@ def backoff_s(failures: int, base_s: float, max_s: float = MAX_BACKOFF_S) -> flo
 
 def counted(attempt: dict) -> bool:
     """Whether a recorded attempt counted toward `max_failures`."""
-    return attempt["state"] == AttemptState.FAILED or bool((attempt.get("info") or {}).get("failure"))
+    failure = (attempt.get("info") or {}).get("failure")
+    return failure not in UNCOUNTED and (attempt["state"] == AttemptState.FAILED or bool(failure))
 
 
 def failures_in_a_row(attempts: list[dict]) -> int:
@@ -82,6 +84,7 @@ def describe(kind: str, boot_timeout_s: float | None = None) -> str:
         "boot_timeout": f"no progress from the runtime within the boot timeout ({boot_timeout_s or 0:g}s)",
         "no_exit_record": "it ended without an exit record: the runtime never ran or died without a word",
         "oom": "killed by SIGKILL without being asked, as the OOM killer does",
+        "store": "it failed while the store's disk was full: a store failure, not counted toward max_failures",
     }.get(kind, "")
 
 
@@ -143,7 +146,7 @@ class FailureTracker:
 
     def ended(self, number: int, kind: str | None, now: float) -> bool:
         """An attempt ended (not for lack of capacity): count it if it failed; True when the job must fail."""
-        if kind is None:
+        if kind is None or kind in UNCOUNTED:
             self.in_a_row = 0
             return False
         return self.record(number, kind, now)

@@ -72,6 +72,7 @@ class Controller(RuleActions):
         self._stop_sent: dict[int, float] = {}
         self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
+        self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
         if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
             db.add_event(job_id, "market", live)
 
@@ -163,6 +164,7 @@ class Controller(RuleActions):
 
     def _watch(self, attempt: dict) -> None:
         self._cap_at_budget(attempt)
+        self._pause_on_full_store(attempt)
         handle = self._handle(attempt)
         status = self.backend.status(handle)
         number = attempt["number"]
@@ -177,7 +179,7 @@ class Controller(RuleActions):
                 result = outcome.STOPPED
             result = self._market_end(attempt, result)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
-            self._finish(attempt, result, code, signal=status.signal)
+            self._finish(attempt, result, code, signal=status.signal, failure=self._store_failure(number, result))
             return
         if status.unscheduled and self._pending_overdue(attempt):
             self.backend.stop(handle, grace_s=0.0)
@@ -299,7 +301,7 @@ class Controller(RuleActions):
     # -- launching ------------------------------------------------------------------------------
 
     def _decide_and_launch(self) -> None:
-        if self._halt_before_launch():
+        if self._halt_before_launch() or self._pause_on_full_store(None):
             return
         if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
@@ -318,7 +320,7 @@ class Controller(RuleActions):
         # store away (or full) nothing is launched, and the next pass tries again.
         number = max((a["number"] for a in self.db.attempts(self.job_id)), default=0) + 1
         config = attempt_config.runtime_config(self.plan, self.job_url, number, zone).to_json().encode()
-        if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False):
+        if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False, writes=True):
             self.db.update_job(self.job_id, state=JobState.WAITING,
                                message=f"waiting for the store to launch attempt {number}: {self.guard.problem}")
             return
