@@ -22,7 +22,8 @@ from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
 from spotfit.stores.base import ObjectStore
 
-STORE_PROBE_S = 2.0  # how often the controller checks, by a small write, that the store has room
+STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
+STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
 PROBE_KEY = "control/probe"
 
 
@@ -156,7 +157,7 @@ class RuleActions:
     def _probe_store(self) -> None:
         """A small write, every `STORE_PROBE_S`: the runtime's writes fail unseen when the disk is full."""
         if time.monotonic() >= self._next_probe:
-            self._next_probe = time.monotonic() + STORE_PROBE_S
+            self._next_probe = time.monotonic() + (STORE_PROBE_S if self.guard.healthy else STORE_PROBE_PROBLEM_S)
             self.guard.call(lambda: self._write(PROBE_KEY, b"{}"), fallback=False, writes=True)
 
     def _pause_on_full_store(self, attempt: dict | None) -> bool:
