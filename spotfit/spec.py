@@ -91,6 +91,8 @@ class Checkpoint(_Section):
     store: str | None = Field(None, description="object store URL; default file://$SPOTFIT_HOME/store")
     interval: Literal["auto"] | StepsInterval | SecondsInterval = "auto"
     keep: int = Field(2, ge=1, description="good checkpoints kept")
+    full_wait_s: float = Field(600.0, ge=0, le=86400, description="wall seconds a full store is waited for "
+                                                                   "before the job pauses (store full)")
 
     @field_validator("interval", mode="before")
     @classmethod

@@ -27,7 +27,8 @@ from typing import Any
 
 from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.state_dialect import connect, display_target, execute
+from spotfit.state_dialect import Postgres, connect, display_target, execute
+from spotfit.state_wait import Wait, WaitPolicy, retried
 from spotfit.states import JobState
 
 SCHEMA_VERSION = 2
@@ -119,6 +120,8 @@ class StateDB:
         self._db = connect(target)
         self.dialect = self._db.name
         self.IntegrityError = self._db.IntegrityError  # a duplicate id, an unknown job
+        self.wait_policy = WaitPolicy(target=self.path)  # how a locked or full state DB is waited out
+        self.waits: list[Wait] = []  # writes that went through after waiting (the controller records them)
         self._migrate()
 
     def close(self) -> None:
@@ -138,11 +141,18 @@ class StateDB:
         return self._db.now()
 
     def _migrate(self) -> None:
+        if self._schema_current():  # a read: a writer holding the lock does not block it
+            return
         try:
             self._migrate_in_transaction()
         except SpotfitError:
             self._db.close()
             raise
+
+    def _schema_current(self) -> bool:
+        if isinstance(self._db, Postgres) and not self._db.has_table("spotfit_schema"):
+            return False
+        return self._db.version() == SCHEMA_VERSION
 
     def _migrate_in_transaction(self) -> None:
         with self.transaction():
@@ -162,6 +172,7 @@ class StateDB:
 
     # jobs ---------------------------------------------------------------------------------
 
+    @retried
     def create_job(self, job_id: str, name: str, spec_json: str, store_url: str,
                    state: JobState = JobState.PENDING, unique_live_name: bool = False) -> dict[str, Any] | None:
         """Record a job: `pending` (a controller takes it), or `queued` (a batch's queue releases it).
@@ -188,6 +199,7 @@ class StateDB:
                       "ORDER BY created_at DESC LIMIT 1", (name, *active)).fetchone()
         return None if row is None else dict(row)
 
+    @retried
     def release_queued(self, job_id: str, message: str) -> bool:
         """A queued job becomes pending (a controller may take it); False when it was no longer queued."""
         with self.transaction():
@@ -228,6 +240,7 @@ class StateDB:
         rows = self._q("SELECT * FROM jobs ORDER BY created_at DESC LIMIT ?", (limit,)).fetchall()
         return [dict(r) for r in rows]
 
+    @retried
     def update_job(self, job_id: str, **fields: Any) -> None:
         if not fields:
             return
@@ -238,6 +251,7 @@ class StateDB:
 
     # the lease (spotfit/lease.py) -----------------------------------------------------------
 
+    @retried
     def claim_lease(self, job_id: str, holder: lease.Holder, ttl_s: float) -> bool:
         """Make `holder` the job's one controller for `ttl_s`, unless another live holder has it.
 
@@ -256,6 +270,7 @@ class StateDB:
                     (holder.key, now + ttl_s, holder.pid, now, time.time(), job_id))
             return True
 
+    @retried
     def renew_lease(self, job_id: str, holder: lease.Holder, ttl_s: float, **fields: Any) -> None:
         """The heartbeat: extend `holder`'s lease (and set `fields`); `LeaseLost` if it is not its own."""
         now = self._db.now()
@@ -271,6 +286,7 @@ class StateDB:
                                   f"this one ({holder.key}) stops driving it.",
                                   hint=f"Watch it with `spotfit status {job_id}`.")
 
+    @retried
     def release_lease(self, job_id: str, holder: lease.Holder, **fields: Any) -> None:
         """Give the job up (and set `fields`), if `holder` still has it: another controller may take it at once."""
         fields = {**fields, "lease_owner": None, "lease_expires_at": None, "updated_at": time.time()}
@@ -292,6 +308,7 @@ class StateDB:
 
     # long-running controllers ------------------------------------------------------------------
 
+    @retried
     def controller_seen(self, holder: lease.Holder, jobs: int) -> None:
         """A `spotfit controller`'s heartbeat (what `spotfit run --detach` checks on a shared state)."""
         now = self._db.now()
@@ -307,12 +324,14 @@ class StateDB:
                        (self._db.now() - within_s,)).fetchall()
         return [dict(r) for r in rows]
 
+    @retried
     def controller_gone(self, holder: lease.Holder) -> None:
         with self.transaction():
             self._q("DELETE FROM controllers WHERE id = ?", (holder.key,))
 
     # attempts -----------------------------------------------------------------------------
 
+    @retried
     def add_attempt(self, job_id: str, **fields: Any) -> int:
         """Insert the job's next attempt; returns its number (1, 2, ...)."""
         with self.transaction():
@@ -328,6 +347,7 @@ class StateDB:
             self._q(f"INSERT INTO attempts ({cols}) VALUES ({marks})", tuple(fields.values()))
         return int(number)
 
+    @retried
     def update_attempt(self, job_id: str, number: int, **fields: Any) -> None:
         if "info" in fields:
             fields["info_json"] = json.dumps(fields.pop("info"))
@@ -346,6 +366,7 @@ class StateDB:
 
     # events -------------------------------------------------------------------------------
 
+    @retried
     def add_event(
         self, job_id: str, kind: str, message: str, attempt: int | None = None, **data: Any
     ) -> None:

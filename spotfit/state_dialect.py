@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spotfit.errors import UsageError
+from spotfit.state_wait import busy_timeout_s
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -52,10 +53,11 @@ class Sqlite:
         Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # A new DB is the owner's alone; SQLite gives its -wal and -shm the DB file's mode.
         os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-        self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+        busy_ms = int(busy_timeout_s() * 1000)  # then `state_wait` retries the write
+        self.conn = sqlite3.connect(str(path), timeout=busy_ms / 1000, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA busy_timeout=30000")
+        self.conn.execute(f"PRAGMA busy_timeout={busy_ms}")
         self.conn.execute("PRAGMA foreign_keys=ON")
 
     @classmethod

@@ -73,11 +73,14 @@ class StopRequest(IntEnum):
     NONE = 0
     CANCEL = 1  # `spotfit cancel`: save, stop, end `cancelled`
     PRUNE = 2  # a sweep's pruner: save, stop, end `stopped` (action `pruned`); `resume` continues it
+    INTERRUPT = 3  # Ctrl-C on a foreground `spotfit run`/`resume`: save, stop, end `stopped`; `resume` continues it
 
     def ends_as(self) -> tuple[JobState, str]:
         """The job's state and message once the request is carried out."""
         if self is StopRequest.PRUNE:
             return JobState.STOPPED, "pruned by its sweep"
+        if self is StopRequest.INTERRUPT:
+            return JobState.STOPPED, "interrupted (Ctrl-C) with a checkpoint: `spotfit resume` continues it"
         return JobState.CANCELLED, "cancelled by the user"
 
 

@@ -43,7 +43,12 @@ def run(
         "--allow-duplicate", help="Run even if a live job has the spec's name (refused otherwise).")] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Run a job: launch, checkpoint, survive preemptions, and print a summary."""
+    """Run a job: launch, checkpoint, survive preemptions, and print a summary.
+
+    Ctrl-C stops the job with a checkpoint (the attempt saves and stops; no attempt is left
+    running) and exits 130; `spotfit resume JOB` continues it from that step. Use --detach to
+    leave the job running in the background.
+    """
     if dry_run:
         doc = sdk.dry_run(str(spec), backend)
         if json_:
@@ -72,11 +77,12 @@ def run(
         with render.LiveRun(console, lambda: sdk.status(job_id), lambda after: sdk.events(job_id, after)) as live:
             doc = sdk.run_job(job_id, on_update=live.update)
         render.print_status(console, doc)
-    raise typer.Exit(run_exit_code(doc))
+    raise typer.Exit(EXIT_INTERRUPTED if doc.get("interrupted") else run_exit_code(doc))
 
 
 EXIT_PAUSED = 3  # `spotfit run`: the job is paused by a rule; `spotfit resume JOB` continues it
 EXIT_EXPORT_FAILED = 4  # `spotfit run`: the job completed (trained, checkpointed) but its export was not published
+EXIT_INTERRUPTED = 130  # Ctrl-C: the attempt saved a checkpoint and stopped; `spotfit resume JOB` continues it
 
 
 def run_exit_code(doc: dict) -> int:

@@ -59,8 +59,9 @@ def print_status(console: Console, doc: dict) -> None:
         line = f"paused ({paused['rule'] or 'rule'}, {paused['reason']})"
         resume = f"resume with `{paused['resume']}`" if paused["resume"] else "controller alive: resumes by itself"
         console.print(escape(f"{line}  {resume}"), highlight=False)
-    elif doc.get("message"):
-        console.print(f"[dim]{escape(doc['message'])}[/]  controller: {doc['controller']}")
+    elif doc.get("message") or doc.get("resume"):
+        controller = doc["controller"] + (f" — run `{doc['resume']}`" if doc.get("resume") else "")
+        console.print(f"[dim]{escape(doc['message'] or '')}[/]  controller: {escape(controller)}")
     if doc.get("store_problem"):
         console.print(f"[yellow]store:[/] {escape(doc['store_problem'])}", highlight=False)
     if doc.get("weights_sha256"):

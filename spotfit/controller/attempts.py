@@ -28,6 +28,7 @@ from spotfit.states import AttemptState
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
 MIN_NOTICE_S = 3.0  # wall seconds: enough to finish a step and save on this machine
 NO_CAPACITY_RETRY_S = 300.0  # without a market: how long a zone that had no capacity is skipped
+MAX_BUDGET_SEARCH_S = 1e10  # trace seconds (three centuries): a budget not spent by then never is
 TRAINED_PHASES = ("training", "saving", "holding", "preempted", "stopped", "done")  # the runtime's, once in fit
 
 
@@ -59,6 +60,7 @@ class AttemptPlanner:
         self._step = 0
         self._no_capacity: dict[str | None, float] = {}  # zone -> trace second of a failed launch
         self.live: LiveMarket | None = None  # published prices and seen outages, without a trace
+        self._cap: tuple[int, float] | None = None  # (attempt, trace s): where its budget is spent
 
     def connect_live(self, backend, request) -> str | None:
         """Without a trace, use the backend's live prices (if it has them); returns what happened."""
@@ -106,7 +108,8 @@ class AttemptPlanner:
         """Absolute trace seconds now (wall seconds since the start without a market)."""
         if self.replay is None:
             return self._trace_origin + (time.time() - self._clock_origin)
-        return self.clock.now_s(step=self._step)
+        now = self.clock.now_s(step=self._step)
+        return now if self._cap is None else min(now, self._cap[1])
 
     def time_scale(self) -> float:
         return self.spec.market.time_scale if self.replay else 1.0
@@ -163,6 +166,40 @@ class AttemptPlanner:
         if self.replay is None:
             return max(end_s - (attempt["trace_start_s"] or 0.0), 0.0), 0.0
         return self.replay.cost_usd(attempt["market"], attempt["zone"], attempt["trace_start_s"], end_s)
+
+    def budget_reached_s(self, attempt: dict, left_usd: float) -> float | None:
+        """The trace second at which `attempt`'s bill reaches `left_usd` (None without a replay).
+
+        The bill only grows with its end, so a bisection finds the first trace second whose bill
+        is at least `left_usd` (to a millisecond): the clock held there bills no less than the
+        budget (the rule fires) and no more than a millisecond past it.
+        """
+        if self.replay is None:
+            return None
+        low = high = attempt["trace_start_s"]
+        if self.bill(attempt, low)[1] >= left_usd:
+            return low
+        step = 60.0
+        while self.bill(attempt, high)[1] < left_usd:
+            if step > MAX_BUDGET_SEARCH_S:  # a free market never spends it
+                return None
+            low, high, step = high, high + step, step * 2
+        while high - low > 1e-3:
+            mid = (low + high) / 2
+            low, high = (low, mid) if self.bill(attempt, mid)[1] >= left_usd else (mid, high)
+        return high
+
+    def cap_at(self, number: int, at_s: float) -> None:
+        """Attempt `number`'s modeled instance stops at trace second `at_s` (its budget is spent there).
+
+        The clock reads no later than `at_s` until the attempt ends, however far the local process
+        runs ahead of the controller's look: the bill, the market's ticks and the next launch
+        all stop there, as the simulator's instance would.
+        """
+        self._cap = (number, at_s)
+
+    def capped(self, number: int) -> bool:
+        return self._cap is not None and self._cap[0] == number
 
     def billed_overhead_s(self, attempt: dict, end_s: float) -> float | None:
         """The modeled restart overhead inside an attempt's billed span (trace s); None without a market."""
@@ -421,11 +458,14 @@ class AttemptPlanner:
             if self.live is not None and preempted_in is not None:  # seen: the policy counts it
                 self.live.observe(preempted_in, "preempted", time.time())
             return
-        self._stopping = None
+        end_s = self.now_s()  # a budget's cap included
+        self._stopping, self._cap = None, None
         if not market_stop:
             self._pending = None
-            self.clock.run_on_wall(self.clock.now_s(step=self._step))
+            self.clock.run_on_wall(end_s)
             self._next_tick = self.replay.tick_at(self.clock.now_s())
+        elif self.clock.now_s() > end_s:
+            self.clock.hold(end_s)
         self._idle_since_s = self.clock.now_s()  # a launch never starts before this end (its bill ends there)
 
     def mark_no_capacity(self, zone: str | None) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from spotfit.rulespec import Budget, IdleNotebook
 
+EPSILON_USD = 1e-9  # a bill capped at a budget ends this far past it: sums of floats then still reach it
+
 
 def rules_of(spec) -> list:
     """The spec's rules; a top-level `budget_usd` is a `budget` rule that stops the job.

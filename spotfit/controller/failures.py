@@ -51,8 +51,9 @@ from spotfit.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
 EXIT_SIGKILL_SHELL = 128 + _signal.SIGKILL  # how a shell (or an agent's wrapper) reports a SIGKILLed child
-KINDS = ("script", "launch", "boot_timeout", "no_exit_record", "oom")
+KINDS = ("script", "launch", "boot_timeout", "no_exit_record", "oom", "store")
 HOST_CRASH = "host_crash"  # recorded as an attempt's `failure`, never counted as one
+UNCOUNTED = ("store", HOST_CRASH)  # recorded as failures, but not the script's: never toward max_failures
 
 
 def failure_kind(result: str, exit_code: int | None, signal: int | None, asked: bool) -> str | None:
@@ -80,7 +81,7 @@ def backoff_s(failures: int, base_s: float, max_s: float = MAX_BACKOFF_S) -> flo
 def counted(attempt: dict) -> bool:
     """Whether a recorded attempt counted toward `max_failures`."""
     failure = (attempt.get("info") or {}).get("failure")
-    return attempt["state"] == AttemptState.FAILED or failure not in (None, HOST_CRASH)
+    return failure not in UNCOUNTED and (attempt["state"] == AttemptState.FAILED or bool(failure))
 
 
 def failures_in_a_row(attempts: list[dict]) -> int:
@@ -126,6 +127,7 @@ def describe(kind: str, boot_timeout_s: float | None = None) -> str:
         "oom": "killed by SIGKILL without being asked, as the OOM killer does",
         HOST_CRASH: "its host went away mid-training without an exit record: not counted as a failure, the "
                     "next attempt resumes from the checkpoint",
+        "store": "it failed while the store's disk was full: a store failure, not counted toward max_failures",
     }.get(kind, "")
 
 
@@ -194,7 +196,7 @@ class FailureTracker:
 
     def ended(self, number: int, kind: str | None, now: float) -> bool:
         """An attempt ended (not for lack of capacity): count it if it failed; True when the job must fail."""
-        if kind in (None, HOST_CRASH):
+        if kind is None or kind in UNCOUNTED:
             self.in_a_row = 0
             return False
         if kind == "script" and self.repeated(number):

@@ -75,6 +75,8 @@ class Controller(RuleActions):
         self._price_paused = False
         self._stop_sent: dict[int, float] = {}
         self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
+        self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
+        self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
         if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
             db.add_event(job_id, "market", live)
 
@@ -106,8 +108,12 @@ class Controller(RuleActions):
             if state is JobState.PAUSED and not self._price_paused:  # no controller until `spotfit resume JOB`
                 return state
             self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
+            self._record_state_waits()
             self._ingest()
             current = self._current()
+            if self.interrupted and not job["cancel_requested"]:
+                job["cancel_requested"] = StopRequest.INTERRUPT
+                self.db.update_job(self.job_id, cancel_requested=StopRequest.INTERRUPT)
             if job["cancel_requested"]:
                 self._cancel(current, StopRequest(job["cancel_requested"]))
             elif current is not None:
@@ -118,6 +124,13 @@ class Controller(RuleActions):
                 self._decide_and_launch()
             self.on_update()
             time.sleep(self.poll_s)
+
+    def _record_state_waits(self) -> None:
+        """Writes that waited out a locked or full state DB (`state_wait.py`): one `state_wait` event each."""
+        while self.db.waits:
+            wait = self.db.waits.pop(0)
+            self.db.add_event(self.job_id, "state_wait", wait.message(self.db.path), reason=wait.reason,
+                              waited_s=round(wait.waited_s, 1), tries=wait.tries, write=wait.what)
 
     def _current(self) -> dict | None:
         running = [a for a in self.db.attempts(self.job_id) if AttemptState(a["state"]).is_live()]
@@ -155,6 +168,8 @@ class Controller(RuleActions):
     # -- watching a running attempt -------------------------------------------------------------
 
     def _watch(self, attempt: dict) -> None:
+        self._cap_at_budget(attempt)
+        self._pause_on_full_store(attempt)
         handle = self._handle(attempt)
         status = self.backend.status(handle)
         number = attempt["number"]
@@ -169,7 +184,7 @@ class Controller(RuleActions):
                 result = outcome.STOPPED
             result = self._market_end(attempt, result)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
-            self._finish(attempt, result, code, signal=status.signal)
+            self._finish(attempt, result, code, signal=status.signal, failure=self._store_failure(number, result))
             return
         if status.unscheduled and self._pending_overdue(attempt):
             self.backend.stop(handle, grace_s=0.0)
@@ -310,7 +325,7 @@ class Controller(RuleActions):
             self.db.add_event(self.job_id, "finished", "training had ended (result.json): completing, nothing launched")
             self._complete()
             return
-        if self._halt_before_launch():
+        if self._halt_before_launch() or self._pause_on_full_store(None):
             return
         if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
@@ -329,7 +344,7 @@ class Controller(RuleActions):
         # store away (or full) nothing is launched, and the next pass tries again.
         number = max((a["number"] for a in self.db.attempts(self.job_id)), default=0) + 1
         config = attempt_config.runtime_config(self.plan, self.job_url, number, zone).to_json().encode()
-        if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False):
+        if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False, writes=True):
             self.db.update_job(self.job_id, state=JobState.WAITING,
                                message=f"waiting for the store to launch attempt {number}: {self.guard.problem}")
             return
@@ -399,7 +414,8 @@ class Controller(RuleActions):
                 self._request_stop(current, self.files.progress(number), "pruned by its sweep")
             else:
                 self._switching.add(number)
-                self.db.add_event(self.job_id, "cancel", "cancel requested: saving and stopping", attempt=number)
+                what = "interrupted (Ctrl-C)" if request is StopRequest.INTERRUPT else "cancel requested"
+                self.db.add_event(self.job_id, "cancel", f"{what}: saving and stopping", attempt=number)
                 self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)
 

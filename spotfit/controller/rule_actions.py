@@ -17,9 +17,14 @@ from spotfit.controller import budget, notify
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
+from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import JobState
+from spotfit.states import AttemptState, JobState
 from spotfit.stores.base import ObjectStore
+
+STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
+STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
+PROBE_KEY = "control/probe"
 
 
 class RuleActions:
@@ -38,6 +43,8 @@ class RuleActions:
     _stop_sent: dict[int, float]
     _cut_off: set[int]
     _switching: set[int]
+    _next_probe: float
+    spec: JobSpec
 
     def _handle(self, attempt: dict) -> Handle:
         return self.backend.load_handle(attempt["handle"])
@@ -65,6 +72,22 @@ class RuleActions:
         self._halt = None
         self.db.update_job(self.job_id, state=state, message=why)
         return True
+
+    def _cap_at_budget(self, attempt: dict) -> None:
+        """Once per attempt: the trace second its smallest holding budget is spent caps the clock.
+
+        The replay then stops there, not at the controller's next look (the local process may
+        run ahead of the modeled instance): the bill reaches the budget and no more, and the
+        budget rule fires on that bill.
+        """
+        rules = budget.holding_rules(self.watchdog.engine.rules)
+        number = attempt["number"]
+        if not rules or self.plan.capped(number) or attempt["trace_start_s"] is None:
+            return
+        usd = min(rule.usd for _, rule in rules)
+        at_s = self.plan.budget_reached_s(attempt, usd - self._spent_usd(but=number) + budget.EPSILON_USD)
+        if at_s is not None:
+            self.plan.cap_at(number, at_s)
 
     def _over_budget_limit(self, attempt: dict, progress: dict) -> bool:
         """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
@@ -124,10 +147,53 @@ class RuleActions:
         if at_step is not None:  # export the weights of that epoch end, where the target held
             request["at_step"] = at_step
         doc = json.dumps(request).encode()
-        if not self.guard.call(lambda: self._write("control/stop", doc), fallback=False):
+        if not self.guard.call(lambda: self._write("control/stop", doc), fallback=False, writes=True):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
             return
         self._stop_sent[number] = time.time()
+
+    # -- a full store: a bounded wait, then a pause ---------------------------------------------
+
+    def _probe_store(self) -> None:
+        """A small write, every `STORE_PROBE_S`: the runtime's writes fail unseen when the disk is full."""
+        if time.monotonic() >= self._next_probe:
+            self._next_probe = time.monotonic() + (STORE_PROBE_S if self.guard.healthy else STORE_PROBE_PROBLEM_S)
+            self.guard.call(lambda: self._write(PROBE_KEY, b"{}"), fallback=False, writes=True)
+
+    def _pause_on_full_store(self, attempt: dict | None) -> bool:
+        """Once the store has been full for `checkpoint.full_wait_s`: the job pauses (store full).
+
+        A live attempt is asked to stop (it is not a failure: nothing counts toward
+        `max_failures`) and the job pauses when it has ended; with none the job pauses now
+        (True). The pause names the last good checkpoint, where `spotfit resume` goes on from.
+        """
+        self._probe_store()
+        full_s = self.guard.full_for_s()
+        wait_s = self.spec.checkpoint.full_wait_s
+        if full_s is None or full_s < wait_s or self._halt is not None:
+            return False
+        last = self.db.last_event(self.job_id, ("checkpoint",))
+        good = f"step {last['data'].get('step')}" if last else "none (the job starts from step 0)"
+        message = (f"store full for {full_s:.0f} s (checkpoint.full_wait_s: {wait_s:g}); last good checkpoint: "
+                   f"{good}; free space in the store, then `spotfit resume {self.job_id}`")
+        if attempt is None:
+            self.db.add_event(self.job_id, "store_paused", message)
+            self.db.update_job(self.job_id, state=JobState.PAUSED, message=message)
+            return True
+        number = attempt["number"]
+        self.db.add_event(self.job_id, "store_paused", message, attempt=number)
+        self._halt = (JobState.PAUSED, message)
+        self._switching.add(number)
+        self.backend.preempt(self._handle(attempt), self.plan.notice_s())
+        return False
+
+    def _store_failure(self, number: int, result: str) -> str | None:
+        """`store` when attempt `number` failed unasked on a full store: the store's fault, not the script's."""
+        if result != AttemptState.FAILED or number in self._switching:
+            return None
+        self._next_probe = 0.0
+        self._probe_store()
+        return "store" if self.guard.full_for_s() is not None else None
 
     def _resume_below_cap(self) -> None:
         """A price-cap pause ends by itself when the spot price falls back under the cap."""

@@ -85,20 +85,34 @@ class StoreGuard:
         self.problem: str | None = None  # the open outage's kind, while there is one
         self._backoff_s = backoff_s
         self._next_try = 0.0
+        self._full_since: float | None = None  # monotonic time of the first write that found the disk full
 
     @property
     def healthy(self) -> bool:
         return self.problem is None
 
-    def call(self, fn: Callable[[], T], fallback: T) -> T:
-        """`fn()`, or `fallback` while the store fails (and until its next try is due)."""
-        if self.problem is not None and time.monotonic() < self._next_try:
+    def full_for_s(self) -> float | None:
+        """Seconds since a write first found the store's disk full (None while writes succeed)."""
+        return None if self._full_since is None else time.monotonic() - self._full_since
+
+    def call(self, fn: Callable[[], T], fallback: T, writes: bool = False) -> T:
+        """`fn()`, or `fallback` while the store fails (and until its next try is due).
+
+        A full disk still answers reads: they go through, and only a write (`writes`) that
+        succeeds ends the problem (else each read would record `store_back`, each write
+        `store_full` again).
+        """
+        reading_full = self.problem == "store_full" and not writes
+        if self.problem is not None and not reading_full and time.monotonic() < self._next_try:
             return fallback
         try:
             result = fn()
         except StoreError as exc:
             self._failed(exc)
             return fallback
+        if reading_full:
+            return result
+        self._full_since = None
         if self.problem is not None:
             self.problem = None
             self._backoff_s = self.first_backoff_s
@@ -107,6 +121,8 @@ class StoreGuard:
 
     def _failed(self, exc: StoreError) -> None:
         kind = "store_full" if is_disk_full(exc) else "store_unreachable"
+        if kind == "store_full" and self._full_since is None:
+            self._full_since = time.monotonic()
         if kind != self.problem:
             if kind == "store_full":
                 message = what_to_free(self.store_url)

@@ -27,7 +27,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from spotfit import arguments, job_secrets
 from spotfit.errors import UsageError
@@ -49,11 +50,42 @@ __all__ = [
 
 
 def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
-    """Drive a submitted job to its end in this process; returns its status document."""
+    """Drive a submitted job to its end in this process; returns its status document.
+
+    Ctrl-C (SIGINT, in the main thread) never leaves an unsupervised attempt: the controller asks
+    the attempt to save a checkpoint and stop, records it, and the job ends `stopped`
+    (`interrupted: true` in the document); `spotfit resume JOB` continues it from that step.
+    """
     from spotfit.controller.loop import Controller
 
-    Controller(db(), job_id, on_update=on_update).run()
-    return status(job_id)
+    controller = Controller(db(), job_id, on_update=on_update)
+    with _ctrl_c_stops(controller, job_id):
+        controller.run()
+    return {**status(job_id), **({"interrupted": True} if controller.interrupted else {})}
+
+
+@contextmanager
+def _ctrl_c_stops(controller, job_id: str) -> Iterator[None]:
+    """While the block runs, SIGINT asks `controller` to stop the job with a checkpoint (said on stderr)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame) -> None:
+        again = controller.interrupted
+        controller.interrupted = True
+        print(f"\n{'still stopping' if again else 'interrupted'}: job {job_id}'s attempt saves a checkpoint and "
+              f"stops (no attempt is left running); `spotfit resume {job_id}` continues it", file=sys.stderr,
+              flush=True)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def start_detached(job_id: str) -> int | None:

@@ -36,6 +36,8 @@ def status(ref: str) -> dict:
         controller = "none (paused)"
     if job["state"] == JobState.QUEUED:  # no controller until its batch's queue releases it
         controller = "none (queued)"
+    # A controller that died (kill -9, a crash, a closed laptop): a new one adopts its attempt exactly.
+    resume = f"spotfit resume {job['id']}" if controller == "gone" else None
     return {
         "id": job["id"],
         "name": job["name"],
@@ -54,6 +56,7 @@ def status(ref: str) -> dict:
         "export": result.get("export"),
         "store": job["store_url"],
         "controller": controller,
+        "resume": resume,
         "paused": paused,
         "store_problem": _store_problem(state_db, job["id"]) if active else None,
         "created_at": job["created_at"],
@@ -64,7 +67,10 @@ def _paused(state_db: StateDB, job: dict) -> dict | None:
     """For a paused job: the rule that paused it, why, and how to resume it."""
     if job["state"] != JobState.PAUSED:
         return None
-    last = state_db.last_event(job["id"], ("rule", "budget_limit"))
+    last = state_db.last_event(job["id"], ("rule", "budget_limit", "store_paused"))
+    if last is not None and last["kind"] == "store_paused":
+        return {"rule": "store full", "reason": job["message"],
+                "resume": None if controller_alive(job, state_db) else f"spotfit resume {job['id']}"}
     if last is not None and last["data"].get("action") != "pause":
         last = None
     rule = last["data"].get("rule", "budget") if last else None

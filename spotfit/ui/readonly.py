@@ -31,6 +31,7 @@ from typing import Any
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import SCHEMA_VERSION, StateDB
 from spotfit.state_dialect import Postgres, Sqlite, display_target, is_postgres
+from spotfit.state_wait import WaitPolicy
 from spotfit.sweep.store import SweepDB
 
 
@@ -51,6 +52,7 @@ class ReadOnlyStateDB(StateDB):
                                      "(or SPOTFIT_STATE_URL) at another state.")
         self._db = found
         self.dialect, self.IntegrityError = self._db.name, self._db.IntegrityError
+        self.wait_policy, self.waits = WaitPolicy(target=self.path), []  # a write is refused, never waited for
         version = self._db.version()
         if version > SCHEMA_VERSION:
             self._db.close()

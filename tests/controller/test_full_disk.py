@@ -110,8 +110,11 @@ def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_s
         reference = subprocess.Popen(spotfit_cmd("run", str(reference_spec), "--json"),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL, env=os.environ.copy())
-        wait_for(lambda: status_or_empty("full").get("store_problem") or job.poll() is not None, 300,
-                 "`status` to report the full disk after the preemption at step 41")
+        # The controller's write probe sees the full disk while the attempt runs; after the
+        # preemption at step 41 the job waits for space to launch attempt 2.
+        wait_for(lambda: (status_or_empty("full").get("store_problem")
+                          and status_or_empty("full")["state"] == "waiting") or job.poll() is not None, 300,
+                 "`status` to report the full disk while waiting after the preemption at step 41")
         assert job.poll() is None, f"spotfit run ended while the disk was full: {output}"
         full = status_or_empty("full")["store_problem"]
         assert "is full" in full and "free space there" in full, full

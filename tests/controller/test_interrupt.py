@@ -1,0 +1,152 @@
+"""Ctrl-C on a foreground `spotfit run`, and a controller killed with SIGKILL: no attempt is left unsupervised.
+
+- Ctrl-C (SIGINT to the `spotfit run` process, as a terminal sends it): the controller asks the
+  attempt to save a checkpoint and stop, waits for it, and exits 130 with the job `stopped` and
+  a line saying how to go on; no runtime process is left. `spotfit resume` then continues from
+  the saved step to the weights of an uninterrupted run.
+- SIGKILL of the controller: `status` says the controller is gone and names `spotfit resume
+  JOB`; `spotfit resume` adopts the running attempt and finishes it, with the same weights.
+
+The script holds at step 30 until the test has done its part (marker files), so where the
+signal lands in the training is fixed whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+import psutil
+import pytest
+
+from spotfit import sdk
+from tests.support.jobs import spotfit_cmd
+from tests.support.store_faults import digits_script, write_job
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = digits_script('''
+import os, time
+from pathlib import Path
+import keras
+from sklearn.datasets import load_digits
+
+
+class Hold(keras.callbacks.Callback):
+    """Step 30: say so, and wait for the test's go-on (no-op without HOLD_MARKS)."""
+    step = 0
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        marks = os.environ.get("HOLD_MARKS")
+        if marks and self.step == 30 and not (Path(marks) / "go-on").exists():
+            (Path(marks) / "at-30").touch()
+            deadline = time.monotonic() + 600
+            while not (Path(marks) / "go-on").exists():
+                if time.monotonic() > deadline:
+                    raise SystemExit("timed out waiting for the test's go-on")
+                time.sleep(0.02)
+''', "Hold")
+
+
+def _runtimes(job_url: str) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline", "status"])
+            if "spotfit.runtime" in (p.info["cmdline"] or []) and job_url in (p.info["cmdline"] or [])
+            and p.info["status"] != psutil.STATUS_ZOMBIE]
+
+
+def _start(job_spec, tmp_path, name: str, marks=None) -> subprocess.Popen:
+    spec = write_job(job_spec, tmp_path, SCRIPT, name, env={"HOLD_MARKS": str(marks)} if marks else None)
+    return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL, env=os.environ.copy(), start_new_session=True)
+
+
+def _uninterrupted(job_spec, tmp_path) -> dict:
+    out, err = _start(job_spec, tmp_path, "reference").communicate(timeout=600)
+    assert out, err[-3000:]
+    return json.loads(out)
+
+
+def _resume(job_id: str) -> subprocess.Popen:
+    return subprocess.Popen(spotfit_cmd("resume", job_id, "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL, env=os.environ.copy(), start_new_session=True)
+
+
+def _at_step_30(job: subprocess.Popen, marks) -> dict:
+    wait_for(lambda: (marks / "at-30").exists() or job.poll() is not None, 300, "the training to reach step 30")
+    assert job.poll() is None, job.communicate()[1][-3000:]
+    return sdk.status("held")
+
+
+def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(job_spec, tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    job = _start(job_spec, tmp_path, "held", marks)
+    try:
+        running = _at_step_30(job, marks)
+        job.send_signal(signal.SIGINT)
+        wait_for(lambda: any("interrupted (Ctrl-C)" in e["message"] for e in sdk.events(running["id"]))
+                 or job.poll() is not None, 300, "the controller to ask the attempt to save and stop")
+        (marks / "go-on").touch()
+        out, err = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode == 130, err[-3000:]
+    assert f"spotfit resume {running['id']}" in err
+    doc = json.loads(out)
+    assert doc["state"] == "stopped" and doc["interrupted"] is True and doc["controller"] == "finished"
+    [attempt] = doc["attempts"]
+    assert attempt["state"] == "stopped" and attempt["end_step"] >= 30
+    assert not _runtimes(doc["store"])  # nothing left training, or billing, unsupervised
+    saved = [e for e in sdk.events(doc["id"]) if e["kind"] == "checkpoint"]
+    assert saved and saved[-1]["data"]["step"] == attempt["end_step"]
+    resumed = _resume(doc["id"])
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err[-3000:]
+    done = json.loads(out)
+    uninterrupted = _uninterrupted(job_spec, tmp_path)
+    assert done["state"] == "completed"
+    assert [a["state"] for a in done["attempts"]] == ["stopped", "completed"]
+    assert done["attempts"][1]["start_step"] == attempt["end_step"]
+    assert done["step"] == uninterrupted["step"] == 188
+    assert done["weights_sha256"] == uninterrupted["weights_sha256"] is not None
+
+
+def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(job_spec, tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    job = _start(job_spec, tmp_path, "held", marks)
+    resumed = None
+    try:
+        running = _at_step_30(job, marks)
+        job.send_signal(signal.SIGKILL)
+        job.wait(timeout=60)
+        [runtime] = _runtimes(running["store"])  # the attempt goes on, unsupervised
+        gone = sdk.status(running["id"])
+        assert gone["controller"] == "gone" and gone["resume"] == f"spotfit resume {running['id']}", gone
+        shown = subprocess.run(spotfit_cmd("status", running["id"]), capture_output=True, text=True,
+                               env=os.environ.copy())
+        assert f"controller: gone — run `spotfit resume {running['id']}`" in " ".join(shown.stdout.split())
+        resumed = _resume(running["id"])
+        wait_for(lambda: any(e["kind"] == "adopted" for e in sdk.events(running["id"])) or resumed.poll() is not None,
+                 300, "`spotfit resume` to adopt the running attempt")
+        assert sdk.status(running["id"])["resume"] is None
+        (marks / "go-on").touch()
+        out, err = resumed.communicate(timeout=600)
+    finally:
+        for proc in (job, resumed):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert resumed.returncode == 0, err[-3000:]
+    done = json.loads(out)
+    uninterrupted = _uninterrupted(job_spec, tmp_path)
+    assert done["state"] == "completed"
+    assert [a["state"] for a in done["attempts"]] == ["completed"]  # adopted, not relaunched
+    assert not psutil.pid_exists(runtime) or psutil.Process(runtime).status() == psutil.STATUS_ZOMBIE
+    assert done["step"] == uninterrupted["step"] == 188
+    assert done["weights_sha256"] == uninterrupted["weights_sha256"] is not None
