@@ -139,6 +139,10 @@ def _speedups(session: Session):
                          "workers, expected `multi_worker` or `auto` (each worker would train alone).")
     strategy = dist.create(name)
     session.strategy_name = name
+    if strategy is not None:
+        from spotfit.runtime.adopt import adopt
+
+        adopt(strategy, rep)  # a script's own MirroredStrategy(): the attempt's, not a second one
     replicas = strategy.num_replicas_in_sync if strategy is not None else 1
     os.environ["SPOTFIT_NUM_REPLICAS"] = str(replicas)
     os.environ["SPOTFIT_WORKER_INDEX"] = str(cluster.index)
