@@ -20,6 +20,7 @@ The result is kept in `tuning/offer.json`; later attempts report it without meas
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import statistics
@@ -34,6 +35,7 @@ from spotfit.runtime import trial
 PHASE_STEPS = 11
 TUNING_KEY = "tuning/offer.json"
 COMPILE_FACTOR = 6.0  # an XLA compilation, in first steps (xla.py)
+_NAME_UIDS = "object_name_uids"  # Keras's counters of automatic names (keras/src/utils/naming.py)
 
 
 def sample_batch(x, y, batch_size):
@@ -173,22 +175,25 @@ def _time(model, batch) -> tuple[float, float]:
 
 
 def _rng_state():
-    """Python's, NumPy's and Keras's global random state (the copy's layers draw their seeds from them)."""
+    """Python's, NumPy's and Keras's global random state (the copy's layers draw their seeds from
+    them), and Keras's name counters (a model the script builds later is named as in a plain run)."""
     from keras.src.backend.common import global_state
     from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
 
     generator = global_state.get_global_attribute(GLOBAL_SEED_GENERATOR)
     value = None if generator is None else keras.ops.convert_to_numpy(generator.state)
-    return random.getstate(), np.random.get_state(), generator, value
+    names = copy.deepcopy(global_state.get_global_attribute(_NAME_UIDS))
+    return random.getstate(), np.random.get_state(), generator, value, names
 
 
 def _set_rng_state(state) -> None:
     from keras.src.backend.common import global_state
     from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
 
-    python, numpy_state, generator, value = state
+    python, numpy_state, generator, value, names = state
     random.setstate(python)
     np.random.set_state(numpy_state)
     global_state.set_global_attribute(GLOBAL_SEED_GENERATOR, generator)
+    global_state.set_global_attribute(_NAME_UIDS, names)
     if generator is not None:
         generator.state.assign(value)

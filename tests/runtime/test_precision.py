@@ -132,7 +132,7 @@ def test_a_later_attempt_reuses_the_measured_choices_without_a_trial(tmp_path, m
                                                         "candidate_step_s": 0.008}).encode())
     store.write_bytes(xla.TUNING_KEY, json.dumps({"choice": "off", "off_step_s": 0.012, "on_step_s": 0.02}).encode())
     session = Session(RuntimeConfig(job_id="j", job_url=url, script="train.py", workdir=str(tmp_path), attempt=2,
-                                    tensorboard=False))
+                                    tensorboard=False, auto_apply=True))
     try:
         main._speedups(session)
         assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
