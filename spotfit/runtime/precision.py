@@ -1,6 +1,9 @@
 """Mixed precision: which Keras dtype policy an attempt trains under, decided from the hardware.
 
-`training.mixed_precision`: `off` (float32), `mixed_float16`, `mixed_bfloat16`, or `auto`:
+`training.mixed_precision`: `off` (float32), `mixed_float16`, `mixed_bfloat16`, or `auto`.
+By default `auto` applies nothing: the script's own policy runs, and the pick below is measured
+on a copy of the model and offered (offer.py, choices.py). With `training.auto_apply: true`
+`auto` applies it, unless the script sets a policy itself:
 
 - a GPU of compute capability >= 8.0 (A100, L4, H100, ...): `mixed_bfloat16` (tensor cores
   run bf16 as fast as fp16, and bf16 needs no loss scaling);
@@ -27,7 +30,7 @@ does not measure with `training.deterministic: true` or under a distribution str
 choice must not depend on timing, and every replica must run the same policy): the hardware
 decides there.
 
-The policy is set before the user's script builds its model, and the model's output layers
+A policy spotfit sets is set before the user's script builds its model, and the model's output layers
 are kept in float32 (`keep_outputs_float32`), as the Keras mixed-precision guide asks, so that
 softmax and losses stay numerically safe and predictions come out as float32.
 """
