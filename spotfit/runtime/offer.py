@@ -118,8 +118,9 @@ class OfferTrial(keras.callbacks.Callback):
 
 
 def faster(doc: dict) -> list[dict]:
-    """The offers that measured faster than the script's own settings."""
-    return [o for o in doc.get("offers", []) if o.get("ratio") is not None and o["ratio"] < 1.0]
+    """The offers that measured faster than the script's own settings, each with its `message`."""
+    return [{**o, "message": message(o)} for o in doc.get("offers", [])
+            if o.get("ratio") is not None and o["ratio"] < 1.0]
 
 
 def message(offer: dict) -> str:
@@ -133,8 +134,9 @@ def report(doc: dict, reporter, reused: bool = False) -> None:
     """One `offer` event per faster candidate, or one saying nothing is offered and why."""
     offers = faster(doc)
     for offer in offers:
-        reporter.event("offer", message(offer) + (" (measured by an earlier attempt)" if reused else ""),
-                       **offer, reused=reused)
+        data = {k: v for k, v in offer.items() if k != "message"}
+        reporter.event("offer", offer["message"] + (" (measured by an earlier attempt)" if reused else ""),
+                       **data, reused=reused)
     if not offers:
         reasons = doc.get("reason") or ("; ".join(f"{s['setting']}: a trial would cost ~{s['predicted_s']} s, over "
                                                   f"{trial.budget_share():.1%} of the job" for s in doc["skipped"])

@@ -50,6 +50,7 @@ def status(ref: str) -> dict:
         "cost_usd": round(running_cost, 6),
         "weights_sha256": result.get("weights_sha256"),
         "metrics": result.get("metrics") or {},
+        "offers": result.get("offers") or [],  # speed-ups `auto` measured and did not apply (runtime/offer.py)
         "store": job["store_url"],
         "controller": controller,
         "paused": paused,
