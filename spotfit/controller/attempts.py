@@ -93,6 +93,7 @@ class AttemptPlanner:
             self._clock_origin, self._trace_origin = job["clock_origin"], job["trace_origin_s"]
             start_s = max(job["trace_now_s"] or 0.0, self._trace_origin)
         self._step = job["step"] or 0
+        self._total_steps = job["total_steps"] or None
         self._trained = {e["attempt"]: e["data"] for e in self.db.events(self.job_id) if e["kind"] == "training"}
         if self.replay is not None:
             self.clock.run_on_wall(start_s)
@@ -380,6 +381,29 @@ class AttemptPlanner:
                 self._pending = decision
                 return self._stop_at(attempt, "switch", at_s)
         return None
+
+    def catch_up(self, attempt: dict) -> tuple[str, float] | None:
+        """For an attempt adopted after a controller gap: the ticks it trained through unwatched.
+
+        No controller asked the policy at those ticks, so nothing it would have planned happens
+        there (as on a cloud, the instance just ran on); the market still reclaims spot
+        capacity that was gone: ("preempted", trace s) at the first such tick start, else None.
+        """
+        if self.replay is None:
+            return None
+        for tick in range(self._next_tick, self.replay.tick_at(self.now_s()) + 1):
+            at_s = self._tick_start_s(tick)
+            if at_s > attempt["trace_start_s"] and attempt["market"] == "spot" \
+                    and not self.replay.available(attempt["zone"], at_s):
+                self._next_tick = tick
+                return self._stop_at(attempt, "preempted", at_s)
+            self._next_tick = tick + 1
+        return None
+
+    def work_left_s(self) -> float:
+        """Modeled work still to do after the attempts so far (trace s); 0 once it is all done."""
+        work_s = self._work_s()
+        return max(0.0, work_s - self._work_done_s(None, self.now_s(), work_s))
 
     def _stop_at(self, attempt: dict, why: str, at_s: float) -> tuple[str, float]:
         self.clock.hold(at_s)

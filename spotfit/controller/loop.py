@@ -29,7 +29,10 @@ from spotfit.states import AttemptState, JobState, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
-STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
+STOP_GRACE_S = 30.0
+# Runtime events that say where an attempt's training begins: a restored checkpoint, an earlier
+# fit call's end record (the checkpoint's call ended before it), or no checkpoint at all.
+START_EVENTS = ("fit_skipped", "restored", "started")  # a stop request not honoured by then becomes a SIGTERM
 
 
 class Controller(RuleActions):
@@ -62,6 +65,7 @@ class Controller(RuleActions):
         self._notified: set[int] = set()
         self._switching: set[int] = set()
         self._market_stops: set[int] = set()  # attempts the policy stopped at a tick start (a switch)
+        self._catch_up: int | None = None  # an attempt adopted after a gap: its unwatched ticks are not asked
         # Rules that already paused or stopped this job do not fire again when it resumes.
         fired = {e["data"]["index"] for e in db.events(job_id)
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
@@ -144,6 +148,7 @@ class Controller(RuleActions):
             self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
             self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} adopted")
             how = f", found by the {self.backend.name} backend after an interrupted launch"
+        self._catch_up = number
         self.db.add_event(self.job_id, "adopted", f"controller {self.holder.host}/{os.getpid()} adopted attempt "
                           f"{number}{how}", attempt=number)
 
@@ -182,7 +187,9 @@ class Controller(RuleActions):
                 self.plan.mark_injected(inj, number)
                 self.backend.preempt(handle, inj.notice_s)
         # The replayed market, tick by tick: the zone's spot capacity is gone, or the policy switches.
-        event = None if number in self._notified or number in self._switching else self.plan.market_event(attempt)
+        event = self._unwatched_ticks(attempt)
+        if event is None and number not in self._notified and number not in self._switching:
+            event = self.plan.market_event(attempt)
         if event is not None and event[0] == "preempted":
             self._notified.add(number)
             self.db.add_event(self.job_id, "preemption_notice",
@@ -213,9 +220,10 @@ class Controller(RuleActions):
         """
         number = attempt["number"]
         self.plan.observe_end(attempt, self.files.progress(number))
-        if number in self._notified or number in self._switching:
+        event = self._unwatched_ticks(attempt)
+        if event is None and (number in self._notified or number in self._switching):
             return result
-        event = self.plan.market_event(attempt)
+        event = event or self.plan.market_event(attempt)
         if event is None:
             return result
         if event[0] == "preempted":
@@ -229,6 +237,18 @@ class Controller(RuleActions):
         if result != outcome.COMPLETED:
             return result
         return outcome.PREEMPTED if event[0] == "preempted" else outcome.STOPPED
+
+    def _unwatched_ticks(self, attempt: dict) -> tuple[str, float] | None:
+        """The ticks an adopted attempt ran through while no controller watched (`plan.catch_up`).
+
+        Once its clock runs again (it was seen training, or ended), those ticks are passed with
+        only the market's reclaims; the ticks after them are the policy's, as usual. An attempt
+        that finished training meanwhile is adopted as finished, whatever the policy had planned.
+        """
+        if self._catch_up != attempt["number"] or not self.plan.clock.running:
+            return None
+        self._catch_up = None
+        return self.plan.catch_up(attempt)
 
     def _finish(self, attempt: dict, result: str, code: int | None, why: str = "", signal: int | None = None,
                 failure: str | None = None, unasked: bool = True) -> None:
@@ -286,6 +306,10 @@ class Controller(RuleActions):
     # -- launching ------------------------------------------------------------------------------
 
     def _decide_and_launch(self) -> None:
+        if self._training_finished():  # its attempt ended before it was recorded completed (a crash)
+            self.db.add_event(self.job_id, "finished", "training had ended (result.json): completing, nothing launched")
+            self._complete()
+            return
         if self._halt_before_launch():
             return
         if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
@@ -379,6 +403,17 @@ class Controller(RuleActions):
                 self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)
 
+    def _training_finished(self) -> bool:
+        """An attempt wrote the final result and no modeled work is left: nothing to launch.
+
+        On the replay an attempt that ran ahead of its modeled instance may have trained the
+        last step in an attempt the model ended earlier: the rest of the modeled work is still
+        launched (and billed); that attempt trains nothing (runtime `already_done`).
+        """
+        if self.files.read_json("result.json") is None:
+            return False
+        return self.plan.replay is None or self.plan.work_left_s() <= 1e-6
+
     # -- reading the store ----------------------------------------------------------------------
 
     def _read_result(self) -> dict:
@@ -402,7 +437,7 @@ class Controller(RuleActions):
             self._seen_events.add(key)
             self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc.get("attempt"),
                               key=key, **doc.get("data", {}))
-            if doc["kind"] == "restored":
+            if doc["kind"] in START_EVENTS and "step" in doc.get("data", {}):  # the step it really resumed at
                 self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])
         current = self._current()
         if current is not None:

@@ -55,6 +55,7 @@ class FitCalls:
         self.index = 0  # the current (or last) call, counted from 1
         self.base_step = 0  # the job's global step where the current call began
         self.resume = resume
+        self.trained_here = False  # a call trained in this process (the first one says where it began)
         # Steps trained by each finished call, as the resume checkpoint recorded them.
         self.finished: dict[int, int] = {} if resume is None else {
             int(k): int(v) for k, v in (resume.meta.get("calls") or {}).items()}

@@ -130,6 +130,10 @@ class SpotfitCallback(keras.callbacks.Callback):
                 fit_index=self.fit_index,
                 restore_s=restore_s,
             )
+        elif not s.calls.trained_here:  # the attempt's first training call, with no checkpoint of it
+            s.reporter.event("started", f"trains from step {self.step} (fit call {self.fit_index}): no checkpoint "
+                             "of this call to restore", step=self.step, fit_index=self.fit_index)
+        s.calls.trained_here = True
         if self.fit_index > 1:
             s.reporter.event("fit_call", f"fit call {self.fit_index} begins at step {self.calls.base_step}; "
                              f"total_steps {total} is an estimate until the script ends",
@@ -457,6 +461,7 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
         return history
     restore(model, record.arrays, record.meta)
     _restore_callbacks(session, watched, record.arrays)
+    session.reporter.progress(step=record.meta["step"])
     model.history = history
     session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint: restored its end "
                            f"state at step {record.meta['step']}", fit_index=index, step=record.meta["step"])
@@ -483,6 +488,7 @@ def install(session: Session) -> None:
         watched = [history, *(cb for cb in user if cb is not history)]
         start = session.calls.begin()
         if start.role == "skip":
+            session.model = self  # a script whose calls all ended before the checkpoint ends with their state
             return _skip(session, self, start.checkpoint, watched)
         meta = None if start.checkpoint is None else start.checkpoint.meta
         initial_epoch = int(call.get("initial_epoch") or 0)

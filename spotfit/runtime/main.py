@@ -41,7 +41,9 @@ def run(job_url: str, attempt: int) -> int:
     session = Session(config)
     rep = session.reporter
     rep.timing("process_start_s", _process_age_s())
-    session.watcher.install()
+    session.watcher.install()  # from here a notice ends the attempt "preempted", even one with nothing to train
+    if (done := session.finished_result()) is not None:
+        return _already_done(session, done)
     stop_sampling = start_sampling(rep.state)
     stop_heartbeat = rep.start_heartbeat()
     stop_polling = session.start_stop_polling()
@@ -65,7 +67,7 @@ def run(job_url: str, attempt: int) -> int:
         code = _run_with_fallback(session, strategy)
         if code != EXIT_DONE:
             return code
-        result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics,
+        result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt,
                   "offers": session.offer.offers if session.offer is not None else session.offers}
         if session.model is not None:
             result["weights_sha256"] = model_state.weights_sha256(session.model)
@@ -78,7 +80,8 @@ def run(job_url: str, attempt: int) -> int:
         if result["step"] is not None:  # every fit call is known now: the total is exact
             rep.progress(total_steps=result["step"], total_steps_estimated=False)
         rep.progress(force=True, phase="done")
-        rep.event("done", f"script finished at step {result['step']}", **result)
+        rep.event("done", f"script finished at step {result['step']}",
+                  **{k: v for k, v in result.items() if k not in ("attempt", "offers")})
         session.stop.barrier("done")
         return EXIT_DONE
     except Exception as exc:
@@ -100,6 +103,23 @@ def run(job_url: str, attempt: int) -> int:
         stop_heartbeat.set()
         stop_polling.set()
         session.watcher.close()
+
+
+def _already_done(session: Session, done: dict) -> int:
+    """The job's training ended in an earlier attempt: train nothing, write no result, exit done.
+
+    It happens on the replay, where this machine may train faster than the modeled instance:
+    the attempt that trained the last step can end, in the model, at a tick before it (its spot
+    capacity gone, or the policy switching), and the modeled rest of the work is this attempt's.
+    It reports the last step as trained, so the controller's clock bills that rest (the
+    modeled instance's time), then ends; the result stays the one its trainer wrote.
+    """
+    rep, step = session.reporter, done.get("step")
+    rep.progress(force=True, phase="training", step=step or 0, total_steps=step, total_steps_estimated=False)
+    rep.event("already_done", f"training ended at step {step} in attempt {done.get('attempt')}: "
+              "nothing left to train, the result is kept", step=step, by_attempt=done.get("attempt"))
+    rep.progress(force=True, phase="done")
+    return EXIT_DONE
 
 
 def _held_target(session: Session) -> dict:

@@ -140,6 +140,18 @@ class Session:
     def is_chief(self) -> bool:
         return self.cluster.is_chief
 
+    def finished_result(self) -> dict | None:
+        """The job's `result.json` when an earlier attempt finished training (None otherwise).
+
+        A result is written once, by the attempt that trained the last step; an unreadable
+        store counts as no result (the script then runs and restores its newest checkpoint).
+        """
+        try:
+            doc = json.loads(self.store.read_bytes("result.json"))
+        except (NotFoundError, StoreError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) and doc.get("attempt") != self.config.attempt else None
+
     def write_result(self, result: dict) -> None:
         if not self.is_chief:
             self.report_store.write_bytes("result.json", json.dumps(result).encode())

@@ -100,3 +100,16 @@ def test_custom_gradient_tape_loop_resumes_exactly(tmp_path):
     assert [a["state"] for a in attempts] == ["preempted", "killed", "completed"]
     assert attempts[1]["start_step"] == 24 and attempts[2]["start_step"] == 34  # saves every 10 steps from 24
     assert json.loads((job_dir / "summary.json").read_text()) == json.loads((base_dir / "summary.json").read_text())
+
+
+def test_the_ledger_counts_the_steps_an_attempt_really_resumed_from(tmp_path):
+    # A SIGKILL at step 5, before any checkpoint: the next attempt trains from step 0. A SIGKILL
+    # at step 50, in call 2 before its first periodic save (58): the next resumes from call 1's
+    # end record (step 48). The ledger takes both from the runtime, not from the step last seen.
+    base, _ = _run(tmp_path / "base", "two_phase")
+    doc, _ = _run(tmp_path / "killed", "two_phase", "--preempt-at", "5:0,50:0")
+    assert (doc["step"], doc["weights_sha256"]) == (base["step"], base["weights_sha256"])
+    attempts = doc["attempts"]
+    assert [(a["state"], a["start_step"], a["end_step"]) for a in attempts] == [
+        ("killed", 0, 5), ("killed", 0, 50), ("completed", 48, 96)]
+    assert sdk.cost(doc["id"])["totals"]["steps_redone"] == 5 + 2

@@ -1,5 +1,8 @@
 """A small digits MLP for the replayed-market tests; `--wait-for-market-at 40,90` holds there.
 
+`--pause-at STEP --pause-dir D`: the first process to reach STEP writes `D/paused` and waits
+for `D/go` before it trains on (a test kills or restarts the controller meanwhile).
+
 At each step of `--wait-for-market-at`, the training stands still until SIGTERM (the replayed
 market's preemption notice, forwarded by the backend) arrives: so the job meets a market
 preemption at each of those steps whatever the machine's speed. spotfit's own SIGTERM handler
@@ -12,6 +15,7 @@ import argparse
 import signal
 import threading
 import time
+from pathlib import Path
 
 import keras
 from sklearn.datasets import load_digits
@@ -20,6 +24,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=4)
 parser.add_argument("--wait-for-market-at", default="", help="comma-separated global steps")
 parser.add_argument("--wait-timeout-s", type=float, default=300.0)
+parser.add_argument("--pause-at", type=int, default=0)
+parser.add_argument("--pause-dir", default="")
 args = parser.parse_args()
 
 
@@ -51,6 +57,22 @@ class WaitForMarket(keras.callbacks.Callback):
                                  f"at step {step}")
 
 
+class PauseAt(keras.callbacks.Callback):
+    def __init__(self, step: int, folder: Path):
+        super().__init__()
+        self.step, self.folder = step, folder
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) != self.step or (self.folder / "paused").exists():
+            return
+        (self.folder / "paused").write_text(str(self.step))
+        deadline = time.monotonic() + 300
+        while not (self.folder / "go").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the test never created {self.folder / 'go'}")
+            time.sleep(0.05)
+
+
 digits = load_digits()
 x = (digits.data / 16.0).astype("float32")
 y = digits.target.astype("int32")
@@ -60,5 +82,7 @@ model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(32, activ
 model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 hold = {int(s) for s in args.wait_for_market_at.split(",") if s}
 model.fit(x[:1500], y[:1500], batch_size=32, epochs=args.epochs, shuffle=True,
-          validation_data=(x[1500:], y[1500:]), verbose=2, callbacks=[WaitForMarket(hold, args.wait_timeout_s)])
+          validation_data=(x[1500:], y[1500:]), verbose=2,
+          callbacks=[WaitForMarket(hold, args.wait_timeout_s),
+                     *([PauseAt(args.pause_at, Path(args.pause_dir))] if args.pause_at else [])])
 print("final", model.evaluate(x[1500:], y[1500:], verbose=0))
