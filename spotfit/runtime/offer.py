@@ -6,7 +6,7 @@ the first `fit` call's first step, a copy of the model (`keras.models.clone_mode
 copied, a fresh optimizer of the same configuration, the same loss) trains `PHASE_STEPS` steps
 on one batch of the call's data under the script's own settings, then under each candidate
 (the hardware's dtype policy, `jit_compile=True`); the first step of each is untimed (tracing,
-compilation). A candidate faster than the script's settings is an `offer` event and an entry
+compilation). A candidate that takes under `OFFER_BELOW` (0.95) of the script's step time is an `offer` event and an entry
 of the attempt's result (`spotfit status` shows it), e.g. "mixed_bfloat16 would take 0.62x the
 step time: set `training.mixed_precision: mixed_bfloat16`".
 
@@ -33,6 +33,7 @@ from spotfit.errors import NotFoundError
 from spotfit.runtime import trial
 
 PHASE_STEPS = 11
+OFFER_BELOW = 0.95  # a candidate must save 5% of the step: less is within the timing noise of 10 steps
 TUNING_KEY = "tuning/offer.json"
 COMPILE_FACTOR = 6.0  # an XLA compilation, in first steps (xla.py)
 _NAME_UIDS = "object_name_uids"  # Keras's counters of automatic names (keras/src/utils/naming.py)
@@ -104,7 +105,11 @@ class OfferTrial(keras.callbacks.Callback):
             if not trial.affordable(cost_s, base_s, left):
                 doc["skipped"].append({"setting": setting, "value": value, "predicted_s": round(cost_s, 3)})
                 continue
-            _, step_s = _time(_copy(model, policy, jit), self.batch)
+            copy_ = _copy(model, policy, jit)
+            if jit and not copy_.jit_compile:  # Keras refuses XLA (op determinism, a layer XLA cannot compile)
+                doc["skipped"].append({"setting": setting, "value": value, "why": "Keras turns jit_compile off here"})
+                continue
+            _, step_s = _time(copy_, self.batch)
             ratio = step_s / base_s if base_s else None
             doc["offers"].append({"setting": setting, "value": value, "step_s": step_s, "ratio": ratio})
         self._finish("", doc)
@@ -120,7 +125,7 @@ class OfferTrial(keras.callbacks.Callback):
 def faster(doc: dict) -> list[dict]:
     """The offers that measured faster than the script's own settings, each with its `message`."""
     return [{**o, "message": message(o)} for o in doc.get("offers", [])
-            if o.get("ratio") is not None and o["ratio"] < 1.0]
+            if o.get("ratio") is not None and o["ratio"] < OFFER_BELOW]
 
 
 def message(offer: dict) -> str:
@@ -138,10 +143,15 @@ def report(doc: dict, reporter, reused: bool = False) -> None:
         reporter.event("offer", offer["message"] + (" (measured by an earlier attempt)" if reused else ""),
                        **data, reused=reused)
     if not offers:
-        reasons = doc.get("reason") or ("; ".join(f"{s['setting']}: a trial would cost ~{s['predicted_s']} s, over "
-                                                  f"{trial.budget_share():.1%} of the job" for s in doc["skipped"])
+        reasons = doc.get("reason") or ("; ".join(f"{s['setting']}: {_skipped(s)}" for s in doc["skipped"])
                                         or "the script's own settings measured fastest")
         reporter.event("offer", f"no speed-up offered: {reasons}", offers=[], reused=reused)
+
+
+def _skipped(entry: dict) -> str:
+    if "why" in entry:
+        return entry["why"]
+    return f"a trial would cost ~{entry['predicted_s']} s, over {trial.budget_share():.1%} of the job"
 
 
 def load(store) -> dict | None:
