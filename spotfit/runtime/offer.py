@@ -6,9 +6,9 @@ the first `fit` call's first step, a copy of the model (`keras.models.clone_mode
 copied, a fresh optimizer of the same configuration, the same loss) trains `PHASE_STEPS` steps
 on one batch of the call's data under the script's own settings, then under each candidate
 (the hardware's dtype policy, `jit_compile=True`); the first step of each is untimed (tracing,
-compilation). A candidate that takes under `OFFER_BELOW` (0.95) of the script's step time is an `offer` event and an entry
-of the attempt's result (`spotfit status` shows it), e.g. "mixed_bfloat16 would take 0.62x the
-step time: set `training.mixed_precision: mixed_bfloat16`".
+compilation). A candidate that takes under `OFFER_BELOW` (0.95) of the script's step time is
+an `offer` event and an entry of the attempt's result (`spotfit status` shows it), e.g.
+"mixed_bfloat16 would take 0.62x the step time: set `training.mixed_precision: mixed_bfloat16`".
 
 Nothing the script trains is touched: the copy has its own variables, and the Python, NumPy
 and Keras random states are put back after it, so the job's numerics are those of the plain
