@@ -238,8 +238,17 @@ class PrecisionTuner(keras.callbacks.Callback):
             return
         self._off_function = model.train_function
         self._set(model, None)
-        model.train_function = _rebuilt(model)
+        model.train_function = _Guarded(_rebuilt(model), self, model)
         self._phase, self._compiled, self._t_trial = self.candidate, False, time.perf_counter()
+
+    def failed(self, model, exc: Exception):
+        """The candidate's step failed (an op mixing dtypes): back to float32, measured as the choice."""
+        self.reporter.event("speedup_fallback", f"dtype policy {self.candidate} failed in the trial, training goes "
+                            f"on in float32: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}",
+                            setting="mixed_precision", applied=self.candidate, error=type(exc).__name__)
+        self.timings[self.candidate] = []
+        self._finish(model, skipped=f"its trial step failed ({type(exc).__name__})")  # float32, as measured before
+        return model.train_function
 
     def on_train_end(self, logs=None):
         if self._phase is not None:  # training ended inside the measurement
@@ -273,6 +282,23 @@ class PrecisionTuner(keras.callbacks.Callback):
         for layer in _layers(model):
             layer.dtype_policy = policy or self._policies.get(id(layer), layer.dtype_policy)
         model.test_function = model.predict_function = None
+
+
+class _Guarded:
+    """The candidate's train function; a failure at its first step falls back to float32."""
+
+    def __init__(self, function, tuner: PrecisionTuner, model):
+        self.function, self.tuner, self.model = function, tuner, model
+
+    def __call__(self, iterator):
+        try:
+            logs = self.function(iterator)
+        except Exception as exc:  # noqa: BLE001 (dtype errors have no common type; falls back)
+            fallback = self.tuner.failed(self.model, exc)
+            return fallback(iterator)
+        if self.model.train_function is self:
+            self.model.train_function = self.function  # traced and ran: no wrapper on later steps
+        return logs
 
 
 def _message(choice: str, candidate: str, off: float | None, cand: float | None, skipped: str) -> str:
