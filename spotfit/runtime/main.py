@@ -271,6 +271,8 @@ def _run_with_fallback(session: Session, strategy) -> int:
     again in place under the script's own policy (choices.py), instead of failing the attempt."""
     import keras
 
+    from spotfit.runtime import precision
+
     config, rep = session.config, session.reporter
     resume_checkpoint = session.resume_checkpoint
     try:
@@ -281,7 +283,7 @@ def _run_with_fallback(session: Session, strategy) -> int:
             raise
         applied = choices.fall_back()
         rep.event("speedup_fallback", f"dtype policy {applied} made the script fail before its first step "
-                  f"({type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}); running it again with "
+                  f"({type(exc).__name__}: {precision.error_line(exc)}); running it again with "
                   "its own policy", setting="mixed_precision", applied=applied, error=type(exc).__name__)
     session.precision = None
     session.resume_checkpoint = resume_checkpoint

@@ -244,7 +244,7 @@ class PrecisionTuner(keras.callbacks.Callback):
     def failed(self, model, exc: Exception):
         """The candidate's step failed (an op mixing dtypes): back to float32, measured as the choice."""
         self.reporter.event("speedup_fallback", f"dtype policy {self.candidate} failed in the trial, training goes "
-                            f"on in float32: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}",
+                            f"on in float32: {type(exc).__name__}: {error_line(exc)}",
                             setting="mixed_precision", applied=self.candidate, error=type(exc).__name__)
         self.timings[self.candidate] = []
         self._finish(model, skipped=f"its trial step failed ({type(exc).__name__})")  # float32, as measured before
@@ -282,6 +282,12 @@ class PrecisionTuner(keras.callbacks.Callback):
         for layer in _layers(model):
             layer.dtype_policy = policy or self._policies.get(id(layer), layer.dtype_policy)
         model.test_function = model.predict_function = None
+
+
+def error_line(exc: BaseException) -> str:
+    """The last line of an error's message (TensorFlow's end with what went wrong), at most 300 characters."""
+    lines = str(exc).strip().splitlines()
+    return lines[-1][:300] if lines else ""
 
 
 class _Guarded:
