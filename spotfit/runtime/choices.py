@@ -103,3 +103,25 @@ class ScriptChoices:
         keras.backend.clear_session()  # layer names and the dtype policy start afresh, as in a new process
         precision.set_policy("float32")
         return applied or ""
+
+
+def xla_applies(session, model) -> bool:
+    """Whether the XLA setting of the spec replaces the script's `jit_compile` for this model.
+
+    `auto` (with `auto_apply`) keeps a `jit_compile` the script passed; `on`/`off` win over it.
+    """
+    own = script_jit(model)
+    if own is None:
+        return True
+    mode = session.config.xla
+    if mode == "auto":
+        if not getattr(model, "_spotfit_jit_said", False):
+            model._spotfit_jit_said = True
+            session.reporter.event("xla", f"XLA {'on' if own else 'off'}: set by the script (compile(jit_compile="
+                                   f"{own})), kept", choice="on" if own else "off", reason="script")
+        return False
+    if own != (mode == "on") and not getattr(model, "_spotfit_jit_said", False):
+        model._spotfit_jit_said = True
+        session.reporter.event("spec_overrides", f"the script compiles with jit_compile={own}; training.xla: "
+                               f"{mode} wins", setting="xla", script=own, spec=mode)
+    return True

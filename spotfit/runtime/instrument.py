@@ -386,35 +386,13 @@ def _prepare(session: Session, model: keras.Model, call: dict) -> None:
             session.reporter.event("precision_outputs", f"output layers {changed} run in float32", layers=changed)
     if session.precision is not None:
         session.precision.before_fit(model)
-    if session.xla is not None and _xla_applies(session, model):
+    if session.xla is not None and choices.xla_applies(session, model):
         session.xla.before_fit(model)
     if session.offer is not None:
         session.offer.before_fit(x, call.get("y"), call.get("batch_size"))
     session.fit_inputs.append(export.describe_inputs(x))
     if session.sample_x is None and isinstance(x, np.ndarray):
         session.sample_x = x[: export.SAMPLE_ROWS]
-
-
-def _xla_applies(session: Session, model: keras.Model) -> bool:
-    """Whether the XLA setting of the spec replaces the script's `jit_compile` for this model.
-
-    `auto` (with `auto_apply`) keeps a `jit_compile` the script passed; `on`/`off` win over it.
-    """
-    own = choices.script_jit(model)
-    if own is None:
-        return True
-    mode = session.config.xla
-    if mode == "auto":
-        if not getattr(model, "_spotfit_jit_said", False):
-            model._spotfit_jit_said = True
-            session.reporter.event("xla", f"XLA {'on' if own else 'off'}: set by the script (compile(jit_compile="
-                                   f"{own})), kept", choice="on" if own else "off", reason="script")
-        return False
-    if own != (mode == "on") and not getattr(model, "_spotfit_jit_said", False):
-        model._spotfit_jit_said = True
-        session.reporter.event("spec_overrides", f"the script compiles with jit_compile={own}; training.xla: "
-                               f"{mode} wins", setting="xla", script=own, spec=mode)
-    return True
 
 
 def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
