@@ -52,8 +52,8 @@ TRIAL_PHASE_STEPS = 11  # precision.PHASE_STEPS == xla.PHASE_STEPS (not imported
 OFF = {"mixed_precision": "off", "xla": "off", "tensorboard": False}
 SETTINGS = {  # name -> RuntimeConfig fields; "defaults" leaves every field at its default
     "everything off": OFF,
-    "`mixed_precision: auto`": {**OFF, "mixed_precision": "auto"},
-    "`xla: auto`": {**OFF, "xla": "auto"},
+    "`mixed_precision: auto`": {**OFF, "mixed_precision": "auto", "auto_apply": True},
+    "`xla: auto`": {**OFF, "xla": "auto", "auto_apply": True},
     "TensorBoard on": {**OFF, "tensorboard": True},
     "**defaults**": {},
 }
@@ -179,7 +179,7 @@ def _trial_costs(model: str, repeats: int, work: Path, step_s: float) -> list[st
     found: dict[str, list[dict]] = {"precision": [], "xla": []}
     for i in range(repeats):
         out = work / f"{model}-trial-{i}.json"
-        run = _spotfit(out, f"file://{work}/{model}-trial-{i}", model, 3600.0, {},
+        run = _spotfit(out, f"file://{work}/{model}-trial-{i}", model, 3600.0, {"auto_apply": True},
                        BENCH_EPOCHS="1", **{trial.BUDGET_ENV: "1000"})
         for kind in found:
             found[kind].append(run["choices"].get(kind, {}))

@@ -132,6 +132,8 @@ class Training(_Section):
     strategy: Literal["auto", "none", "mirrored", "multi_worker"] = "auto"
     mixed_precision: Literal["auto", "off", "mixed_float16", "mixed_bfloat16"] = "auto"
     xla: Literal["auto", "on", "off"] = "auto"
+    auto_apply: bool = Field(False, description="let mixed_precision/xla `auto` apply what it measured faster "
+                             "(changes numerics); default: the script runs as written and auto only reports")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of data order and random layers")
     deterministic: bool = Field(False, description="enable TF op determinism (bit-identical resume)")
     tensorboard: bool = Field(True, description="write TensorBoard logs under the job's store prefix")

@@ -60,7 +60,8 @@ def test_minimal_spec_gets_defaults():
     assert (spec.market.time_scale, spec.market.policy, spec.market.overhead_h) == (600.0, "default", 0.2)
     assert spec.checkpoint.model_dump() == {"store": None, "interval": "auto", "keep": 2, "full_wait_s": 600.0}
     assert spec.training.model_dump() == {
-        "strategy": "auto", "mixed_precision": "auto", "xla": "auto", "seed": 0, "deterministic": False,
+        "strategy": "auto", "mixed_precision": "auto", "xla": "auto", "auto_apply": False, "seed": 0,
+        "deterministic": False,
         "tensorboard": True, "histogram_freq": 0, "tensorboard_update_freq": "auto",
     }
     assert spec.deadline_h is None and spec.work_h is None and spec.budget_usd is None

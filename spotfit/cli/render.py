@@ -75,6 +75,8 @@ def print_status(console: Console, doc: dict) -> None:
     metrics = doc.get("metrics") or {}
     if metrics:
         console.print("final metrics: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if v is not None))
+    for offer in doc.get("offers") or []:
+        console.print(escape(f"offer: {offer['message']}"), highlight=False)
 
 
 def jobs_table(rows: list[dict]) -> Table:

@@ -42,6 +42,7 @@ def runtime_config(plan: AttemptPlanner, job_url: str, attempt: int, zone: str |
         strategy=spec.training.strategy,
         mixed_precision=spec.training.mixed_precision,
         xla=spec.training.xla,
+        auto_apply=spec.training.auto_apply,
         workers=spec.resources.workers,
         tensorboard=spec.training.tensorboard,
         histogram_freq=spec.training.histogram_freq,

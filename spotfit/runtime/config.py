@@ -37,6 +37,7 @@ class RuntimeConfig:
     strategy: str = "auto"  # auto | none | mirrored | multi_worker
     mixed_precision: str = "auto"  # auto | off | mixed_float16 | mixed_bfloat16
     xla: str = "auto"  # auto | on | off
+    auto_apply: bool = False  # auto applies what it measured faster (else it only offers it: offer.py)
     workers: int = 1  # processes/machines of this attempt (TF_CONFIG comes from the backend)
     tensorboard: bool = True
     histogram_freq: int = 0  # epochs between weight histograms in TensorBoard; 0 = none

@@ -83,7 +83,7 @@ def _devices(tf, checks: list[Check]) -> None:
     policy, why = precision.choose("auto", hw)
     bf16 = "AMX-BF16" if hw.cpu_amx_bf16 else ("AVX512-BF16" if hw.cpu_bf16 else "no bf16 instructions")
     checks.append(Check("mixed precision", OK, f"auto picks {'float32' if policy == 'off' else policy}: {why} "
-                        f"(CPU: {bf16})"))
+                        f"(CPU: {bf16}); offered, applied with training.auto_apply: true"))
 
 
 def _precision_meaning(cc: tuple[int, int] | None) -> str:

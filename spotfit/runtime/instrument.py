@@ -36,6 +36,7 @@ from spotfit.runtime import (
     apply_hook,
     callback_logs,
     callback_state,
+    choices,
     custom_loop,
     export,
     precision,
@@ -154,12 +155,6 @@ class SpotfitCallback(keras.callbacks.Callback):
             # the epoch's data starts, just after this: as it was when the epoch first began.
             _set_python_rng(saved_rng)
         self._python_rng_epoch = list(random.getstate())
-        if self._metrics_pending is not None:  # Keras has just reset them for the resumed epoch
-            if not restore_metrics(self.model, self._metrics_pending):
-                self.session.reporter.event("metrics_not_restored", "the epoch's running metrics do not match "
-                                            "the checkpoint's; this epoch's logged means cover only the resumed "
-                                            "batches")
-            self._metrics_pending = None
 
     def on_train_batch_end(self, batch, logs=None):
         # The hot path: memory only. Progress is written by the reporter's heartbeat thread and
@@ -167,9 +162,12 @@ class SpotfitCallback(keras.callbacks.Callback):
         s = self.session
         self.step += self.model.steps_per_execution
         self.batch_in_epoch = batch + 1
+        if self._metrics_pending is not None:
+            self._add_saved_metrics()
         first_nan = s.reporter.step_done(self.step, logs.get("loss") if logs else None, self.epoch)
         if not self._first_step_seen:
             self._first_step_seen = True
+            s.stepped = True
             s.reporter.timing("first_step_s", time.time() - s.t_started)
             s.reporter.progress(force=True)
         if first_nan:
@@ -240,6 +238,18 @@ class SpotfitCallback(keras.callbacks.Callback):
         raise Preempted(s.stop.code)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _add_saved_metrics(self) -> None:
+        """After the resumed epoch's first batch: add the checkpoint's running sums to the metrics.
+
+        Keras builds compiled metrics at the first step, so they exist only now; their
+        accumulators are sums, and `batch + saved` is the uninterrupted `saved + batch`.
+        """
+        pending, self._metrics_pending = self._metrics_pending, None
+        if pending is None or not restore_metrics(self.model, pending):
+            self.session.reporter.event("metrics_not_restored", "the epoch's running metrics do not match "
+                                        "the checkpoint's; this epoch's logged means cover only the resumed "
+                                        "batches")
 
     def _position(self) -> tuple[int, int]:
         if self.steps_per_epoch and self.batch_in_epoch >= self.steps_per_epoch:
@@ -368,15 +378,19 @@ def _num(value):
     return value if math.isfinite(value) else None
 
 
-def _prepare(session: Session, model: keras.Model, x) -> None:
-    """Before a fit call: float32 outputs under mixed precision, XLA, the card's data source."""
-    changed = precision.keep_outputs_float32(model)
-    if changed:
-        session.reporter.event("precision_outputs", f"output layers {changed} run in float32", layers=changed)
+def _prepare(session: Session, model: keras.Model, call: dict) -> None:
+    """Before a fit call: float32 outputs under a policy spotfit set, XLA, offers, the card's data source."""
+    x = call.get("x")
+    if session.choices is not None and session.choices.applied_policy is not None:
+        changed = precision.keep_outputs_float32(model)  # the script's own policy: its model as it built it
+        if changed:
+            session.reporter.event("precision_outputs", f"output layers {changed} run in float32", layers=changed)
     if session.precision is not None:
         session.precision.before_fit(model)
-    if session.xla is not None:
+    if session.xla is not None and choices.xla_applies(session, model):
         session.xla.before_fit(model)
+    if session.offer is not None:
+        session.offer.before_fit(x, call.get("y"), call.get("batch_size"))
     session.fit_inputs.append(export.describe_inputs(x))
     if session.sample_x is None and isinstance(x, np.ndarray):
         session.sample_x = x[: export.SAMPLE_ROWS]
@@ -394,6 +408,8 @@ def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
         callbacks.append(session.precision)
     if session.xla is not None and session.xla.measuring:
         callbacks.append(session.xla)
+    if session.offer is not None and session.offer.pending:
+        callbacks.append(session.offer)
     after_save: tuple[Callable[[], None], ...] = ()
     if session.tensorboard is not None:
         start = session.calls.base_step if start_ckpt is None else start_ckpt.meta["step"]
@@ -445,8 +461,10 @@ def install(session: Session) -> None:
         user = list(call.get("callbacks") or [])
         history = next((cb for cb in user if isinstance(cb, keras.callbacks.History)), None)
         if history is None:  # ours, so that its state is saved too (Keras uses a History it is given)
+            # Last of the script's callbacks, where Keras puts its own: it then records what
+            # they add to an epoch's logs (ReduceLROnPlateau's `learning_rate`).
             history = keras.callbacks.History()
-            user.insert(0, history)
+            user.append(history)
         watched = [history, *(cb for cb in user if cb is not history)]
         apply_hook.finish()  # a custom loop before this call ends here
         start = session.calls.begin()
@@ -460,7 +478,7 @@ def install(session: Session) -> None:
             # The pipeline produced `epoch - initial_epoch` epochs in this call before the checkpoint.
             resume.arm(resume.Position(epoch=meta["epoch"] - initial_epoch, batch=meta["batch"]))
         session.model = self
-        _prepare(session, self, call.get("x"))
+        _prepare(session, self, call)
         callback_logs.prepare(watched, start.checkpoint, session.reporter.event)
         call["callbacks"] = [*user, *_callbacks(session, start.checkpoint, watched, initial_epoch)]
         try:

@@ -17,6 +17,7 @@ from spotfit.errors import NotFoundError, UsageError
 from spotfit.runtime import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.datacache import sync_job_data
+from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.session import Session
 from spotfit.runtime.utilization import start_sampling
@@ -63,11 +64,12 @@ def run(job_url: str, attempt: int) -> int:
         instrument.install(session)
         sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
         rep.progress(force=True, phase="running script")
-        code = _run_script(config, strategy)
+        code = _run_with_fallback(session, strategy)
         if code != EXIT_DONE:
             return code
         apply_hook.finish()  # an unmodified custom loop ends with the script: its end save
-        result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt}
+        result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt,
+                  "offers": session.offer.offers if session.offer is not None else session.offers}
         if session.model is not None:
             result["weights_sha256"] = model_state.weights_sha256(session.model)
             # Steps trained, as counted by the callback: Keras's `optimizer.iterations` also counts
@@ -80,7 +82,7 @@ def run(job_url: str, attempt: int) -> int:
             rep.progress(total_steps=result["step"], total_steps_estimated=False)
         rep.progress(force=True, phase="done")
         rep.event("done", f"script finished at step {result['step']}",
-                  **{k: v for k, v in result.items() if k != "attempt"})
+                  **{k: v for k, v in result.items() if k not in ("attempt", "offers")})
         session.stop.barrier("done")
         return EXIT_DONE
     except Exception as exc:
@@ -150,7 +152,6 @@ def _speedups(session: Session):
     """Strategy, precision policy, XLA tuner and TensorBoard log of this attempt; returns the strategy."""
     import tensorflow as tf
 
-    from spotfit.runtime import precision, xla
     from spotfit.runtime import strategy as dist
     from spotfit.runtime.tensorboard import TensorBoardLog
 
@@ -165,6 +166,10 @@ def _speedups(session: Session):
                          "workers, expected `multi_worker` or `auto` (each worker would train alone).")
     strategy = dist.create(name)
     session.strategy_name = name
+    if strategy is not None:
+        from spotfit.runtime.adopt import adopt
+
+        adopt(strategy, rep)  # a script's own MirroredStrategy(): the attempt's, not a second one
     replicas = strategy.num_replicas_in_sync if strategy is not None else 1
     os.environ["SPOTFIT_NUM_REPLICAS"] = str(replicas)
     os.environ["SPOTFIT_WORKER_INDEX"] = str(cluster.index)
@@ -173,24 +178,62 @@ def _speedups(session: Session):
     rep.event("strategy", f"strategy {name}: {replicas} replica(s) in sync on {cluster.workers} worker(s)",
               strategy=name, replicas=replicas, workers=cluster.workers, worker=cluster.index)
 
-    policy, why = precision.choose(config.mixed_precision, precision.detect())
-    saved = precision.load_tuning(session.store) if config.mixed_precision == "auto" else None
-    if saved is not None:
-        policy = saved["policy"]
-        rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: measured by an earlier "
-                  "attempt", reused=True, **{k: saved.get(k) for k in ("policy", "off_step_s", "candidate_step_s")})
-    elif config.mixed_precision == "auto" and policy != "off" and not config.deterministic and strategy is None:
-        session.precision = precision.PrecisionTuner(policy, why, session.store, rep)  # its event says the choice
-    else:
-        rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: {why}",
-                  policy=policy, reason=why)
-    precision.apply(policy)
-
-    fixed, why = xla.without_measuring(bool(gpus), config.deterministic, strategy is not None)
-    session.xla = xla.XlaTuner(config.xla, session.store, rep, fixed, why, after=session.precision)
+    _precision_and_xla(session, strategy is not None, bool(gpus))
     if config.tensorboard and session.is_chief:
         session.tensorboard = TensorBoardLog(session.store, config.histogram_freq, config.tensorboard_update_freq)
     return strategy
+
+
+def _precision_and_xla(session: Session, distributed: bool, has_gpu: bool) -> None:
+    """The dtype policy and XLA of this attempt: the script's own unless the spec asks (choices.py)."""
+    from spotfit.runtime import offer, precision, xla
+    from spotfit.runtime.choices import ScriptChoices
+
+    config, rep = session.config, session.reporter
+    policy, why = precision.choose(config.mixed_precision, precision.detect())
+    auto = config.mixed_precision == "auto"
+
+    def script_policy_kept(name: str) -> None:
+        if auto and session.precision is not None:
+            session.precision = None
+            rep.event("precision", f"dtype policy {name}: set by the script, kept", policy=name, reason="script")
+
+    session.choices = ScriptChoices(rep, None if auto else config.mixed_precision, script_policy_kept)
+    session.choices.install()
+    if auto and not config.auto_apply:
+        rep.event("precision", "dtype policy: the script's own; auto measures and offers, "
+                  "`training.auto_apply: true` applies", policy=None, reason="script")
+    else:
+        saved = precision.load_tuning(session.store) if auto else None
+        if saved is not None:
+            policy = saved["policy"]
+            rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: measured by an "
+                      "earlier attempt", reused=True,
+                      **{k: saved.get(k) for k in ("policy", "off_step_s", "candidate_step_s")})
+        elif auto and policy != "off" and not config.deterministic and not distributed:
+            session.precision = precision.PrecisionTuner(policy, why, session.store, rep)  # its event says the choice
+        else:
+            rep.event("precision", f"dtype policy {'float32' if policy == 'off' else policy}: {why}",
+                      policy=policy, reason=why)
+        precision.apply(policy)
+        session.choices.applied_policy = None if policy == "off" else policy
+
+    if config.xla == "auto" and not config.auto_apply:
+        session.xla = None  # the script's own jit_compile
+    else:
+        fixed, why = xla.without_measuring(has_gpu, config.deterministic, distributed)
+        session.xla = xla.XlaTuner(config.xla, session.store, rep, fixed, why, after=session.precision)
+    offer_policy = policy if auto and not config.auto_apply and policy != "off" else None
+    offer_xla = config.xla == "auto" and not config.auto_apply
+    if distributed and (offer_policy or offer_xla):
+        rep.event("offer", "no speed-up offered: not measured under a distribution strategy", offers=[])
+    elif offer_policy or offer_xla:
+        saved_offer = offer.load(session.store)
+        if saved_offer is not None:
+            offer.report(saved_offer, rep, reused=True)
+            session.offers = offer.faster(saved_offer)
+        else:
+            session.offer = offer.OfferTrial(offer_policy, offer_xla, session.store, rep)
 
 
 def _export(session: Session, result: dict) -> dict:
@@ -228,6 +271,33 @@ def _export(session: Session, result: dict) -> dict:
     session.reporter.event("exported", f"published {opts['name']} version {card['version']} to {card['url']}",
                            version=card["version"], url=card["url"], formats=sorted(card["formats"]))
     return {"version": card["version"], "url": card["url"]}
+
+
+def _run_with_fallback(session: Session, strategy) -> int:
+    """Run the script; when a dtype policy spotfit applied breaks it before its first step, run it
+    again in place under the script's own policy (choices.py), instead of failing the attempt."""
+    import keras
+
+    from spotfit.runtime import precision
+
+    config, rep = session.config, session.reporter
+    resume_checkpoint = session.resume_checkpoint
+    try:
+        return _run_script(config, strategy)
+    except Exception as exc:
+        choices = session.choices
+        if choices is None or not choices.fallback_allowed(exc, session.stepped, session.cluster.multi):
+            raise
+        applied = choices.fall_back()
+        rep.event("speedup_fallback", f"dtype policy {applied} made the script fail before its first step "
+                  f"({type(exc).__name__}: {precision.error_line(exc)}); running it again with "
+                  "its own policy", setting="mixed_precision", applied=applied, error=type(exc).__name__)
+    session.precision = None
+    session.resume_checkpoint = resume_checkpoint
+    session.calls = FitCalls(session.store, resume_checkpoint)
+    session.model, session.fit_inputs, session.sample_x = None, [], None
+    keras.utils.set_random_seed(config.seed)
+    return _run_script(config, strategy)
 
 
 def _run_script(config: RuntimeConfig, strategy=None) -> int:

@@ -32,6 +32,12 @@ def _numpy(variable) -> np.ndarray:
     return keras.ops.convert_to_numpy(value)
 
 
+def _components(variable) -> tuple:
+    """A distributed variable's local copies (one per replica on this machine); () when not distributed."""
+    components = getattr(variable.value, "values", None)
+    return components if isinstance(components, tuple) and len(components) > 1 else ()
+
+
 def _state_variables(model: keras.Model) -> list:
     """Everything that must come back on resume: weights, seed states, optimizer slots."""
     variables = list(model.variables)
@@ -43,7 +49,11 @@ def _state_variables(model: keras.Model) -> list:
 def capture(model: keras.Model) -> dict[str, np.ndarray]:
     """Variables (`v…`), metric accumulators (`m…`, the epoch's running means) and NumPy's RNG."""
     arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
-    arrays.update({f"m{i:05d}": _numpy(v) for i, v in enumerate(model.metrics_variables)})
+    for i, v in enumerate(model.metrics_variables):
+        arrays[f"m{i:05d}"] = _numpy(v)
+        parts = _components(v)
+        if parts:  # under a strategy each replica sums its own share: keep every local share
+            arrays[f"p{i:05d}"] = np.stack([keras.ops.convert_to_numpy(c) for c in parts])
     keys, pos = np.random.get_state()[1:3]  # type: ignore[index]  # the legacy tuple form
     arrays["numpy_rng_keys"] = np.asarray(keys)
     arrays["numpy_rng_pos"] = np.asarray([pos])
@@ -51,13 +61,20 @@ def capture(model: keras.Model) -> dict[str, np.ndarray]:
 
 
 def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
-    """Put the epoch's running metric sums back (after Keras reset them); False if they do not match."""
+    """Add the checkpoint's running metric sums to the metrics' (the resumed batches'); False if
+    they do not match. Keras's metric accumulators (totals, counts, confusion counts) are sums."""
     saved = sorted(k for k in arrays if k.startswith("m"))
     variables = list(model.metrics_variables)
-    if len(saved) != len(variables):
+    if len(saved) != len(variables) or any(np.shape(arrays[k]) != tuple(v.shape)
+                                           for k, v in zip(saved, variables, strict=True)):
         return False
     for key, var in zip(saved, variables, strict=True):
-        var.assign(arrays[key])
+        parts, shares = _components(var), arrays.get("p" + key[1:])
+        if parts and shares is not None and len(shares) == len(parts):
+            for part, share in zip(parts, shares, strict=True):
+                part.assign(keras.ops.convert_to_numpy(part) + share)
+        else:
+            var.assign(_numpy(var) + arrays[key].astype(_numpy(var).dtype))
     return True
 
 

@@ -1,6 +1,9 @@
 """Mixed precision: which Keras dtype policy an attempt trains under, decided from the hardware.
 
-`training.mixed_precision`: `off` (float32), `mixed_float16`, `mixed_bfloat16`, or `auto`:
+`training.mixed_precision`: `off` (float32), `mixed_float16`, `mixed_bfloat16`, or `auto`.
+By default `auto` applies nothing: the script's own policy runs, and the pick below is measured
+on a copy of the model and offered (offer.py, choices.py). With `training.auto_apply: true`
+`auto` applies it, unless the script sets a policy itself:
 
 - a GPU of compute capability >= 8.0 (A100, L4, H100, ...): `mixed_bfloat16` (tensor cores
   run bf16 as fast as fp16, and bf16 needs no loss scaling);
@@ -27,7 +30,7 @@ does not measure with `training.deterministic: true` or under a distribution str
 choice must not depend on timing, and every replica must run the same policy): the hardware
 decides there.
 
-The policy is set before the user's script builds its model, and the model's output layers
+A policy spotfit sets is set before the user's script builds its model, and the model's output layers
 are kept in float32 (`keep_outputs_float32`), as the Keras mixed-precision guide asks, so that
 softmax and losses stay numerically safe and predictions come out as float32.
 """
@@ -117,9 +120,17 @@ def detect() -> Hardware:
     return Hardware(gpu_compute_capabilities=tuple(ccs), cpu_flags=cpu_flags())
 
 
+_set_global_policy = keras.mixed_precision.set_global_policy  # Keras's own: choices.py wraps the public name
+
+
+def set_policy(name) -> None:
+    """Set Keras's global dtype policy with Keras's own setter (not the script-watching wrapper)."""
+    _set_global_policy(name)
+
+
 def apply(policy: str) -> None:
     """Set Keras's global dtype policy (`off` = float32)."""
-    keras.mixed_precision.set_global_policy("float32" if policy == "off" else policy)
+    set_policy("float32" if policy == "off" else policy)
 
 
 def keep_outputs_float32(model) -> list[str]:
@@ -227,8 +238,17 @@ class PrecisionTuner(keras.callbacks.Callback):
             return
         self._off_function = model.train_function
         self._set(model, None)
-        model.train_function = _rebuilt(model)
+        model.train_function = _Guarded(_rebuilt(model), self, model)
         self._phase, self._compiled, self._t_trial = self.candidate, False, time.perf_counter()
+
+    def failed(self, model, exc: Exception):
+        """The candidate's step failed (an op mixing dtypes): back to float32, measured as the choice."""
+        self.reporter.event("speedup_fallback", f"dtype policy {self.candidate} failed in the trial, training goes "
+                            f"on in float32: {type(exc).__name__}: {error_line(exc)}",
+                            setting="mixed_precision", applied=self.candidate, error=type(exc).__name__)
+        self.timings[self.candidate] = []
+        self._finish(model, skipped=f"its trial step failed ({type(exc).__name__})")  # float32, as measured before
+        return model.train_function
 
     def on_train_end(self, logs=None):
         if self._phase is not None:  # training ended inside the measurement
@@ -262,6 +282,29 @@ class PrecisionTuner(keras.callbacks.Callback):
         for layer in _layers(model):
             layer.dtype_policy = policy or self._policies.get(id(layer), layer.dtype_policy)
         model.test_function = model.predict_function = None
+
+
+def error_line(exc: BaseException) -> str:
+    """The last line of an error's message (TensorFlow's end with what went wrong), at most 300 characters."""
+    lines = str(exc).strip().splitlines()
+    return lines[-1][:300] if lines else ""
+
+
+class _Guarded:
+    """The candidate's train function; a failure at its first step falls back to float32."""
+
+    def __init__(self, function, tuner: PrecisionTuner, model):
+        self.function, self.tuner, self.model = function, tuner, model
+
+    def __call__(self, iterator):
+        try:
+            logs = self.function(iterator)
+        except Exception as exc:  # noqa: BLE001 (dtype errors have no common type; falls back)
+            fallback = self.tuner.failed(self.model, exc)
+            return fallback(iterator)
+        if self.model.train_function is self:
+            self.model.train_function = self.function  # traced and ran: no wrapper on later steps
+        return logs
 
 
 def _message(choice: str, candidate: str, off: float | None, cand: float | None, skipped: str) -> str:

@@ -18,6 +18,8 @@ from spotfit.runtime.strategy import LocalStop, cluster_from_env
 from spotfit.stores import child, open_store
 
 if TYPE_CHECKING:  # the runtime modules below import Keras
+    from spotfit.runtime.choices import ScriptChoices
+    from spotfit.runtime.offer import OfferTrial
     from spotfit.runtime.precision import PrecisionTuner
     from spotfit.runtime.strategy import StopAgreement
     from spotfit.runtime.tensorboard import TensorBoardLog
@@ -46,6 +48,10 @@ class Session:
         self.tensorboard: TensorBoardLog | None = None  # on the chief only
         self.xla: XlaTuner | None = None
         self.precision: PrecisionTuner | None = None  # while `mixed_precision: auto` has yet to measure
+        self.choices: ScriptChoices | None = None  # the script's own policy and jit_compile (choices.py)
+        self.offer: OfferTrial | None = None  # auto's side measurement, when it only reports (offer.py)
+        self.stepped = False  # a training step has run in this attempt (no fallback after it)
+        self.offers: list[dict] = []  # what an earlier attempt's side measurement offered
         self.fit_inputs: list[str] = []  # what each fit call trained on, for the model card
         self.sample_x: Any = None  # a few rows of the training inputs, to verify exports
         self.checkpoints = CheckpointStore(self.store, keep=config.keep, on_event=self.reporter.event)

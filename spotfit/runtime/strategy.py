@@ -12,7 +12,10 @@
 
 The runtime creates the strategy before the user's script runs and runs the script inside
 `strategy.scope()`, so an unmodified script builds its model, optimizer and metrics as
-distributed variables. The script's batch size is the **global** batch: each of the
+distributed variables. A script that creates its own `MirroredStrategy` or
+`MultiWorkerMirroredStrategy` gets this one back (adopt.py).
+
+The script's batch size is the **global** batch: each of the
 `num_replicas_in_sync` replicas gets `batch / replicas` examples per step, so a run on two
 workers takes the same steps over the same data as a run on one (scale the batch yourself,
 e.g. `batch * int(os.environ["SPOTFIT_NUM_REPLICAS"])`, to keep the per-replica batch).

@@ -1,6 +1,11 @@
 """XLA: whether the train step is compiled with `jit_compile`, decided by measurement.
 
-`training.xla`: `on`, `off`, or `auto`. Auto measures on the job's own training steps: the
+`training.xla`: `on`, `off`, or `auto`. By default `auto` leaves the script's `jit_compile`
+alone and only offers XLA when a copy of the model measured faster with it (offer.py); what
+follows is `auto` with `training.auto_apply: true`, for a model whose script passed no
+`jit_compile` (one that did keeps it; `on`/`off` win over it, choices.py).
+
+Auto measures on the job's own training steps: the
 first `PHASE_STEPS` steps of the first `fit` run without XLA (after `mixed_precision: auto` has
 measured, if it does), the next `PHASE_STEPS` with it, and the faster setting is kept for the
 rest of the job. Each phase's first step (tracing, XLA compilation) is left out of the timing;

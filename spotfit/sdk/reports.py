@@ -54,6 +54,7 @@ def status(ref: str) -> dict:
         "metrics": result.get("metrics") or {},
         # {"version", "url"} once published, {"error"} when the export failed, None without an export.
         "export": result.get("export"),
+        "offers": result.get("offers") or [],  # speed-ups `auto` measured and did not apply (runtime/offer.py)
         "store": job["store_url"],
         "controller": controller,
         "resume": resume,

@@ -132,7 +132,7 @@ def test_a_later_attempt_reuses_the_measured_choices_without_a_trial(tmp_path, m
                                                         "candidate_step_s": 0.008}).encode())
     store.write_bytes(xla.TUNING_KEY, json.dumps({"choice": "off", "off_step_s": 0.012, "on_step_s": 0.02}).encode())
     session = Session(RuntimeConfig(job_id="j", job_url=url, script="train.py", workdir=str(tmp_path), attempt=2,
-                                    tensorboard=False))
+                                    tensorboard=False, auto_apply=True))
     try:
         main._speedups(session)
         assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"
@@ -144,3 +144,46 @@ def test_a_later_attempt_reuses_the_measured_choices_without_a_trial(tmp_path, m
     assert events["precision"]["attempt"] == 2 and events["precision"]["data"] == {
         "reused": True, "policy": "mixed_bfloat16", "off_step_s": 0.012, "candidate_step_s": 0.008}
     assert events["xla"]["data"]["reused"] is True and events["xla"]["data"]["choice"] == "off"
+
+
+@pytest.mark.slow
+def test_a_candidate_that_breaks_the_step_falls_back_to_float32_in_the_trial(monkeypatch):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from spotfit.runtime import trial
+    from spotfit.runtime.reporter import Reporter
+    from spotfit.stores import open_store
+
+    class Concat(keras.Model):  # joins a layer's output with a float32 constant, as a GAN joins fakes and reals
+        def __init__(self):
+            super().__init__()
+            self.hidden, self.head = keras.layers.Dense(4), keras.layers.Dense(1)
+
+        def call(self, x):
+            h = self.hidden(x)
+            return self.head(tf.concat([h, tf.ones((tf.shape(h)[0], 1), tf.float32)], axis=-1))
+
+    monkeypatch.setenv(trial.BUDGET_ENV, "1000")
+    store = open_store("memory://precision-broken/jobs/j1")
+    events: list[tuple[str, dict]] = []
+    reporter = Reporter(store, attempt=1)
+    reporter.event = lambda kind, message, **data: events.append((kind, data))  # type: ignore[method-assign]
+    precision.apply("mixed_bfloat16")
+    try:
+        x = np.random.default_rng(0).standard_normal((320, 3)).astype("float32")
+        model = Concat()
+        model.compile("sgd", "mse")  # its layers are created under the candidate
+        tuner = precision.PrecisionTuner("mixed_bfloat16", "test", store, reporter)
+        tuner.before_fit(model)
+        history = model.fit(x, x.sum(axis=1), batch_size=8, epochs=1, callbacks=[tuner], verbose=0)
+        policy = keras.mixed_precision.global_policy().name
+    finally:
+        precision.apply("off")
+    assert len(history.history["loss"]) == 1 and np.isfinite(history.history["loss"][0])
+    kinds = [k for k, _ in events]
+    assert kinds == ["speedup_fallback", "precision"]
+    assert events[0][1]["applied"] == "mixed_bfloat16" and events[1][1]["policy"] == "off"
+    assert tuner.choice == "off" and policy == "float32"
+    assert {layer.compute_dtype for layer in model.layers} == {"float32"}

@@ -51,7 +51,8 @@ def test_the_tuner_is_a_callback_of_fit_only_while_it_measures():
     for mode, installed in (("off", False), ("on", False), ("auto", True)):
         tuner = xla.XlaTuner(mode, store, reporter)
         tuner.before_fit(model)
-        session = SimpleNamespace(xla=tuner, precision=None, tensorboard=None, calls=FitCalls(None, None))
+        session = SimpleNamespace(xla=tuner, precision=None, offer=None, tensorboard=None,
+                                  calls=FitCalls(None, None))
         kinds = [type(c) for c in instrument._callbacks(session, None, [], 0)]
         assert kinds == ([xla.XlaTuner] if installed else []) + [instrument.SpotfitCallback], mode
         assert tuner.measuring is installed and model.jit_compile is (mode == "on")
@@ -61,7 +62,7 @@ def test_the_tuner_is_a_callback_of_fit_only_while_it_measures():
 def test_auto_measures_both_keeps_the_faster_and_a_resumed_attempt_reuses_it(tmp_path, monkeypatch):
     monkeypatch.setenv(trial.BUDGET_ENV, "1000")  # a 60-step job could never afford a trial otherwise
     doc = run_inline_job(tmp_path, "name: xla\nscript: train.py\nmarket: {trace: null}\n"
-                         "training: {xla: auto, mixed_precision: \"off\", seed: 0}\n"
+                         "training: {xla: auto, auto_apply: true, mixed_precision: \"off\", seed: 0}\n"
                          "checkpoint: {interval: {steps: 10}}\n", SCRIPT,
                          "--preempt-at", "30:5")
     assert doc["state"] == "completed" and doc["step"] == 60
