@@ -51,8 +51,13 @@ class Sqlite:
 
     def __init__(self, path: str | Path):
         Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # A new DB is the owner's alone; SQLite gives its -wal and -shm the DB file's mode.
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        # A new DB is the owner's alone; SQLite gives its -wal and -shm the DB file's mode. Only a
+        # file that does not exist is opened here (O_EXCL): closing any descriptor of an existing DB
+        # would drop the POSIX locks this process's connections hold on it, and corrupt it.
+        try:
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
         busy_ms = int(busy_timeout_s() * 1000)  # then `state_wait` retries the write
         self.conn = sqlite3.connect(str(path), timeout=busy_ms / 1000, isolation_level=None)
         self.conn.row_factory = sqlite3.Row

@@ -1,0 +1,39 @@
+"""Opening the SQLite state DB again in a process never drops the locks its open connections hold.
+
+POSIX advisory locks belong to the process and the file: closing any descriptor of the DB file
+releases every lock the process holds on it. In WAL mode an open connection's shared lock on the
+DB file tells other processes that it still uses the WAL; without it, another process that
+closes its connection believes it is the last, checkpoints and deletes the WAL under this one's
+feet: this process's later writes are lost and the file is broken ("disk I/O error", "database
+disk image is malformed", as seen with a batch queue killed and resumed). A new `StateDB` of an
+existing file must therefore never open and close the file itself.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+from spotfit.state import StateDB
+
+INSERT = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); " \
+         "c.execute('INSERT INTO t VALUES (2)'); c.close()"
+
+
+def test_a_second_state_db_keeps_the_locks_of_the_connections_open_before_it(tmp_path):
+    path = tmp_path / "state.db"
+    first = StateDB(str(path))
+    mine = sqlite3.connect(str(path), isolation_level=None)  # this process's connection, in WAL mode
+    mine.execute("CREATE TABLE t (x INTEGER)")
+    mine.execute("INSERT INTO t VALUES (1)")
+    StateDB(str(path))  # opened again meanwhile, as the batch queue and the SDK do
+    for _ in range(3):  # another process writes and closes; this one writes on
+        subprocess.run([sys.executable, "-c", INSERT, str(path)], check=True, timeout=60)
+        mine.execute("INSERT INTO t VALUES (3)")
+    assert (tmp_path / "state.db-wal").exists()  # still in use: no other process deleted it
+    mine.close()
+    first.close()
+    check = sqlite3.connect(str(path))
+    assert check.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert check.execute("SELECT count(*) FROM t").fetchall() == [(7,)]  # no write lost
