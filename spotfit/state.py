@@ -27,7 +27,8 @@ from typing import Any
 
 from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.state_dialect import Postgres, connect, display_target, execute
+from spotfit.state_dialect import Postgres, Sqlite, connect, display_target, execute
+from spotfit.state_memory import MemoryFallback
 from spotfit.state_wait import Wait, WaitPolicy, retried
 from spotfit.states import JobState
 
@@ -122,7 +123,20 @@ class StateDB:
         self.IntegrityError = self._db.IntegrityError  # a duplicate id, an unknown job
         self.wait_policy = WaitPolicy(target=self.path)  # how a locked or full state DB is waited out
         self.waits: list[Wait] = []  # writes that went through after waiting (the controller records them)
+        self.memory: MemoryFallback | None = None  # a controller's copy while the disk is full
         self._migrate()
+
+    def supervise_from_memory(self, **options: Any) -> MemoryFallback | None:
+        """A controller's DB: on a full disk, go on in memory and write to the disk once space is back
+        (`state_memory.py`; SQLite only: a PostgreSQL server's disk is its own). `options`: of `MemoryFallback`."""
+        if isinstance(self._db, Sqlite):
+            self.memory = MemoryFallback(**options)
+        return self.memory
+
+    def flush(self) -> None:
+        """Wait until every write kept in memory (a full disk) is on the disk."""
+        if self.memory is not None:
+            self.memory.flush(self, wait=True)
 
     def close(self) -> None:
         self._db.close()

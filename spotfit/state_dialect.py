@@ -75,6 +75,16 @@ class Sqlite:
         self.conn.execute("PRAGMA busy_timeout=30000")
         return self
 
+    @classmethod
+    def memory_copy(cls, source: Sqlite) -> Sqlite:
+        """A copy of `source`'s database in memory (SQLite's backup API), for `state_memory.py`."""
+        self = cls.__new__(cls)
+        self.conn = sqlite3.connect(":memory:", isolation_level=None)
+        source.conn.backup(self.conn)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        return self
+
     def sql(self, text: str) -> str:
         return text
 

@@ -80,9 +80,13 @@ class Wait:
     since: float
     waited_s: float
     tries: int
+    kept: int = 0  # writes kept in memory meanwhile (`state_memory.py`)
 
     def message(self, target: str) -> str:
         why = "locked by another process" if self.reason == "locked" else "on a full disk"
+        if self.kept:
+            return (f"the state DB {target} was {why} for {self.waited_s:.0f} s: the controller supervised "
+                    f"from memory and wrote its {self.kept} writes once space was back")
         return (f"the state DB {target} was {why} for {self.waited_s:.0f} s ({self.tries} tries of {self.what}): "
                 "the controller waited, kept its attempt running, and went on")
 
@@ -96,14 +100,15 @@ class WaitPolicy:
     notice: Callable[[str], None] = lambda line: print(f"warning: {line}", file=sys.stderr, flush=True)
     target: str = "state DB"
 
-    def run(self, write: Callable[[], T], what: str, done: Callable[[Wait], None]) -> T:
+    def run(self, write: Callable[[], T], what: str, done: Callable[[Wait], None], escape: tuple[str, ...] = ()) -> T:
+        """`write()`, tried until it goes through; an error whose reason is in `escape` is raised at once."""
         since, start, tries, backoff, reason = time.time(), time.monotonic(), 0, self.first_backoff_s, None
         while True:
             try:
                 result = write()
             except sqlite3.OperationalError as exc:
                 reason = reason_of(exc)
-                if reason is None:
+                if reason is None or reason in escape:
                     raise
                 tries += 1
                 self.notice(f"the state DB {self.target} is {'locked' if reason == 'locked' else 'full'} "
@@ -117,10 +122,13 @@ class WaitPolicy:
 
 
 def retried(method: Callable[..., T]) -> Callable[..., T]:
-    """A `StateDB` write method, run under its `wait_policy` (its `waits` collect the waits)."""
+    """A `StateDB` write method, run under its `wait_policy` (its `waits` collect the waits), or by its
+    `memory` fallback when it has one and the write is one of a job's supervision (`state_memory.py`)."""
 
     @functools.wraps(method)
     def run(self: Any, *args: Any, **kwargs: Any) -> T:
+        if self.memory is not None and self.memory.keeps(method.__name__):
+            return self.memory.write(self, method, args, kwargs)
         return self.wait_policy.run(lambda: method(self, *args, **kwargs), method.__name__, self.waits.append)
 
     return run

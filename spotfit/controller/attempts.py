@@ -437,10 +437,11 @@ class AttemptPlanner:
             self._next_tick = tick + 1
         return None
 
-    def work_left_s(self) -> float:
-        """Modeled work still to do after the attempts so far (trace s); 0 once it is all done."""
+    def work_left_s(self, attempt: dict | None = None) -> float:
+        """Modeled work still to do (trace s) after the ended attempts, or with `attempt` (live,
+        its clock held at its stop) until now; 0 once it is all done."""
         work_s = self._work_s()
-        return max(0.0, work_s - self._work_done_s(None, self.now_s(), work_s))
+        return max(0.0, work_s - self._work_done_s(attempt, self.now_s(), work_s))
 
     def _stop_at(self, attempt: dict, why: str, at_s: float) -> tuple[str, float]:
         self.clock.hold(at_s)

@@ -41,6 +41,7 @@ class Controller(RuleActions):
     def __init__(self, db: StateDB, job_id: str, backend: Backend | None = None,
                  poll_s: float = 0.1, on_update: Callable[[], None] | None = None):
         self.db = db
+        db.supervise_from_memory()  # a full disk under the home never stops its supervision
         self.job_id = job_id
         job = db.get_job(job_id)
         self.job_url = job["store_url"]
@@ -90,6 +91,8 @@ class Controller(RuleActions):
             return self._drive()
         finally:  # a controller that stops for any reason frees the job at once (if it still holds it)
             self.db.release_lease(self.job_id, self.holder)
+            self.db.flush()  # what it kept in memory on a full disk lands before it ends
+            self._record_state_waits()
 
     def _drive(self) -> str:
         self.plan.start_clock()
@@ -236,22 +239,24 @@ class Controller(RuleActions):
         number = attempt["number"]
         self.plan.observe_end(attempt, self.files.progress(number))
         event = self._unwatched_ticks(attempt)
-        if event is None and (number in self._notified or number in self._switching):
-            return result
-        event = event or self.plan.market_event(attempt)
-        if event is None:
-            return result
-        if event[0] == "preempted":
+        if event is None and number not in self._notified and number not in self._switching:
+            event = self.plan.market_event(attempt)
+        if event is not None and event[0] == "preempted":
             self._notified.add(number)
             self.db.add_event(self.job_id, "preemption_notice", f"spot capacity in {attempt['zone']} reclaimed "
                               "(trace)", attempt=number, trace_s=event[1])
-        else:
+        elif event is not None:
             self._market_stops.add(number)
             self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
                               attempt=number, trace_s=event[1])
-        if result != outcome.COMPLETED:
+        # Ended by the market (now or at an earlier notice) before the modeled work was done:
+        # the process finished (it ran ahead, or found the result already written) after the
+        # modeled instance stopped; the modeled rest is the next attempt's.
+        if result != outcome.COMPLETED or self.plan.work_left_s(attempt) <= 1e-6:
             return result
-        return outcome.PREEMPTED if event[0] == "preempted" else outcome.STOPPED
+        if number in self._notified:
+            return outcome.PREEMPTED
+        return outcome.STOPPED if number in self._market_stops else result
 
     def _unwatched_ticks(self, attempt: dict) -> tuple[str, float] | None:
         """The ticks an adopted attempt ran through while no controller watched (`plan.catch_up`).

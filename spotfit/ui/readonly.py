@@ -53,6 +53,7 @@ class ReadOnlyStateDB(StateDB):
         self._db = found
         self.dialect, self.IntegrityError = self._db.name, self._db.IntegrityError
         self.wait_policy, self.waits = WaitPolicy(target=self.path), []  # a write is refused, never waited for
+        self.memory = None  # nor kept in memory
         version = self._db.version()
         if version > SCHEMA_VERSION:
             self._db.close()

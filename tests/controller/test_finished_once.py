@@ -11,6 +11,9 @@ clock runs on the steps (`work_h`), so every figure below is the same on any mac
   controller, woken, finds that attempt past the switch's tick: the model ended it there, so
   the modeled rest is launched and billed as before, but those attempts train nothing and the
   result stays the first attempt's (the local process ran ahead of the modeled instance);
+- with every notice reaching its attempt only after the process ended (it trained on to the
+  end, or found the result written and exited at once), the model's ends stand: the attempts
+  and the bill are those of the undisturbed job;
 - with its controller killed (SIGKILL) while the first attempt trains to the end, `spotfit
   resume` adopts that attempt as finished: no controller was there to switch, as on a cloud
   the on-demand instance just ran on; one attempt, billed once.
@@ -29,6 +32,9 @@ from pathlib import Path
 
 import pytest
 
+from spotfit import sdk
+from spotfit.backends.local import LocalBackend
+from spotfit.controller.loop import Controller
 from spotfit.sdk import db
 from spotfit.states import AttemptState
 from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
@@ -150,6 +156,34 @@ def test_an_attempt_that_trained_past_its_modeled_end_keeps_its_result_and_the_b
     assert {e["attempt"] for e in events if e["kind"] == "already_done"} == {a["number"] for a in later}
     assert not [e for e in events if e["kind"] == "restored"]
     assert _json("cost", job_id)["totals"]["steps_redone"] == 0
+
+
+class _LateNotice(LocalBackend):
+    """The local backend, whose notices reach an attempt only once its process has ended.
+
+    The race it pins down: a notice sent while the attempt exits by itself (an attempt that found
+    the result already written exits within a second of its start) is never seen by it.
+    """
+
+    def preempt(self, handle, notice_s: float) -> None:
+        wait_for(lambda: not self.status(handle).running, 300, "the attempt to end by itself")
+        super().preempt(handle, notice_s)
+
+
+def test_notices_that_arrive_after_the_process_ended_leave_the_models_ends_and_the_bill(
+        job_spec, tmp_path, undisturbed):
+    base, base_rows = undisturbed
+    spec, _ = _spec(job_spec, tmp_path, "late")
+    job_id = sdk.submit(str(spec))
+    Controller(db(), job_id, backend=_LateNotice()).run()
+    final = _json("status", job_id)
+    assert final["state"] == "completed" and final["step"] == TOTAL, final
+    assert final["weights_sha256"] == base["weights_sha256"], final
+    assert [(a["market"], a["state"]) for a in final["attempts"]] == [
+        (a["market"], a["state"]) for a in base["attempts"]]
+    assert _rows(job_id) == base_rows
+    events = _json("logs", job_id)["events"]
+    assert {e["attempt"] for e in events if e["kind"] == "already_done"} == {2, 3}
 
 
 def test_an_attempt_that_finished_while_no_controller_watched_is_adopted_as_finished(

@@ -1,12 +1,15 @@
-"""The disk under `$SPOTFIT_HOME` (the state DB) fills up mid-training: the controller waits it out.
+"""The disk under `$SPOTFIT_HOME` (the state DB) fills up mid-training: the controller supervises on.
 
 `$SPOTFIT_HOME` is a real 8 MiB tmpfs (mounted by the test: root only, else skipped loudly);
 the job's store is elsewhere. At step 30 the script asks for the disk to be filled and waits
 until the test has filled it; it trains on. The controller's next write of the state DB gets
-`database or disk is full`: it must say so on stderr and retry, never end (which left the
-runtime training unsupervised), while `spotfit status` still answers. The test frees the space
-once the controller has retried twice; the job must finish with every step and a `state_wait`
-event (reason `full`).
+`database or disk is full`: it must say so on stderr and go on supervising from memory
+(`spotfit/state_memory.py`), never end or block (either left the runtime training
+unsupervised). So the preemption injected at step 60 is delivered, the next attempt launched
+and resumed from that step, and the job trains to its end, all while the disk is full. The
+controller then waits for space to write what it recorded; the test frees it, and the job
+ends with both attempts, every step, the event of the injection and a `state_wait` event
+(reason `full`) in the state DB.
 """
 
 from __future__ import annotations
@@ -72,14 +75,14 @@ def _fill(folder) -> None:
             assert exc.errno == errno.ENOSPC, exc
 
 
-def test_the_controller_waits_out_a_full_home_disk(job_spec, tmp_path, home_on_tmpfs):
+def test_the_controller_supervises_from_memory_while_the_home_disk_is_full(job_spec, tmp_path, home_on_tmpfs):
     marks = tmp_path / "marks"
     marks.mkdir()
-    spec = write_job(job_spec, tmp_path, SCRIPT, "homefull", f", store: 'file://{tmp_path}/store'",
-                     {"FILL_MARKS": str(marks)})
+    store = tmp_path / "store"
+    spec = write_job(job_spec, tmp_path, SCRIPT, "homefull", f", store: 'file://{store}'", {"FILL_MARKS": str(marks)})
     env = {**os.environ, "SPOTFIT_STATE_BUSY_TIMEOUT_S": "0.2"}
-    job = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, stdin=subprocess.DEVNULL, env=env)
+    job = subprocess.Popen(spotfit_cmd("run", str(spec), "--preempt-at", "60:5", "--json"), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=env)
     err: list[str] = []
     out: list[str] = []
     readers = [threading.Thread(target=lambda: err.extend(job.stderr), daemon=True),  # type: ignore[arg-type]
@@ -92,13 +95,16 @@ def test_the_controller_waits_out_a_full_home_disk(job_spec, tmp_path, home_on_t
         assert job.poll() is None, "".join(err)[-3000:]
         _fill(home_on_tmpfs)
         (marks / "filled").touch()
-        wait_for(lambda: sum("is full" in line for line in err) >= 2 or job.poll() is not None, 300,
-                 "the controller to find the state DB's disk full and retry twice")
+        # The result is written by the attempt that trains the last step: the job has trained to its end.
+        wait_for(lambda: list(store.glob("jobs/*/result.json")) or job.poll() is not None, 300,
+                 "the job to train to its end while the disk is full")
         assert job.poll() is None, f"spotfit run ended while the disk was full: {''.join(err)[-3000:]}"
-        during = sdk.status("homefull")
-        assert during["controller"] == "alive" and during["state"] == "running", during
+        assert any("supervising from memory" in line for line in err), "".join(err)[-3000:]
+        [job_dir] = store.glob("jobs/*")
+        assert sorted(p.name for p in (job_dir / "attempts").iterdir()) == ["0001", "0002"], \
+            "the injected preemption was not delivered while the disk was full"
         (home_on_tmpfs / "filler").unlink()
-        wait_for(lambda: job.poll() is not None, 300, "the job to finish once the disk had space again")
+        wait_for(lambda: job.poll() is not None, 300, "the controller to write its state once the disk had space")
         for reader in readers:
             reader.join(timeout=60)
     finally:
@@ -107,7 +113,10 @@ def test_the_controller_waits_out_a_full_home_disk(job_spec, tmp_path, home_on_t
             job.wait()
     assert job.returncode == 0, "".join(err)[-3000:]
     doc = json.loads(out[0])
-    assert doc["state"] == "completed" and [a["state"] for a in doc["attempts"]] == ["completed"]
+    assert doc["state"] == "completed" and [a["state"] for a in doc["attempts"]] == ["preempted", "completed"], doc
+    assert [(a["start_step"], a["end_step"]) for a in doc["attempts"]] == [(0, 60), (60, 188)], doc["attempts"]
     assert doc["step"] == 188 and doc["weights_sha256"] is not None
-    waits = [e for e in sdk.events(doc["id"]) if e["kind"] == "state_wait"]
-    assert any(w["data"]["reason"] == "full" for w in waits), waits
+    events = sdk.events(doc["id"])
+    assert [e["data"]["at_step"] for e in events if e["kind"] == "injected_preemption"] == [60]
+    waits = [e for e in events if e["kind"] == "state_wait"]
+    assert any(w["data"]["reason"] == "full" and "from memory" in w["message"] for w in waits), waits
