@@ -14,7 +14,11 @@ it as a `state_wait` event. A controller that ends waits for its writes to land
 
 Only the writes of a job's supervision (`DEFERRABLE`) are kept; a claim of a job's lease, or a
 new job, must be on the disk before it counts, so those wait for space as before. While the
-copy is in use, other processes (`spotfit status`) read the disk's older state.
+copy is in use, other processes (`spotfit status`) read the disk's older state, whose lease
+runs out after `SPOTFIT_LEASE_TTL_S`: a `spotfit resume` started by hand then (status says the
+controller is `gone`) waits for space like any claim, and if it wins the lease before this
+controller's writes land, this one stops at its first kept lease renewal (`LeaseLost`) and the
+new one adopts what the disk knows. Keep the home's disk from filling; this is the fallback.
 
 Example (the disk's fullness declared; a real full disk is in `tests/controller/test_home_full.py`):
 
