@@ -16,6 +16,7 @@ from collections.abc import Callable
 from spotfit import job_secrets, lease
 from spotfit.backends.base import Backend, LaunchRequest, backend_options, make_backend
 from spotfit.controller import attempt_config, budget, classify, crashpoints, notify, outcome, shipped_code
+from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker, describe
 from spotfit.controller.job_files import JobFiles
@@ -63,10 +64,7 @@ class Controller(RuleActions):
             e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
         }
         self.failures = FailureTracker(db, job_id, self.spec, progress_of=self.files.progress)
-        self._notified: set[int] = set()
-        self._switching: set[int] = set()
-        self._market_stops: set[int] = set()  # attempts the policy stopped at a tick start (a switch)
-        self._catch_up: int | None = None  # an attempt adopted after a gap: its unwatched ticks are not asked
+        self.watches = AttemptWatches()  # what was seen and done to each attempt (notices, stops, switches)
         # Rules that already paused or stopped this job do not fire again when it resumes.
         fired = {e["data"]["index"] for e in db.events(job_id)
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
@@ -74,8 +72,6 @@ class Controller(RuleActions):
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
         self._halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
         self._price_paused = False
-        self._stop_sent: dict[int, float] = {}
-        self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
         self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
         if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
@@ -164,7 +160,7 @@ class Controller(RuleActions):
             self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
             self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} adopted")
             how = f", found by the {self.backend.name} backend after an interrupted launch"
-        self._catch_up = number
+        self.watches[number].catch_up = True
         self.db.add_event(self.job_id, "adopted", f"controller {self.holder.host}/{os.getpid()} adopted attempt "
                           f"{number}{how}", attempt=number)
 
@@ -176,12 +172,13 @@ class Controller(RuleActions):
         handle = self._handle(attempt)
         status = self.backend.status(handle)
         number = attempt["number"]
+        watch = self.watches[number]
         if not status.running:
             code = status.exit_code
             if code is None and status.signal is None:
                 code = self.files.recorded_exit(number)
             result = outcome.classify(code, status.signal, status.disrupted)
-            if number in self._switching and result != outcome.COMPLETED:
+            if watch.switching and result != outcome.COMPLETED:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
@@ -206,10 +203,10 @@ class Controller(RuleActions):
                 self.backend.preempt(handle, inj.notice_s)
         # The replayed market, tick by tick: the zone's spot capacity is gone, or the policy switches.
         event = self._unwatched_ticks(attempt)
-        if event is None and number not in self._notified and number not in self._switching:
+        if event is None and not watch.asked_to_end():
             event = self.plan.market_event(attempt)
         if event is not None and event[0] == "preempted":
-            self._notified.add(number)
+            watch.notified = True
             self.db.add_event(self.job_id, "preemption_notice",
                               f"spot capacity in {attempt['zone']} reclaimed (trace)", attempt=number,
                               trace_s=event[1])
@@ -218,16 +215,15 @@ class Controller(RuleActions):
         if self._over_budget_limit(attempt, progress):
             self.backend.stop(handle, grace_s=0.0)
             return
-        if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
-            del self._stop_sent[number]
+        if watch.stop_sent is not None and time.time() - watch.stop_sent > STOP_GRACE_S:
+            watch.stop_sent = None
             self.backend.preempt(handle, self.plan.notice_s())
         if event is not None:
-            self._switching.add(number)
-            self._market_stops.add(number)
+            watch.switching = watch.market_stop = True
             self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
                               attempt=number, trace_s=event[1])
             self.backend.preempt(handle, self.plan.market_notice_s())
-        if self.watchdog.active and number not in self._switching:
+        if self.watchdog.active and not watch.switching:
             self._apply_rules(attempt, progress)
 
     def _market_end(self, attempt: dict, result: AttemptState) -> AttemptState:
@@ -237,16 +233,17 @@ class Controller(RuleActions):
         it ends at that tick instead, and the next one goes on from its checkpoint (or completes).
         """
         number = attempt["number"]
+        watch = self.watches[number]
         self.plan.observe_end(attempt, self.files.progress(number))
         event = self._unwatched_ticks(attempt)
-        if event is None and number not in self._notified and number not in self._switching:
+        if event is None and not watch.asked_to_end():
             event = self.plan.market_event(attempt)
         if event is not None and event[0] == "preempted":
-            self._notified.add(number)
+            watch.notified = True
             self.db.add_event(self.job_id, "preemption_notice", f"spot capacity in {attempt['zone']} reclaimed "
                               "(trace)", attempt=number, trace_s=event[1])
         elif event is not None:
-            self._market_stops.add(number)
+            watch.market_stop = True
             self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
                               attempt=number, trace_s=event[1])
         # Ended by the market (now or at an earlier notice) before the modeled work was done:
@@ -254,9 +251,9 @@ class Controller(RuleActions):
         # modeled instance stopped; the modeled rest is the next attempt's.
         if result != outcome.COMPLETED or self.plan.work_left_s(attempt) <= 1e-6:
             return result
-        if number in self._notified:
+        if watch.notified:
             return outcome.PREEMPTED
-        return outcome.STOPPED if number in self._market_stops else result
+        return outcome.STOPPED if watch.market_stop else result
 
     def _unwatched_ticks(self, attempt: dict) -> tuple[str, float] | None:
         """The ticks an adopted attempt ran through while no controller watched (`plan.catch_up`).
@@ -265,15 +262,17 @@ class Controller(RuleActions):
         only the market's reclaims; the ticks after them are the policy's, as usual. An attempt
         that finished training meanwhile is adopted as finished, whatever the policy had planned.
         """
-        if self._catch_up != attempt["number"] or not self.plan.clock.running:
+        watch = self.watches[attempt["number"]]
+        if not watch.catch_up or not self.plan.clock.running:
             return None
-        self._catch_up = None
+        watch.catch_up = False
         return self.plan.catch_up(attempt)
 
     def _finish(self, attempt: dict, result: str, code: int | None, why: str = "", signal: int | None = None,
                 failure: str | None = None, unasked: bool = True) -> None:
         number = attempt["number"]
-        asked = not unasked or number in self._switching or number in self._notified
+        watch = self.watches[number]
+        asked = not unasked or watch.asked_to_end()
         if failure is None and code != classify.EXIT_CONFIG:
             failure = self.failures.kind_of(number, result, code, signal, asked)
         why = why or describe(failure or "", self.failures.boot_timeout_s)
@@ -287,7 +286,7 @@ class Controller(RuleActions):
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
-        self.plan.attempt_ended(market_stop=number in self._notified or number in self._market_stops,
+        self.plan.attempt_ended(market_stop=watch.notified or watch.market_stop,
                                 preempted_in=attempt["zone"] if result == outcome.PREEMPTED else None)
         self._ingest()
         message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"
@@ -412,13 +411,13 @@ class Controller(RuleActions):
             self.db.update_job(self.job_id, state=state, message=why)
             return
         number = current["number"]
-        if number not in self._switching:
+        if not self.watches[number].switching:
             if request is StopRequest.PRUNE:  # after the step in progress, like a rule's stop
                 self.db.add_event(self.job_id, "pruned", "pruned by its sweep: saving and stopping",
                                   attempt=number, action="pruned")
                 self._request_stop(current, self.files.progress(number), "pruned by its sweep")
             else:
-                self._switching.add(number)
+                self.watches[number].switching = True
                 what = "interrupted (Ctrl-C)" if request is StopRequest.INTERRUPT else "cancel requested"
                 self.db.add_event(self.job_id, "cancel", f"{what}: saving and stopping", attempt=number)
                 self.backend.preempt(self._handle(current), notice_s=30.0)

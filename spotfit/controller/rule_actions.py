@@ -2,9 +2,10 @@
 
 `Controller` (loop.py) inherits these; they act through the controller's state (the DB, the
 store, the backend, the planner and the watchdog) and the bookkeeping below, which the loop
-reads too: `_halt` is the pause or stop decided for the next pass, `_switching` the attempts
-already asked to end, `_cut_off` those ended at a budget's hard limit, `_stop_sent` when each
-stop request was written, `_price_paused` whether a price cap (and nothing else) paused the job.
+reads too: `_halt` is the pause or stop decided for the next pass, `watches` each attempt's
+record (`switching`: already asked to end, `cut_off`: ended at a budget's hard limit,
+`stop_sent`: when its stop request was written), `_price_paused` whether a price cap (and
+nothing else) paused the job.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 
 from spotfit.backends.base import Backend, Handle
 from spotfit.controller import budget, notify
+from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
@@ -40,9 +42,7 @@ class RuleActions:
     webhook: str | None
     _halt: tuple[JobState, str] | None
     _price_paused: bool
-    _stop_sent: dict[int, float]
-    _cut_off: set[int]
-    _switching: set[int]
+    watches: AttemptWatches
     _next_probe: float
     spec: JobSpec
 
@@ -93,17 +93,17 @@ class RuleActions:
         """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
         rules = budget.holding_rules(self.watchdog.engine.rules)
         number = attempt["number"]
-        if not rules or number in self._cut_off:
+        watch = self.watches[number]
+        if not rules or watch.cut_off:
             return False
         now = self.plan.now_s()
         cost = self._spent_usd(but=number) + self.plan.bill(attempt, now)[1]
         if (over := budget.over_limit(rules, cost, self.plan.bill({**attempt, "trace_start_s": now}, now)[1])) is None:
             return False
         index, rule = over
-        if self.watchdog.active and number not in self._switching:  # a busy pass ran past the rule: it fires first
+        if self.watchdog.active and not watch.switching:  # a busy pass ran past the rule: it fires first
             self._apply_rules(attempt, progress)
-        self._cut_off.add(number)
-        self._switching.add(number)
+        watch.cut_off = watch.switching = True
         message = (f"budget: cost ${cost:.4f} passed the budget ${rule.usd:g} plus half a billing minimum: "
                    f"attempt {number} ended at once -> {rule.action}")
         self.db.add_event(self.job_id, "budget_limit", message, attempt=number, rule="budget", index=index,
@@ -139,7 +139,7 @@ class RuleActions:
         attempt caught saving a checkpoint is training: it reads the request after that step.
         """
         number = attempt["number"]
-        self._switching.add(number)
+        self.watches[number].switching = True
         if at_once or progress.get("phase") not in ("training", "saving"):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
@@ -150,7 +150,7 @@ class RuleActions:
         if not self.guard.call(lambda: self._write("control/stop", doc), fallback=False, writes=True):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
             return
-        self._stop_sent[number] = time.time()
+        self.watches[number].stop_sent = time.time()
 
     # -- a full store: a bounded wait, then a pause ---------------------------------------------
 
@@ -183,13 +183,13 @@ class RuleActions:
         number = attempt["number"]
         self.db.add_event(self.job_id, "store_paused", message, attempt=number)
         self._halt = (JobState.PAUSED, message)
-        self._switching.add(number)
+        self.watches[number].switching = True
         self.backend.preempt(self._handle(attempt), self.plan.notice_s())
         return False
 
     def _store_failure(self, number: int, result: str) -> str | None:
         """`store` when attempt `number` failed unasked on a full store: the store's fault, not the script's."""
-        if result != AttemptState.FAILED or number in self._switching:
+        if result != AttemptState.FAILED or self.watches[number].switching:
             return None
         self._next_probe = 0.0
         self._probe_store()
