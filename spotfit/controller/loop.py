@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from spotfit import job_secrets, lease
-from spotfit.backends.base import Backend, LaunchRequest, backend_options, make_backend
+from spotfit.backends.base import Backend, Handle, LaunchRequest, backend_options, make_backend
 from spotfit.controller import attempt_config, budget, classify, crashpoints, notify, outcome, shipped_code
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
@@ -36,7 +36,7 @@ STOP_GRACE_S = 30.0
 START_EVENTS = ("fit_skipped", "restored", "started")  # a stop request not honoured by then becomes a SIGTERM
 
 
-class Controller(RuleActions):
+class Controller:
     """Drives one job to a terminal state."""
 
     def __init__(self, db: StateDB, job_id: str, backend: Backend | None = None,
@@ -70,10 +70,9 @@ class Controller(RuleActions):
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
-        self._halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
-        self._price_paused = False
+        self.rules = RuleActions(db=db, job_id=job_id, spec=self.spec, files=self.files, backend=self.backend,
+                                 plan=self.plan, watchdog=self.watchdog, webhook=self.webhook, watches=self.watches)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
-        self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
         if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
             db.add_event(job_id, "market", live)
 
@@ -104,7 +103,7 @@ class Controller(RuleActions):
                 if self._config_error is not None:
                     raise self._config_error
                 return state
-            if state is JobState.PAUSED and not self._price_paused:  # no controller until `spotfit resume JOB`
+            if state is JobState.PAUSED and not self.rules.price_paused:  # no controller until `spotfit resume JOB`
                 return state
             self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
             self._record_state_waits()
@@ -117,8 +116,8 @@ class Controller(RuleActions):
                 self._cancel(current, StopRequest(job["cancel_requested"]))
             elif current is not None:
                 self._watch(current)
-            elif self._price_paused:
-                self._resume_below_cap()
+            elif self.rules.price_paused:
+                self.rules.resume_below_cap()
             else:
                 self._decide_and_launch()
             self.on_update()
@@ -167,8 +166,8 @@ class Controller(RuleActions):
     # -- watching a running attempt -------------------------------------------------------------
 
     def _watch(self, attempt: dict) -> None:
-        self._cap_at_budget(attempt)
-        self._pause_on_full_store(attempt)
+        self.rules.cap_at_budget(attempt)
+        self.rules.pause_on_full_store(attempt)
         handle = self._handle(attempt)
         status = self.backend.status(handle)
         number = attempt["number"]
@@ -184,7 +183,7 @@ class Controller(RuleActions):
                 result = outcome.STOPPED
             result = self._market_end(attempt, result)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
-            self._finish(attempt, result, code, signal=status.signal, failure=self._store_failure(number, result))
+            self._finish(attempt, result, code, signal=status.signal, failure=self.rules.store_failure(number, result))
             return
         if status.unscheduled and self._pending_overdue(attempt):
             self.backend.stop(handle, grace_s=0.0)
@@ -212,7 +211,7 @@ class Controller(RuleActions):
                               trace_s=event[1])
             self.backend.preempt(handle, self.plan.market_notice_s())
             return
-        if self._over_budget_limit(attempt, progress):
+        if self.rules.over_budget_limit(attempt, progress):
             self.backend.stop(handle, grace_s=0.0)
             return
         if watch.stop_sent is not None and time.time() - watch.stop_sent > STOP_GRACE_S:
@@ -224,7 +223,7 @@ class Controller(RuleActions):
                               attempt=number, trace_s=event[1])
             self.backend.preempt(handle, self.plan.market_notice_s())
         if self.watchdog.active and not watch.switching:
-            self._apply_rules(attempt, progress)
+            self.rules.apply(attempt, progress)
 
     def _market_end(self, attempt: dict, result: AttemptState) -> AttemptState:
         """An attempt that ended by itself past a tick where the market or the policy ended it.
@@ -303,9 +302,9 @@ class Controller(RuleActions):
         elif result == outcome.STOPPED and (request := self.db.get_job(self.job_id)["cancel_requested"]):
             state, why = StopRequest(request).ends_as()
             self.db.update_job(self.job_id, state=state, message=why)
-        elif result == outcome.STOPPED and self._halt is not None:
-            state, why = self._halt
-            self._halt = None
+        elif result == outcome.STOPPED and self.rules.halt is not None:
+            state, why = self.rules.halt
+            self.rules.halt = None
             self.db.update_job(self.job_id, state=state, message=why)
 
     def _config_failed(self, error: classify.ConfigError) -> classify.ConfigError:
@@ -329,7 +328,7 @@ class Controller(RuleActions):
             self.db.add_event(self.job_id, "finished", "training had ended (result.json): completing, nothing launched")
             self._complete()
             return
-        if self._halt_before_launch() or self._pause_on_full_store(None):
+        if self.rules.halt_before_launch() or self.rules.pause_on_full_store(None):
             return
         if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
@@ -394,7 +393,10 @@ class Controller(RuleActions):
 
     def _write_launch_files(self, number: int, config: bytes) -> bool:
         self.store.delete("control/stop")
-        return self._write(f"attempts/{number:04d}/runtime.json", config)
+        return self.files.write(f"attempts/{number:04d}/runtime.json", config)
+
+    def _handle(self, attempt: dict) -> Handle:
+        return self.backend.load_handle(attempt["handle"])
 
     def _request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
         """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
@@ -415,7 +417,7 @@ class Controller(RuleActions):
             if request is StopRequest.PRUNE:  # after the step in progress, like a rule's stop
                 self.db.add_event(self.job_id, "pruned", "pruned by its sweep: saving and stopping",
                                   attempt=number, action="pruned")
-                self._request_stop(current, self.files.progress(number), "pruned by its sweep")
+                self.rules.request_stop(current, self.files.progress(number), "pruned by its sweep")
             else:
                 self.watches[number].switching = True
                 what = "interrupted (Ctrl-C)" if request is StopRequest.INTERRUPT else "cancel requested"
