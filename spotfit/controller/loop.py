@@ -434,7 +434,7 @@ class Controller:
         """
         if self.files.read_json("result.json") is None:
             return False
-        return self.plan.replay is None or self.plan.work_left_s() <= 1e-6
+        return not self.plan.market.replayed or self.plan.work_left_s() <= 1e-6
 
     # -- reading the store ----------------------------------------------------------------------
 
