@@ -14,26 +14,26 @@ import time
 from collections.abc import Callable
 
 from spotfit import job_secrets, lease
-from spotfit.backends.base import Backend, Handle, LaunchRequest, backend_options, make_backend
-from spotfit.controller import attempt_config, budget, classify, crashpoints, notify, outcome, shipped_code
+from spotfit.backends.base import Backend, Handle, make_backend
+from spotfit.controller import budget, classify, notify, outcome, shipped_code
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker, describe
+from spotfit.controller.ingest import Ingest, live_attempt
 from spotfit.controller.job_files import JobFiles
+from spotfit.controller.launch import Launcher
+from spotfit.controller.market_watch import MarketWatch
 from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
-from spotfit.errors import NoCapacityError, UsageError
+from spotfit.errors import UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
-STOP_GRACE_S = 30.0
-# Runtime events that say where an attempt's training begins: a restored checkpoint, an earlier
-# fit call's end record (the checkpoint's call ended before it), or no checkpoint at all.
-START_EVENTS = ("fit_skipped", "restored", "started")  # a stop request not honoured by then becomes a SIGTERM
+STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 
 
 class Controller:
@@ -60,9 +60,7 @@ class Controller:
         except UsageError as exc:
             raise self._config_failed(classify.as_config_error(exc)) from exc
         self._config_error: classify.ConfigError | None = None  # set when the runtime reports one
-        self._seen_events: set[str] = {
-            e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
-        }
+        self.ingest = Ingest(db, job_id, self.files, self.plan)  # the runtime's events and progress, into the DB
         self.failures = FailureTracker(db, job_id, self.spec, progress_of=self.files.progress)
         self.watches = AttemptWatches()  # what was seen and done to each attempt (notices, stops, switches)
         # Rules that already paused or stopped this job do not fire again when it resumes.
@@ -72,8 +70,11 @@ class Controller:
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
         self.rules = RuleActions(db=db, job_id=job_id, spec=self.spec, files=self.files, backend=self.backend,
                                  plan=self.plan, watchdog=self.watchdog, webhook=self.webhook, watches=self.watches)
+        self.market_watch = MarketWatch(db, job_id, self.plan, self.watches)
+        self.launcher = Launcher(db=db, job_id=job_id, job_url=self.job_url, spec=self.spec, files=self.files,
+                                 backend=self.backend, plan=self.plan, failures=self.failures, watchdog=self.watchdog)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
-        if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
+        if (live := self.plan.connect_live(self.backend, self.launcher.request(0, "spot", None))) is not None:
             db.add_event(job_id, "market", live)
 
     # -- the loop -----------------------------------------------------------------------------
@@ -107,7 +108,7 @@ class Controller:
                 return state
             self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
             self._record_state_waits()
-            self._ingest()
+            self.ingest()
             current = self._current()
             if self.interrupted and not job["cancel_requested"]:
                 job["cancel_requested"] = StopRequest.INTERRUPT
@@ -131,8 +132,7 @@ class Controller:
                               waited_s=round(wait.waited_s, 1), tries=wait.tries, write=wait.what)
 
     def _current(self) -> dict | None:
-        running = [a for a in self.db.attempts(self.job_id) if AttemptState(a["state"]).is_live()]
-        return running[-1] if running else None
+        return live_attempt(self.db, self.job_id)
 
     def _adopt(self) -> None:
         """After a controller restart: keep watching the live attempt, or close the one that is over.
@@ -147,7 +147,7 @@ class Controller:
         number = current["number"]
         how = ""
         if current["handle"] is None:
-            handle = self.backend.find(self._request(number, current["market"], current["zone"]))
+            handle = self.backend.find(self.launcher.request(number, current["market"], current["zone"]))
             if handle is None:
                 code = self.files.recorded_exit(number)
                 if code is None:
@@ -181,14 +181,14 @@ class Controller:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
-            result = self._market_end(attempt, result)
+            result = self.market_watch.ended(attempt, result, self.files.progress(number))
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code, signal=status.signal, failure=self.rules.store_failure(number, result))
             return
-        if status.unscheduled and self._pending_overdue(attempt):
+        if status.unscheduled and self.launcher.pending_overdue(attempt):
             self.backend.stop(handle, grace_s=0.0)
-            self._no_capacity(number, attempt["zone"], f"no node took its pods within the pending timeout "
-                                                       f"({self.spec.kubernetes.pending_timeout_s:g}s)")
+            self.launcher.no_capacity(number, attempt["zone"], f"no node took its pods within the pending timeout "
+                                                               f"({self.spec.kubernetes.pending_timeout_s:g}s)")
             return
         progress = self.files.progress(number)
         if self.failures.boot_overdue(attempt, progress, time.time()):
@@ -201,14 +201,9 @@ class Controller:
                 self.plan.mark_injected(inj, number)
                 self.backend.preempt(handle, inj.notice_s)
         # The replayed market, tick by tick: the zone's spot capacity is gone, or the policy switches.
-        event = self._unwatched_ticks(attempt)
-        if event is None and not watch.asked_to_end():
-            event = self.plan.market_event(attempt)
+        event = self.market_watch.event(attempt)
         if event is not None and event[0] == "preempted":
-            watch.notified = True
-            self.db.add_event(self.job_id, "preemption_notice",
-                              f"spot capacity in {attempt['zone']} reclaimed (trace)", attempt=number,
-                              trace_s=event[1])
+            self.market_watch.notice(attempt, event)
             self.backend.preempt(handle, self.plan.market_notice_s())
             return
         if self.rules.over_budget_limit(attempt, progress):
@@ -218,54 +213,11 @@ class Controller:
             watch.stop_sent = None
             self.backend.preempt(handle, self.plan.notice_s())
         if event is not None:
-            watch.switching = watch.market_stop = True
-            self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
-                              attempt=number, trace_s=event[1])
+            watch.switching = True
+            self.market_watch.switch(attempt, event)
             self.backend.preempt(handle, self.plan.market_notice_s())
         if self.watchdog.active and not watch.switching:
             self.rules.apply(attempt, progress)
-
-    def _market_end(self, attempt: dict, result: AttemptState) -> AttemptState:
-        """An attempt that ended by itself past a tick where the market or the policy ended it.
-
-        The local process may run ahead of the modeled instance (`work_h` counts trace time by steps):
-        it ends at that tick instead, and the next one goes on from its checkpoint (or completes).
-        """
-        number = attempt["number"]
-        watch = self.watches[number]
-        self.plan.observe_end(attempt, self.files.progress(number))
-        event = self._unwatched_ticks(attempt)
-        if event is None and not watch.asked_to_end():
-            event = self.plan.market_event(attempt)
-        if event is not None and event[0] == "preempted":
-            watch.notified = True
-            self.db.add_event(self.job_id, "preemption_notice", f"spot capacity in {attempt['zone']} reclaimed "
-                              "(trace)", attempt=number, trace_s=event[1])
-        elif event is not None:
-            watch.market_stop = True
-            self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
-                              attempt=number, trace_s=event[1])
-        # Ended by the market (now or at an earlier notice) before the modeled work was done:
-        # the process finished (it ran ahead, or found the result already written) after the
-        # modeled instance stopped; the modeled rest is the next attempt's.
-        if result != outcome.COMPLETED or self.plan.work_left_s(attempt) <= 1e-6:
-            return result
-        if watch.notified:
-            return outcome.PREEMPTED
-        return outcome.STOPPED if watch.market_stop else result
-
-    def _unwatched_ticks(self, attempt: dict) -> tuple[str, float] | None:
-        """The ticks an adopted attempt ran through while no controller watched (`plan.catch_up`).
-
-        Once its clock runs again (it was seen training, or ended), those ticks are passed with
-        only the market's reclaims; the ticks after them are the policy's, as usual. An attempt
-        that finished training meanwhile is adopted as finished, whatever the policy had planned.
-        """
-        watch = self.watches[attempt["number"]]
-        if not watch.catch_up or not self.plan.clock.running:
-            return None
-        watch.catch_up = False
-        return self.plan.catch_up(attempt)
 
     def _finish(self, attempt: dict, result: str, code: int | None, why: str = "", signal: int | None = None,
                 failure: str | None = None, unasked: bool = True) -> None:
@@ -287,7 +239,7 @@ class Controller:
                                cost_usd=cost, info=info)
         self.plan.attempt_ended(market_stop=watch.notified or watch.market_stop,
                                 preempted_in=attempt["zone"] if result == outcome.PREEMPTED else None)
-        self._ingest()
+        self.ingest()
         message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"
         if code not in (None, 0):
             message += f", exit {code}"
@@ -342,69 +294,10 @@ class Controller:
         if decision is None:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.plan.waiting_reason())
             return
-        market, zone = decision
-        # The attempt's configuration is in the store before the attempt is recorded: with the
-        # store away (or full) nothing is launched, and the next pass tries again.
-        number = max((a["number"] for a in self.db.attempts(self.job_id)), default=0) + 1
-        config = attempt_config.runtime_config(self.plan, self.job_url, number, zone).to_json().encode()
-        if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False, writes=True):
-            self.db.update_job(self.job_id, state=JobState.WAITING,
-                               message=f"waiting for the store to launch attempt {number}: {self.guard.problem}")
-            return
-        self.watchdog.new_attempt()
-        added = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
-                                    state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
-                                    start_step=self.db.get_job(self.job_id)["step"])
-        assert added == number, f"attempt {added} recorded, {number} configured"
-        crashpoints.hold("launching")
-        try:
-            if market == "spot" and not self.plan.spot_available(zone):
-                raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
-            handle = self.backend.launch(self._request(number, market, zone))
-        except NoCapacityError as exc:
-            self._no_capacity(number, zone, str(exc))
-            return
-        except Exception as exc:  # noqa: BLE001 - credentials, quotas, SDK errors, bugs: a failed attempt, not a crash
-            self.failures.launch_failed(number, exc, self.plan.now_s(), time.time())
-            return
-        crashpoints.hold("launched")
-        self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
-        self.db.update_job(self.job_id, state=JobState.RUNNING,
-                           message=f"attempt {number} on {market} {zone or ''}".strip())
-        self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
-                          attempt=number, trace_s=self.plan.now_s())
-
-    def _no_capacity(self, number: int, zone: str | None, why: str) -> None:
-        """Attempt `number` found no capacity (a launch refused, pods no node took): nothing ran, nothing billed."""
-        self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
-        self.db.update_attempt(self.job_id, number, state=AttemptState.NO_CAPACITY, ended_at=time.time(),
-                               trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
-        self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {why}", attempt=number)
-
-    def _pending_overdue(self, attempt: dict) -> bool:
-        """Whether the attempt's pods have waited for a node longer than `kubernetes.pending_timeout_s`.
-
-        Wall seconds since the launch, as for the boot timeout: a replayed market's clock holds
-        from the launch until the attempt trains, so it would never see the wait.
-        """
-        if self.spec.backend != "kubernetes":
-            return False
-        return time.time() - attempt["started_at"] > self.spec.kubernetes.pending_timeout_s
-
-    def _write_launch_files(self, number: int, config: bytes) -> bool:
-        self.store.delete("control/stop")
-        return self.files.write(f"attempts/{number:04d}/runtime.json", config)
+        self.launcher.launch(*decision)
 
     def _handle(self, attempt: dict) -> Handle:
         return self.backend.load_handle(attempt["handle"])
-
-    def _request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
-        """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
-        return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
-                             workers=self.spec.resources.workers, env=dict(self.spec.env),
-                             accelerator=self.spec.resources.accelerator,
-                             accelerator_count=self.spec.resources.count,
-                             options=backend_options(self.spec))
 
     def _cancel(self, current: dict | None, request: StopRequest) -> None:
         """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
@@ -446,26 +339,3 @@ class Controller:
             self.db.add_event(self.job_id, "result_unread",
                               f"result.json could not be read for {RESULT_WAIT_S:g}s: the job completes without it")
         return doc or {}
-
-    def _ingest(self) -> None:
-        """Copy new runtime events into the DB and the latest progress into the job row."""
-        keys: list[str] = self.guard.call(lambda: self.store.list("events"), fallback=[])
-        for key in keys:
-            if key in self._seen_events:
-                continue
-            doc = self.files.read_json(key)
-            if doc is None:
-                continue
-            self._seen_events.add(key)
-            self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc.get("attempt"),
-                              key=key, **doc.get("data", {}))
-            if doc["kind"] in START_EVENTS and "step" in doc.get("data", {}):  # the step it really resumed at
-                self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])
-        current = self._current()
-        if current is not None:
-            progress = self.files.progress(current["number"])
-            if progress:
-                self.plan.observe(progress, current)
-                self.db.update_job(self.job_id, step=progress.get("step") or 0,
-                                   total_steps=progress.get("total_steps"), loss=progress.get("loss"))
-
