@@ -38,6 +38,11 @@ class JobFiles:
         self._progress_seen = {attempt: doc}
         return doc
 
+    def write(self, key: str, data: bytes) -> bool:
+        """Write one object; True (for `StoreGuard.call`, whose fallback is False)."""
+        self.store.write_bytes(key, data)
+        return True
+
     def recorded_exit(self, attempt: int) -> int | None:
         """The exit code the attempt's runtime recorded, if any."""
         doc = self.read_json(f"attempts/{attempt:04d}/exit.json")

@@ -14,28 +14,29 @@ import time
 from collections.abc import Callable
 
 from spotfit import job_secrets, lease
-from spotfit.backends.base import Backend, LaunchRequest, backend_options, make_backend
-from spotfit.controller import attempt_config, budget, classify, crashpoints, notify, outcome, shipped_code
+from spotfit.backends.base import Backend, Handle, make_backend
+from spotfit.controller import budget, classify, notify, outcome, shipped_code
+from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker, describe
+from spotfit.controller.ingest import Ingest, live_attempt
 from spotfit.controller.job_files import JobFiles
+from spotfit.controller.launch import Launcher
+from spotfit.controller.market_watch import MarketWatch
 from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
-from spotfit.errors import NoCapacityError, UsageError
+from spotfit.errors import UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
-STOP_GRACE_S = 30.0
-# Runtime events that say where an attempt's training begins: a restored checkpoint, an earlier
-# fit call's end record (the checkpoint's call ended before it), or no checkpoint at all.
-START_EVENTS = ("fit_skipped", "restored", "started")  # a stop request not honoured by then becomes a SIGTERM
+STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 
 
-class Controller(RuleActions):
+class Controller:
     """Drives one job to a terminal state."""
 
     def __init__(self, db: StateDB, job_id: str, backend: Backend | None = None,
@@ -59,26 +60,21 @@ class Controller(RuleActions):
         except UsageError as exc:
             raise self._config_failed(classify.as_config_error(exc)) from exc
         self._config_error: classify.ConfigError | None = None  # set when the runtime reports one
-        self._seen_events: set[str] = {
-            e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
-        }
+        self.ingest = Ingest(db, job_id, self.files, self.plan)  # the runtime's events and progress, into the DB
         self.failures = FailureTracker(db, job_id, self.spec, progress_of=self.files.progress)
-        self._notified: set[int] = set()
-        self._switching: set[int] = set()
-        self._market_stops: set[int] = set()  # attempts the policy stopped at a tick start (a switch)
-        self._catch_up: int | None = None  # an attempt adopted after a gap: its unwatched ticks are not asked
+        self.watches = AttemptWatches()  # what was seen and done to each attempt (notices, stops, switches)
         # Rules that already paused or stopped this job do not fire again when it resumes.
         fired = {e["data"]["index"] for e in db.events(job_id)
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
-        self._halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
-        self._price_paused = False
-        self._stop_sent: dict[int, float] = {}
-        self._cut_off: set[int] = set()  # attempts ended at once at a budget's hard limit
+        self.rules = RuleActions(db=db, job_id=job_id, spec=self.spec, files=self.files, backend=self.backend,
+                                 plan=self.plan, watchdog=self.watchdog, webhook=self.webhook, watches=self.watches)
+        self.market_watch = MarketWatch(db, job_id, self.plan, self.watches)
+        self.launcher = Launcher(db=db, job_id=job_id, job_url=self.job_url, spec=self.spec, files=self.files,
+                                 backend=self.backend, plan=self.plan, failures=self.failures, watchdog=self.watchdog)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
-        self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
-        if (live := self.plan.connect_live(self.backend, self._request(0, "spot", None))) is not None:
+        if (live := self.plan.connect_live(self.backend, self.launcher.request(0, "spot", None))) is not None:
             db.add_event(job_id, "market", live)
 
     # -- the loop -----------------------------------------------------------------------------
@@ -108,11 +104,11 @@ class Controller(RuleActions):
                 if self._config_error is not None:
                     raise self._config_error
                 return state
-            if state is JobState.PAUSED and not self._price_paused:  # no controller until `spotfit resume JOB`
+            if state is JobState.PAUSED and not self.rules.price_paused:  # no controller until `spotfit resume JOB`
                 return state
             self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
             self._record_state_waits()
-            self._ingest()
+            self.ingest()
             current = self._current()
             if self.interrupted and not job["cancel_requested"]:
                 job["cancel_requested"] = StopRequest.INTERRUPT
@@ -121,8 +117,8 @@ class Controller(RuleActions):
                 self._cancel(current, StopRequest(job["cancel_requested"]))
             elif current is not None:
                 self._watch(current)
-            elif self._price_paused:
-                self._resume_below_cap()
+            elif self.rules.price_paused:
+                self.rules.resume_below_cap()
             else:
                 self._decide_and_launch()
             self.on_update()
@@ -136,8 +132,7 @@ class Controller(RuleActions):
                               waited_s=round(wait.waited_s, 1), tries=wait.tries, write=wait.what)
 
     def _current(self) -> dict | None:
-        running = [a for a in self.db.attempts(self.job_id) if AttemptState(a["state"]).is_live()]
-        return running[-1] if running else None
+        return live_attempt(self.db, self.job_id)
 
     def _adopt(self) -> None:
         """After a controller restart: keep watching the live attempt, or close the one that is over.
@@ -152,7 +147,7 @@ class Controller(RuleActions):
         number = current["number"]
         how = ""
         if current["handle"] is None:
-            handle = self.backend.find(self._request(number, current["market"], current["zone"]))
+            handle = self.backend.find(self.launcher.request(number, current["market"], current["zone"]))
             if handle is None:
                 code = self.files.recorded_exit(number)
                 if code is None:
@@ -164,35 +159,36 @@ class Controller(RuleActions):
             self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
             self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} adopted")
             how = f", found by the {self.backend.name} backend after an interrupted launch"
-        self._catch_up = number
+        self.watches[number].catch_up = True
         self.db.add_event(self.job_id, "adopted", f"controller {self.holder.host}/{os.getpid()} adopted attempt "
                           f"{number}{how}", attempt=number)
 
     # -- watching a running attempt -------------------------------------------------------------
 
     def _watch(self, attempt: dict) -> None:
-        self._cap_at_budget(attempt)
-        self._pause_on_full_store(attempt)
+        self.rules.cap_at_budget(attempt)
+        self.rules.pause_on_full_store(attempt)
         handle = self._handle(attempt)
         status = self.backend.status(handle)
         number = attempt["number"]
+        watch = self.watches[number]
         if not status.running:
             code = status.exit_code
             if code is None and status.signal is None:
                 code = self.files.recorded_exit(number)
             result = outcome.classify(code, status.signal, status.disrupted)
-            if number in self._switching and result != outcome.COMPLETED:
+            if watch.switching and result != outcome.COMPLETED:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
-            result = self._market_end(attempt, result)
+            result = self.market_watch.ended(attempt, result, self.files.progress(number))
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
-            self._finish(attempt, result, code, signal=status.signal, failure=self._store_failure(number, result))
+            self._finish(attempt, result, code, signal=status.signal, failure=self.rules.store_failure(number, result))
             return
-        if status.unscheduled and self._pending_overdue(attempt):
+        if status.unscheduled and self.launcher.pending_overdue(attempt):
             self.backend.stop(handle, grace_s=0.0)
-            self._no_capacity(number, attempt["zone"], f"no node took its pods within the pending timeout "
-                                                       f"({self.spec.kubernetes.pending_timeout_s:g}s)")
+            self.launcher.no_capacity(number, attempt["zone"], f"no node took its pods within the pending timeout "
+                                                               f"({self.spec.kubernetes.pending_timeout_s:g}s)")
             return
         progress = self.files.progress(number)
         if self.failures.boot_overdue(attempt, progress, time.time()):
@@ -205,75 +201,29 @@ class Controller(RuleActions):
                 self.plan.mark_injected(inj, number)
                 self.backend.preempt(handle, inj.notice_s)
         # The replayed market, tick by tick: the zone's spot capacity is gone, or the policy switches.
-        event = self._unwatched_ticks(attempt)
-        if event is None and number not in self._notified and number not in self._switching:
-            event = self.plan.market_event(attempt)
+        event = self.market_watch.event(attempt)
         if event is not None and event[0] == "preempted":
-            self._notified.add(number)
-            self.db.add_event(self.job_id, "preemption_notice",
-                              f"spot capacity in {attempt['zone']} reclaimed (trace)", attempt=number,
-                              trace_s=event[1])
+            self.market_watch.notice(attempt, event)
             self.backend.preempt(handle, self.plan.market_notice_s())
             return
-        if self._over_budget_limit(attempt, progress):
+        if self.rules.over_budget_limit(attempt, progress):
             self.backend.stop(handle, grace_s=0.0)
             return
-        if number in self._stop_sent and time.time() - self._stop_sent[number] > STOP_GRACE_S:
-            del self._stop_sent[number]
+        if watch.stop_sent is not None and time.time() - watch.stop_sent > STOP_GRACE_S:
+            watch.stop_sent = None
             self.backend.preempt(handle, self.plan.notice_s())
         if event is not None:
-            self._switching.add(number)
-            self._market_stops.add(number)
-            self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
-                              attempt=number, trace_s=event[1])
+            watch.switching = True
+            self.market_watch.switch(attempt, event)
             self.backend.preempt(handle, self.plan.market_notice_s())
-        if self.watchdog.active and number not in self._switching:
-            self._apply_rules(attempt, progress)
-
-    def _market_end(self, attempt: dict, result: AttemptState) -> AttemptState:
-        """An attempt that ended by itself past a tick where the market or the policy ended it.
-
-        The local process may run ahead of the modeled instance (`work_h` counts trace time by steps):
-        it ends at that tick instead, and the next one goes on from its checkpoint (or completes).
-        """
-        number = attempt["number"]
-        self.plan.observe_end(attempt, self.files.progress(number))
-        event = self._unwatched_ticks(attempt)
-        if event is None and number not in self._notified and number not in self._switching:
-            event = self.plan.market_event(attempt)
-        if event is not None and event[0] == "preempted":
-            self._notified.add(number)
-            self.db.add_event(self.job_id, "preemption_notice", f"spot capacity in {attempt['zone']} reclaimed "
-                              "(trace)", attempt=number, trace_s=event[1])
-        elif event is not None:
-            self._market_stops.add(number)
-            self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
-                              attempt=number, trace_s=event[1])
-        # Ended by the market (now or at an earlier notice) before the modeled work was done:
-        # the process finished (it ran ahead, or found the result already written) after the
-        # modeled instance stopped; the modeled rest is the next attempt's.
-        if result != outcome.COMPLETED or self.plan.work_left_s(attempt) <= 1e-6:
-            return result
-        if number in self._notified:
-            return outcome.PREEMPTED
-        return outcome.STOPPED if number in self._market_stops else result
-
-    def _unwatched_ticks(self, attempt: dict) -> tuple[str, float] | None:
-        """The ticks an adopted attempt ran through while no controller watched (`plan.catch_up`).
-
-        Once its clock runs again (it was seen training, or ended), those ticks are passed with
-        only the market's reclaims; the ticks after them are the policy's, as usual. An attempt
-        that finished training meanwhile is adopted as finished, whatever the policy had planned.
-        """
-        if self._catch_up != attempt["number"] or not self.plan.clock.running:
-            return None
-        self._catch_up = None
-        return self.plan.catch_up(attempt)
+        if self.watchdog.active and not watch.switching:
+            self.rules.apply(attempt, progress)
 
     def _finish(self, attempt: dict, result: str, code: int | None, why: str = "", signal: int | None = None,
                 failure: str | None = None, unasked: bool = True) -> None:
         number = attempt["number"]
-        asked = not unasked or number in self._switching or number in self._notified
+        watch = self.watches[number]
+        asked = not unasked or watch.asked_to_end()
         if failure is None and code != classify.EXIT_CONFIG:
             failure = self.failures.kind_of(number, result, code, signal, asked)
         why = why or describe(failure or "", self.failures.boot_timeout_s)
@@ -287,9 +237,9 @@ class Controller(RuleActions):
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
-        self.plan.attempt_ended(market_stop=number in self._notified or number in self._market_stops,
+        self.plan.attempt_ended(market_stop=watch.notified or watch.market_stop,
                                 preempted_in=attempt["zone"] if result == outcome.PREEMPTED else None)
-        self._ingest()
+        self.ingest()
         message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"
         if code not in (None, 0):
             message += f", exit {code}"
@@ -304,9 +254,9 @@ class Controller(RuleActions):
         elif result == outcome.STOPPED and (request := self.db.get_job(self.job_id)["cancel_requested"]):
             state, why = StopRequest(request).ends_as()
             self.db.update_job(self.job_id, state=state, message=why)
-        elif result == outcome.STOPPED and self._halt is not None:
-            state, why = self._halt
-            self._halt = None
+        elif result == outcome.STOPPED and self.rules.halt is not None:
+            state, why = self.rules.halt
+            self.rules.halt = None
             self.db.update_job(self.job_id, state=state, message=why)
 
     def _config_failed(self, error: classify.ConfigError) -> classify.ConfigError:
@@ -330,7 +280,7 @@ class Controller(RuleActions):
             self.db.add_event(self.job_id, "finished", "training had ended (result.json): completing, nothing launched")
             self._complete()
             return
-        if self._halt_before_launch() or self._pause_on_full_store(None):
+        if self.rules.halt_before_launch() or self.rules.pause_on_full_store(None):
             return
         if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
@@ -344,66 +294,10 @@ class Controller(RuleActions):
         if decision is None:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.plan.waiting_reason())
             return
-        market, zone = decision
-        # The attempt's configuration is in the store before the attempt is recorded: with the
-        # store away (or full) nothing is launched, and the next pass tries again.
-        number = max((a["number"] for a in self.db.attempts(self.job_id)), default=0) + 1
-        config = attempt_config.runtime_config(self.plan, self.job_url, number, zone).to_json().encode()
-        if not self.guard.call(lambda: self._write_launch_files(number, config), fallback=False, writes=True):
-            self.db.update_job(self.job_id, state=JobState.WAITING,
-                               message=f"waiting for the store to launch attempt {number}: {self.guard.problem}")
-            return
-        self.watchdog.new_attempt()
-        added = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
-                                    state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
-                                    start_step=self.db.get_job(self.job_id)["step"])
-        assert added == number, f"attempt {added} recorded, {number} configured"
-        crashpoints.hold("launching")
-        try:
-            if market == "spot" and not self.plan.spot_available(zone):
-                raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
-            handle = self.backend.launch(self._request(number, market, zone))
-        except NoCapacityError as exc:
-            self._no_capacity(number, zone, str(exc))
-            return
-        except Exception as exc:  # noqa: BLE001 - credentials, quotas, SDK errors, bugs: a failed attempt, not a crash
-            self.failures.launch_failed(number, exc, self.plan.now_s(), time.time())
-            return
-        crashpoints.hold("launched")
-        self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
-        self.db.update_job(self.job_id, state=JobState.RUNNING,
-                           message=f"attempt {number} on {market} {zone or ''}".strip())
-        self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
-                          attempt=number, trace_s=self.plan.now_s())
+        self.launcher.launch(*decision)
 
-    def _no_capacity(self, number: int, zone: str | None, why: str) -> None:
-        """Attempt `number` found no capacity (a launch refused, pods no node took): nothing ran, nothing billed."""
-        self.plan.mark_no_capacity(zone)  # the next decision tries another zone or offer
-        self.db.update_attempt(self.job_id, number, state=AttemptState.NO_CAPACITY, ended_at=time.time(),
-                               trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
-        self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {why}", attempt=number)
-
-    def _pending_overdue(self, attempt: dict) -> bool:
-        """Whether the attempt's pods have waited for a node longer than `kubernetes.pending_timeout_s`.
-
-        Wall seconds since the launch, as for the boot timeout: a replayed market's clock holds
-        from the launch until the attempt trains, so it would never see the wait.
-        """
-        if self.spec.backend != "kubernetes":
-            return False
-        return time.time() - attempt["started_at"] > self.spec.kubernetes.pending_timeout_s
-
-    def _write_launch_files(self, number: int, config: bytes) -> bool:
-        self.store.delete("control/stop")
-        return self._write(f"attempts/{number:04d}/runtime.json", config)
-
-    def _request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
-        """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
-        return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
-                             workers=self.spec.resources.workers, env=dict(self.spec.env),
-                             accelerator=self.spec.resources.accelerator,
-                             accelerator_count=self.spec.resources.count,
-                             options=backend_options(self.spec))
+    def _handle(self, attempt: dict) -> Handle:
+        return self.backend.load_handle(attempt["handle"])
 
     def _cancel(self, current: dict | None, request: StopRequest) -> None:
         """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
@@ -412,13 +306,13 @@ class Controller(RuleActions):
             self.db.update_job(self.job_id, state=state, message=why)
             return
         number = current["number"]
-        if number not in self._switching:
+        if not self.watches[number].switching:
             if request is StopRequest.PRUNE:  # after the step in progress, like a rule's stop
                 self.db.add_event(self.job_id, "pruned", "pruned by its sweep: saving and stopping",
                                   attempt=number, action="pruned")
-                self._request_stop(current, self.files.progress(number), "pruned by its sweep")
+                self.rules.request_stop(current, self.files.progress(number), "pruned by its sweep")
             else:
-                self._switching.add(number)
+                self.watches[number].switching = True
                 what = "interrupted (Ctrl-C)" if request is StopRequest.INTERRUPT else "cancel requested"
                 self.db.add_event(self.job_id, "cancel", f"{what}: saving and stopping", attempt=number)
                 self.backend.preempt(self._handle(current), notice_s=30.0)
@@ -433,7 +327,7 @@ class Controller(RuleActions):
         """
         if self.files.read_json("result.json") is None:
             return False
-        return self.plan.replay is None or self.plan.work_left_s() <= 1e-6
+        return not self.plan.market.replayed or self.plan.work_left_s() <= 1e-6
 
     # -- reading the store ----------------------------------------------------------------------
 
@@ -445,26 +339,3 @@ class Controller(RuleActions):
             self.db.add_event(self.job_id, "result_unread",
                               f"result.json could not be read for {RESULT_WAIT_S:g}s: the job completes without it")
         return doc or {}
-
-    def _ingest(self) -> None:
-        """Copy new runtime events into the DB and the latest progress into the job row."""
-        keys: list[str] = self.guard.call(lambda: self.store.list("events"), fallback=[])
-        for key in keys:
-            if key in self._seen_events:
-                continue
-            doc = self.files.read_json(key)
-            if doc is None:
-                continue
-            self._seen_events.add(key)
-            self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc.get("attempt"),
-                              key=key, **doc.get("data", {}))
-            if doc["kind"] in START_EVENTS and "step" in doc.get("data", {}):  # the step it really resumed at
-                self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])
-        current = self._current()
-        if current is not None:
-            progress = self.files.progress(current["number"])
-            if progress:
-                self.plan.observe(progress, current)
-                self.db.update_job(self.job_id, step=progress.get("step") or 0,
-                                   total_steps=progress.get("total_steps"), loss=progress.get("loss"))
-

@@ -1,10 +1,11 @@
 """What the controller does when a rule fires: budgets, pauses, stops and the price cap's resume.
 
-`Controller` (loop.py) inherits these; they act through the controller's state (the DB, the
-store, the backend, the planner and the watchdog) and the bookkeeping below, which the loop
-reads too: `_halt` is the pause or stop decided for the next pass, `_switching` the attempts
-already asked to end, `_cut_off` those ended at a budget's hard limit, `_stop_sent` when each
-stop request was written, `_price_paused` whether a price cap (and nothing else) paused the job.
+`Controller` (loop.py) holds one `RuleActions` (`controller.rules`); it acts through the parts
+it is given (the DB, the job's files, the backend, the planner and the watchdog) and the
+bookkeeping below, which the loop reads too: `halt` is the pause or stop decided for the next
+pass, `watches` each attempt's record (`switching`: already asked to end, `cut_off`: ended at a
+budget's hard limit, `stop_sent`: when its stop request was written), `price_paused` whether a
+price cap (and nothing else) paused the job.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import time
 
 from spotfit.backends.base import Backend, Handle
 from spotfit.controller import budget, notify
+from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
-from spotfit.controller.store_guard import StoreGuard
+from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
-from spotfit.stores.base import ObjectStore
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
@@ -28,52 +29,47 @@ PROBE_KEY = "control/probe"
 
 
 class RuleActions:
-    """The rules' effects on one job (mixed into `Controller`, which sets every attribute)."""
+    """The rules' effects on one job, held by its `Controller`."""
 
-    db: StateDB
-    job_id: str
-    store: ObjectStore
-    guard: StoreGuard
-    backend: Backend
-    plan: AttemptPlanner
-    watchdog: Watchdog
-    webhook: str | None
-    _halt: tuple[JobState, str] | None
-    _price_paused: bool
-    _stop_sent: dict[int, float]
-    _cut_off: set[int]
-    _switching: set[int]
-    _next_probe: float
-    spec: JobSpec
+    def __init__(self, *, db: StateDB, job_id: str, spec: JobSpec, files: JobFiles, backend: Backend,
+                 plan: AttemptPlanner, watchdog: Watchdog, webhook: str | None, watches: AttemptWatches):
+        self.db = db
+        self.job_id = job_id
+        self.spec = spec
+        self.files = files
+        self.guard = files.guard
+        self.backend = backend
+        self.plan = plan
+        self.watchdog = watchdog
+        self.webhook = webhook
+        self.watches = watches
+        self.halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
+        self.price_paused = False
+        self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
 
     def _handle(self, attempt: dict) -> Handle:
         return self.backend.load_handle(attempt["handle"])
 
-    def _write(self, key: str, data: bytes) -> bool:
-        """Write one object; True (for `StoreGuard.call`, whose fallback is False)."""
-        self.store.write_bytes(key, data)
-        return True
-
     def _spent_usd(self, but: int | None = None) -> float:
         return sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != but)
 
-    def _halt_before_launch(self) -> bool:
+    def halt_before_launch(self) -> bool:
         """Whether a stop or pause holds the next launch: one already decided, or a budget spent."""
-        if self._halt is None:
+        if self.halt is None:
             crossed = budget.crossed_before_launch(budget.holding_rules(self.watchdog.engine.rules),
                                                    self._spent_usd())
             if crossed is not None:
                 index, rule, message = crossed
                 self.db.add_event(self.job_id, "rule", message, rule="budget", index=index, action=rule.action)
-                self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
-        if self._halt is None:
+                self.halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
+        if self.halt is None:
             return False
-        state, why = self._halt
-        self._halt = None
+        state, why = self.halt
+        self.halt = None
         self.db.update_job(self.job_id, state=state, message=why)
         return True
 
-    def _cap_at_budget(self, attempt: dict) -> None:
+    def cap_at_budget(self, attempt: dict) -> None:
         """Once per attempt: the trace second its smallest holding budget is spent caps the clock.
 
         The replay then stops there, not at the controller's next look (the local process may
@@ -89,30 +85,30 @@ class RuleActions:
         if at_s is not None:
             self.plan.cap_at(number, at_s)
 
-    def _over_budget_limit(self, attempt: dict, progress: dict) -> bool:
+    def over_budget_limit(self, attempt: dict, progress: dict) -> bool:
         """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
         rules = budget.holding_rules(self.watchdog.engine.rules)
         number = attempt["number"]
-        if not rules or number in self._cut_off:
+        watch = self.watches[number]
+        if not rules or watch.cut_off:
             return False
         now = self.plan.now_s()
         cost = self._spent_usd(but=number) + self.plan.bill(attempt, now)[1]
         if (over := budget.over_limit(rules, cost, self.plan.bill({**attempt, "trace_start_s": now}, now)[1])) is None:
             return False
         index, rule = over
-        if self.watchdog.active and number not in self._switching:  # a busy pass ran past the rule: it fires first
-            self._apply_rules(attempt, progress)
-        self._cut_off.add(number)
-        self._switching.add(number)
+        if self.watchdog.active and not watch.switching:  # a busy pass ran past the rule: it fires first
+            self.apply(attempt, progress)
+        watch.cut_off = watch.switching = True
         message = (f"budget: cost ${cost:.4f} passed the budget ${rule.usd:g} plus half a billing minimum: "
                    f"attempt {number} ended at once -> {rule.action}")
         self.db.add_event(self.job_id, "budget_limit", message, attempt=number, rule="budget", index=index,
                           action=rule.action)
-        if self._halt is None:
-            self._halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
+        if self.halt is None:
+            self.halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
         return True
 
-    def _apply_rules(self, attempt: dict, progress: dict) -> None:
+    def apply(self, attempt: dict, progress: dict) -> None:
         """Evaluate the watchdog rules; notify, pause or stop as they say."""
         cost = self._spent_usd(but=attempt["number"]) + self.plan.bill(attempt)[1]
         price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == "spot" else None
@@ -124,13 +120,13 @@ class RuleActions:
                               index=verdict.index, action=verdict.action, saved_usd=verdict.saved_usd,
                               **({"at_step": at_step} if at_step is not None else {}))
             notify.rule_fired(self.db, self.job_id, self.webhook, verdict, message)
-            if verdict.action in ("pause", "stop") and self._halt is None:
-                self._halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
-                self._price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
-                self._request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
+            if verdict.action in ("pause", "stop") and self.halt is None:
+                self.halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
+                self.price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
+                self.request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
                                    at_once=verdict.rule == "stalled", at_step=at_step)
 
-    def _request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False,
+    def request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False,
                       at_once: bool = False, at_step: int | None = None) -> None:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 
@@ -139,7 +135,7 @@ class RuleActions:
         attempt caught saving a checkpoint is training: it reads the request after that step.
         """
         number = attempt["number"]
-        self._switching.add(number)
+        self.watches[number].switching = True
         if at_once or progress.get("phase") not in ("training", "saving"):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
@@ -147,10 +143,10 @@ class RuleActions:
         if at_step is not None:  # export the weights of that epoch end, where the target held
             request["at_step"] = at_step
         doc = json.dumps(request).encode()
-        if not self.guard.call(lambda: self._write("control/stop", doc), fallback=False, writes=True):
+        if not self.guard.call(lambda: self.files.write("control/stop", doc), fallback=False, writes=True):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
             return
-        self._stop_sent[number] = time.time()
+        self.watches[number].stop_sent = time.time()
 
     # -- a full store: a bounded wait, then a pause ---------------------------------------------
 
@@ -158,9 +154,9 @@ class RuleActions:
         """A small write, every `STORE_PROBE_S`: the runtime's writes fail unseen when the disk is full."""
         if time.monotonic() >= self._next_probe:
             self._next_probe = time.monotonic() + (STORE_PROBE_S if self.guard.healthy else STORE_PROBE_PROBLEM_S)
-            self.guard.call(lambda: self._write(PROBE_KEY, b"{}"), fallback=False, writes=True)
+            self.guard.call(lambda: self.files.write(PROBE_KEY, b"{}"), fallback=False, writes=True)
 
-    def _pause_on_full_store(self, attempt: dict | None) -> bool:
+    def pause_on_full_store(self, attempt: dict | None) -> bool:
         """Once the store has been full for `checkpoint.full_wait_s`: the job pauses (store full).
 
         A live attempt is asked to stop (it is not a failure: nothing counts toward
@@ -170,7 +166,7 @@ class RuleActions:
         self._probe_store()
         full_s = self.guard.full_for_s()
         wait_s = self.spec.checkpoint.full_wait_s
-        if full_s is None or full_s < wait_s or self._halt is not None:
+        if full_s is None or full_s < wait_s or self.halt is not None:
             return False
         last = self.db.last_event(self.job_id, ("checkpoint",))
         good = f"step {last['data'].get('step')}" if last else "none (the job starts from step 0)"
@@ -182,26 +178,26 @@ class RuleActions:
             return True
         number = attempt["number"]
         self.db.add_event(self.job_id, "store_paused", message, attempt=number)
-        self._halt = (JobState.PAUSED, message)
-        self._switching.add(number)
+        self.halt = (JobState.PAUSED, message)
+        self.watches[number].switching = True
         self.backend.preempt(self._handle(attempt), self.plan.notice_s())
         return False
 
-    def _store_failure(self, number: int, result: str) -> str | None:
+    def store_failure(self, number: int, result: str) -> str | None:
         """`store` when attempt `number` failed unasked on a full store: the store's fault, not the script's."""
-        if result != AttemptState.FAILED or number in self._switching:
+        if result != AttemptState.FAILED or self.watches[number].switching:
             return None
         self._next_probe = 0.0
         self._probe_store()
         return "store" if self.guard.full_for_s() is not None else None
 
-    def _resume_below_cap(self) -> None:
+    def resume_below_cap(self) -> None:
         """A price-cap pause ends by itself when the spot price falls back under the cap."""
         cap = self.watchdog.engine.price_cap()
         prices = [p for p in (self.plan.spot_price(z) for z in self.plan.zones()) if p is not None]
         price = min(prices, default=None)
         if cap is None or (price is not None and price <= cap):
-            self._price_paused = False
+            self.price_paused = False
             self.plan.resume_now()
             self.watchdog.engine.rearm("price_cap")
             self.db.update_job(self.job_id, state=JobState.WAITING, message="price back under the cap")

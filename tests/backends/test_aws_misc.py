@@ -110,5 +110,5 @@ def test_a_zone_without_capacity_is_down_for_the_policy_until_the_next_tick(tmp_
     assert first == ("spot", "us-west-2a")
     plan.mark_no_capacity("us-west-2a")
     assert plan.decide(None, {}) != first  # greedy holds one zone: it now waits or goes on-demand
-    plan._no_capacity["us-west-2a"] -= 3 * plan.replay.gap_s  # the mark was made ticks ago
+    plan._no_capacity["us-west-2a"] -= 3 * plan.market.replay.gap_s  # the mark was made ticks ago
     assert plan.decide(None, {}) == first

@@ -46,7 +46,7 @@ def test_an_ended_attempt_is_billed_for_exactly_the_span_it_records(tmp_path):
     db = sdk.db()
     db.create_job("bill-1", "bill", spec.model_dump_json(), f"file://{tmp_path}/store")
     controller = Controller(db, "bill-1")
-    start_s = controller.plan.replay.origin_s
+    start_s = controller.plan.market.replay.origin_s
     readings = itertools.count(start_s + 1000.0, 300.0)
     controller.plan.now_s = lambda: next(readings)
     number = db.add_attempt("bill-1", backend="local", zone="us-east-2b", market="spot", state="running",

@@ -18,7 +18,7 @@ def controller(tmp_path) -> Controller:
 
 @pytest.mark.parametrize("phase", ["training", "saving"])
 def test_an_attempt_in_training_or_saving_gets_a_stop_request_it_honours_after_the_step(controller, phase):
-    controller._request_stop({"number": 1, "handle": "h1"}, {"phase": phase, "step": 240}, "target", export=True)
+    controller.rules.request_stop({"number": 1, "handle": "h1"}, {"phase": phase, "step": 240}, "target", export=True)
     assert controller.backend.preempted == []
     assert json.loads(controller.store.read_bytes("control/stop")) == {"attempt": 1, "reason": "target",
                                                                      "export": True}
@@ -26,7 +26,7 @@ def test_an_attempt_in_training_or_saving_gets_a_stop_request_it_honours_after_t
 
 @pytest.mark.parametrize("phase", ["starting", "syncing data", "running script"])
 def test_an_attempt_before_training_is_stopped_by_sigterm(controller, phase):
-    controller._request_stop({"number": 1, "handle": "h1"}, {"phase": phase}, "target", export=True)
+    controller.rules.request_stop({"number": 1, "handle": "h1"}, {"phase": phase}, "target", export=True)
     assert [h for h, _ in controller.backend.preempted] == ["h1"]
     with pytest.raises(NotFoundError):
         controller.store.read_bytes("control/stop")

@@ -47,7 +47,7 @@ def _planner(tmp_path) -> tuple[AttemptPlanner, _Script]:
 def _launch(plan: AttemptPlanner, market: str, zone: str | None) -> dict:
     db = sdk.db()
     number = db.add_attempt("clock-1", backend="local", zone=zone, market=market, state="running",
-                            trace_start_s=plan.now_s(), start_step=plan._step)
+                            trace_start_s=plan.now_s(), start_step=plan.meter.step)
     return db.attempts("clock-1")[number - 1]
 
 
@@ -55,13 +55,13 @@ def _end(plan: AttemptPlanner, attempt: dict, state: str, market_stop: bool) -> 
     end_s = plan.now_s()
     billed_s, cost = plan.bill(attempt, end_s)
     sdk.db().update_attempt("clock-1", attempt["number"], state=state, trace_end_s=end_s, billed_s=billed_s,
-                            cost_usd=cost, end_step=plan._step)
+                            cost_usd=cost, end_step=plan.meter.step)
     plan.attempt_ended(market_stop)
 
 
 def test_the_clock_holds_through_start_up_and_ends_attempts_at_tick_starts(tmp_path):
     plan, policy = _planner(tmp_path)
-    origin = plan.replay.origin_s
+    origin = plan.market.replay.origin_s
     assert plan.decide_idle() == ("spot", ZONE) and plan.now_s() == origin
     first = _launch(plan, "spot", ZONE)
 

@@ -1,0 +1,58 @@
+"""What the runtime reported, copied into the state DB: its events, and the live attempt's progress.
+
+`Controller` (loop.py) holds one `Ingest` and calls it on every pass (and when an attempt
+ends): each new `events/` object becomes an event row once, and the live attempt's
+`progress.json` moves the job's step and the planner's clock.
+"""
+
+from __future__ import annotations
+
+from spotfit.controller.attempts import AttemptPlanner
+from spotfit.controller.job_files import JobFiles
+from spotfit.state import StateDB
+from spotfit.states import AttemptState
+
+# Runtime events that say where an attempt's training begins: a restored checkpoint, an earlier
+# fit call's end record (the checkpoint's call ended before it), or no checkpoint at all.
+START_EVENTS = ("fit_skipped", "restored", "started")  # a stop request not honoured by then becomes a SIGTERM
+
+
+def live_attempt(db: StateDB, job_id: str) -> dict | None:
+    """The job's live attempt (launching or running), if any."""
+    running = [a for a in db.attempts(job_id) if AttemptState(a["state"]).is_live()]
+    return running[-1] if running else None
+
+
+class Ingest:
+    """Copies one job's new runtime events and progress into the state DB."""
+
+    def __init__(self, db: StateDB, job_id: str, files: JobFiles, plan: AttemptPlanner):
+        self.db = db
+        self.job_id = job_id
+        self.files = files
+        self.plan = plan
+        self._seen_events: set[str] = {
+            e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
+        }
+
+    def __call__(self) -> None:
+        """Copy new runtime events into the DB and the latest progress into the job row."""
+        keys: list[str] = self.files.guard.call(lambda: self.files.store.list("events"), fallback=[])
+        for key in keys:
+            if key in self._seen_events:
+                continue
+            doc = self.files.read_json(key)
+            if doc is None:
+                continue
+            self._seen_events.add(key)
+            self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc.get("attempt"),
+                              key=key, **doc.get("data", {}))
+            if doc["kind"] in START_EVENTS and "step" in doc.get("data", {}):  # the step it really resumed at
+                self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])
+        current = live_attempt(self.db, self.job_id)
+        if current is not None:
+            progress = self.files.progress(current["number"])
+            if progress:
+                self.plan.observe(progress, current)
+                self.db.update_job(self.job_id, step=progress.get("step") or 0,
+                                   total_steps=progress.get("total_steps"), loss=progress.get("loss"))
