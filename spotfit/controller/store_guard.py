@@ -5,8 +5,9 @@ the controller must too: it keeps watching the attempt through the backend, whic
 the store. `StoreGuard.call` runs one store call (itself retried with backoff by the store's
 `RetryPolicy`); when that still fails it returns the caller's fallback, records one
 `store_unreachable` or `store_full` event for the whole outage, and waits a little longer
-before each next try (1 s doubling to `MAX_BACKOFF_S`). The first call that succeeds again
-records `store_back`. `spotfit status` shows the open problem (`problem`) until then.
+before each next try (1 s doubling to `MAX_BACKOFF_S`, both under `SPOTFIT_WAIT_SCALE`, see
+`waits`). The first call that succeeds again records `store_back`. `spotfit status` shows the
+open problem (`problem`) until then.
 
 A missing object (`NotFoundError`) is an answer, not an outage: it passes through.
 
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import urlparse
 
+from spotfit.controller import waits
 from spotfit.errors import StoreError
 
 T = TypeVar("T")
@@ -81,9 +83,10 @@ class StoreGuard:
     def __init__(self, store_url: str, record: Callable[[str, str], None], backoff_s: float = FIRST_BACKOFF_S):
         self.store_url = store_url
         self.record = record  # (event kind, message) -> None
-        self.first_backoff_s = backoff_s
+        self.first_backoff_s = waits.scaled(backoff_s)
+        self.max_backoff_s = waits.scaled(MAX_BACKOFF_S)
         self.problem: str | None = None  # the open outage's kind, while there is one
-        self._backoff_s = backoff_s
+        self._backoff_s = self.first_backoff_s
         self._next_try = 0.0
         self._full_since: float | None = None  # monotonic time of the first write that found the disk full
 
@@ -130,6 +133,6 @@ class StoreGuard:
                 message = f"the store {self.store_url} does not answer ({exc}); the training goes on, retrying"
             self.record(kind, message)
         else:
-            self._backoff_s = min(self._backoff_s * 2, MAX_BACKOFF_S)
+            self._backoff_s = min(self._backoff_s * 2, self.max_backoff_s)
         self.problem = kind
         self._next_try = time.monotonic() + self._backoff_s

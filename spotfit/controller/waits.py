@@ -4,9 +4,10 @@ The failure back-offs (`failure_backoff_s`, doubled per failure in a row, capped
 are real waits of the controller. A test that drives a job through several failures, or a demo
 of a crash-looping job, sets `SPOTFIT_WAIT_SCALE=0.001` and sees the same doubling in
 milliseconds: 30/60/120 s become 0.03/0.06/0.12 s, and each `backoff` event records the wait
-that was actually kept. Unset (the default) it is 1. Timeouts that a spec sets
-(`aws.boot_timeout_s`, `kubernetes.pending_timeout_s`) and the lease's length
-(`SPOTFIT_LEASE_TTL_S`) are set directly and are not scaled.
+that was actually kept. The back-offs between the controller's tries of a store that does not
+answer (`store_guard`, 1 s doubling to 8 s) are scaled alike. Unset (the default) it is 1.
+Timeouts that a spec sets (`aws.boot_timeout_s`, `kubernetes.pending_timeout_s`) and the
+lease's length (`SPOTFIT_LEASE_TTL_S`) are set directly and are not scaled.
 
 Example:
 

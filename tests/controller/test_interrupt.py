@@ -8,7 +8,8 @@
   JOB`; `spotfit resume` adopts the running attempt and finishes it, with the same weights.
 
 The script holds at step 30 until the test has done its part (marker files), so where the
-signal lands in the training is fixed whatever the machine's speed.
+signal lands in the training is fixed whatever the machine's speed. The uninterrupted run that
+both tests compare with trains once, beside the first test's job (`uninterrupted`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 
 from spotfit import sdk
 from tests.support.jobs import spotfit_cmd
-from tests.support.store_faults import digits_script, write_job
+from tests.support.store_faults import Reference, digits_script, write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -63,10 +64,12 @@ def _start(job_spec, tmp_path, name: str, marks=None) -> subprocess.Popen:
                             text=True, stdin=subprocess.DEVNULL, env=os.environ.copy(), start_new_session=True)
 
 
-def _uninterrupted(job_spec, tmp_path) -> dict:
-    out, err = _start(job_spec, tmp_path, "reference").communicate(timeout=600)
-    assert out, err[-3000:]
-    return json.loads(out)
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The reference run of SCRIPT without its hold, started once for both tests."""
+    reference = Reference(tmp_path_factory.mktemp("reference"), SCRIPT)
+    yield reference
+    reference.close()
 
 
 def _resume(job_id: str) -> subprocess.Popen:
@@ -80,7 +83,7 @@ def _at_step_30(job: subprocess.Popen, marks) -> dict:
     return sdk.status("held")
 
 
-def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(job_spec, tmp_path):
+def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(job_spec, tmp_path, uninterrupted):
     marks = tmp_path / "marks"
     marks.mkdir()
     job = _start(job_spec, tmp_path, "held", marks)
@@ -108,15 +111,15 @@ def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(job_s
     out, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err[-3000:]
     done = json.loads(out)
-    uninterrupted = _uninterrupted(job_spec, tmp_path)
+    reference = uninterrupted.result()
     assert done["state"] == "completed"
     assert [a["state"] for a in done["attempts"]] == ["stopped", "completed"]
     assert done["attempts"][1]["start_step"] == attempt["end_step"]
-    assert done["step"] == uninterrupted["step"] == 188
-    assert done["weights_sha256"] == uninterrupted["weights_sha256"] is not None
+    assert done["step"] == reference["step"] == 188
+    assert done["weights_sha256"] == reference["weights_sha256"] is not None
 
 
-def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(job_spec, tmp_path):
+def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(job_spec, tmp_path, uninterrupted):
     marks = tmp_path / "marks"
     marks.mkdir()
     job = _start(job_spec, tmp_path, "held", marks)
@@ -144,9 +147,9 @@ def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(job_
                 proc.wait()
     assert resumed.returncode == 0, err[-3000:]
     done = json.loads(out)
-    uninterrupted = _uninterrupted(job_spec, tmp_path)
+    reference = uninterrupted.result()
     assert done["state"] == "completed"
     assert [a["state"] for a in done["attempts"]] == ["completed"]  # adopted, not relaunched
     assert not psutil.pid_exists(runtime) or psutil.Process(runtime).status() == psutil.STATUS_ZOMBIE
-    assert done["step"] == uninterrupted["step"] == 188
-    assert done["weights_sha256"] == uninterrupted["weights_sha256"] is not None
+    assert done["step"] == reference["step"] == 188
+    assert done["weights_sha256"] == reference["weights_sha256"] is not None

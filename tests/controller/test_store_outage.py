@@ -7,6 +7,13 @@ and waits until the server is stopped (by PID); it trains on with the server awa
 it asks for the server back and waits until the test has started it again, 60 s after it
 stopped. The job must then finish with the weights of an uninterrupted run, with the outage
 recorded as events and shown by `status` while it lasted, and never `controller: gone`.
+
+The 60 s pass at a third of their length (`SCALE`): the outage lasts 20 s, and the controller
+runs with its waits scaled alike (`SPOTFIT_WAIT_SCALE`: its store back-offs, 1 s doubling to
+8 s, become 0.33 s doubling to 2.7 s) and a lease of 5 s instead of 15 s (`SPOTFIT_LEASE_TTL_S`).
+The outage still lasts four times the lease, which the controller must renew throughout, and
+several back-offs at their cap; the store client's own retries (a 10 s "down" window) are not
+scaled and run their course more than once.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from tests.support.store_faults import digits_script, status_or_empty, write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
-OUTAGE_S = 60.0  # the outage the issue asks the controller to survive
+SCALE = 1 / 3  # the controller's waits, its lease and the outage, as a share of their real length
+OUTAGE_S = 60.0 * SCALE  # the 60 s outage the issue asks the controller to survive, scaled
+CONTROLLER_ENV = {"SPOTFIT_WAIT_SCALE": f"{SCALE:.6f}", "SPOTFIT_LEASE_TTL_S": f"{15.0 * SCALE:g}"}
 
 SCRIPT = digits_script('''
 import os, time
@@ -52,10 +61,11 @@ class Outage(keras.callbacks.Callback):
 ''', "Outage")
 
 
-def _start(job_spec, tmp_path, name: str, store: str = "", env: dict | None = None) -> subprocess.Popen:
+def _start(job_spec, tmp_path, name: str, store: str = "", env: dict | None = None,
+           controller_env: dict | None = None) -> subprocess.Popen:
     spec = write_job(job_spec, tmp_path, SCRIPT, name, store, env)
     return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
+                            text=True, stdin=subprocess.DEVNULL, env={**os.environ, **(controller_env or {})})
 
 
 def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spec, tmp_path, own_seaweed):
@@ -63,7 +73,7 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
     marks = tmp_path / "marks"
     marks.mkdir()
     store = f", store: 's3://{BUCKET}/outage-{uuid.uuid4().hex[:6]}'"
-    job = _start(job_spec, tmp_path, "outage", store, {"OUTAGE_MARKS": str(marks)})
+    job = _start(job_spec, tmp_path, "outage", store, {"OUTAGE_MARKS": str(marks)}, CONTROLLER_ENV)
     output: dict[str, str] = {}
     reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
                               daemon=True)
@@ -84,15 +94,15 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
         assert "does not answer" in status_or_empty("outage")["store_problem"]
         wait_for(lambda: (marks / "start-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 41, where it asks for the server back")
-        ref_out, ref_err = reference.communicate(timeout=300)
-        assert reference.returncode == 0, ref_err[-3000:]
-        during = status_or_empty("outage")
+        time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - stopped_at)))  # the outage lasts 60 s, scaled
+        during = status_or_empty("outage")  # at its end: four leases long, the controller renewed throughout
         assert during["controller"] == "alive" and during["state"] == "running", during
-        time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - stopped_at)))  # the outage lasts 60 s
         server.start()
         (marks / "started").touch()
         wait_for(lambda: job.poll() is not None, 300, "the job to finish after the store came back")
         reader.join(timeout=60)
+        ref_out, ref_err = reference.communicate(timeout=300)
+        assert reference.returncode == 0, ref_err[-3000:]
     finally:
         for proc in (job, reference):
             if proc is not None and proc.poll() is None:

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from spotfit import sdk
 from spotfit.cli.app import app
-from spotfit.controller import waits
+from spotfit.controller import store_guard, waits
 from spotfit.controller.failures import MAX_BACKOFF_S, FailureTracker
 from spotfit.spec import JobSpec
 
@@ -28,6 +28,15 @@ def test_the_scale_multiplies_the_back_off_and_its_cap(monkeypatch):
     monkeypatch.setenv(waits.WAIT_SCALE_ENV, "0.01")
     tracker = _tracker()
     assert (tracker.base_s, tracker.max_s) == pytest.approx((0.3, MAX_BACKOFF_S / 100))
+
+
+def test_the_store_guards_back_offs_are_scaled_alike(monkeypatch):
+    monkeypatch.setenv(waits.WAIT_SCALE_ENV, "0.5")
+    guard = store_guard.StoreGuard("memory://w", lambda kind, message: None)
+    assert (guard.first_backoff_s, guard.max_backoff_s) == (0.5, 4.0)
+    monkeypatch.delenv(waits.WAIT_SCALE_ENV)
+    guard = store_guard.StoreGuard("memory://w", lambda kind, message: None)
+    assert (guard.first_backoff_s, guard.max_backoff_s) == (store_guard.FIRST_BACKOFF_S, store_guard.MAX_BACKOFF_S)
 
 
 @pytest.mark.parametrize("text", ["-1", "fast", "nan", "inf"])

@@ -3,16 +3,21 @@
 The script trains a small, seeded model on the digits; a callback the test passes in makes the
 fault happen at a fixed step, handing the turn back and forth through marker files. Without
 its marker variable the callback does nothing: that run gives the uninterrupted reference.
+`Reference` runs it once for a whole test module, in its own SPOTFIT_HOME, while the tests'
+own jobs train.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from spotfit import sdk
 from spotfit.errors import NotFoundError
+from tests.support.jobs import spotfit_cmd, write_spec
 
 _FIT = '''
 digits = load_digits()
@@ -53,3 +58,35 @@ def status_or_empty(name: str) -> dict:
         return sdk.status(name)
     except NotFoundError:
         return {}
+
+
+class Reference:
+    """The uninterrupted run of `script` (`spotfit run --json`, no marker variable), started at once
+    in `folder` with a SPOTFIT_HOME of its own; `result()` waits for its status document, once.
+
+    A test module's tests compare their weights with the same reference: started by a module
+    fixture, it trains while the first test's job does, and is not trained again for the next.
+    """
+
+    def __init__(self, folder: Path, script: str):
+        (folder / "src").mkdir(parents=True)
+        (folder / "src" / "train.py").write_text(script)
+        spec = write_spec(folder / "reference", SPEC.format(name="reference", store="", env="{}"),
+                          script=folder / "src" / "train.py")
+        self.proc = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                     env={**os.environ, "SPOTFIT_HOME": str(folder / "spotfit-home")})
+        self._doc: dict | None = None
+
+    def result(self, timeout_s: float = 600) -> dict:
+        """The reference job's status document (it completed: asserted)."""
+        if self._doc is None:
+            out, err = self.proc.communicate(timeout=timeout_s)
+            assert self.proc.returncode == 0 and out, err[-3000:]
+            self._doc = json.loads(out)
+        return self._doc
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

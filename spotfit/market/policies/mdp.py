@@ -301,12 +301,24 @@ def _interp_rows(v: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Rows of `v` (work index × phases) at fractional work indices `x` (clipped to the grid).
     At or below 0 the job is done and costs nothing more; any work left costs at least a whole
     step (a billed tick is billed in full), so (0, 1) reads row 1."""
-    top = v.shape[0] - 1
-    xc = np.clip(x, 1.0, top)
-    i = np.minimum(np.floor(xc).astype(int), top - 1)
-    f = (xc - i)[:, None]
-    rows = v[i] * (1.0 - f) + v[i + 1] * f
-    return np.where((x <= 1e-9)[:, None], 0.0, rows)
+    return _Interp(x, v.shape[0]).rows(v)
+
+
+class _Interp:
+    """`_interp_rows` at fixed `x` over `rows`-row tables: the indices and weights found once
+    (`_solve` reads the same points of a new table at every step)."""
+
+    def __init__(self, x: np.ndarray, rows: int):
+        top = rows - 1
+        xc = np.clip(x, 1.0, top)
+        self.lo = np.minimum(np.floor(xc).astype(int), top - 1)
+        self.hi = self.lo + 1
+        f = (xc - self.lo)[:, None]
+        self.f, self.g = f, 1.0 - f
+        self.done = (x <= 1e-9)[:, None]
+
+    def rows(self, v: np.ndarray) -> np.ndarray:
+        return np.where(self.done, 0.0, v[self.lo] * self.g + v[self.hi] * self.f)
 
 
 def _solve(steps: int, work: int, overhead: float, trans: np.ndarray, spot_usd: float,
@@ -320,6 +332,8 @@ def _solve(steps: int, work: int, overhead: float, trans: np.ndarray, spot_usd: 
     value[0] = (miss * (w + overhead))[None, :, None]
     value[0, :, 0] = 0.0
     run_x, launch_x = w - 1.0, w + overhead - 1.0
+    run, launch = _Interp(run_x, work), _Interp(launch_x, work)
+    run_hop, launch_hop = _Interp(run_x + overhead, work), _Interp(launch_x + overhead, work)
     tt = trans.T
     inf = np.inf
     for t in range(1, steps + 1):
@@ -327,12 +341,13 @@ def _solve(steps: int, work: int, overhead: float, trans: np.ndarray, spot_usd: 
         e_idle = nxt[_IDLE] @ tt
         e_od = nxt[_OD] @ tt
         e_spot = np.where(up[None, :], nxt[_SPOT], nxt[_IDLE]) @ tt
-        od_run = od_usd + _interp_rows(e_od, run_x)
-        od_launch = od_usd + _interp_rows(e_od, launch_x)
-        sp_run = np.where(up[None, :], spot_usd + (1 - hop) * _interp_rows(e_spot, run_x)
-                          + hop * _interp_rows(e_spot, run_x + overhead), inf)
-        sp_launch = np.where(up[None, :], spot_usd + (1 - hop) * _interp_rows(e_spot, launch_x)
-                             + hop * _interp_rows(e_spot, launch_x + overhead), inf)
+        od_run = od_usd + run.rows(e_od)
+        od_launch = od_usd + launch.rows(e_od)
+        sp_run, sp_launch = spot_usd + (1 - hop) * run.rows(e_spot), spot_usd + (1 - hop) * launch.rows(e_spot)
+        if hop:  # without hops the terms add 0 (every value is finite): skipped, the sums unchanged
+            sp_run, sp_launch = sp_run + hop * run_hop.rows(e_spot), sp_launch + hop * launch_hop.rows(e_spot)
+        sp_run = np.where(up[None, :], sp_run, inf)
+        sp_launch = np.where(up[None, :], sp_launch, inf)
         # While spot is up the job runs (spot or on-demand): waiting then only buys the hope of a
         # steadier run later, at the price of the job's time.
         wait = np.where(up[None, :], inf, e_idle)
