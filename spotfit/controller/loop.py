@@ -181,7 +181,8 @@ class Controller:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
-            result = self.market_watch.ended(attempt, result, self.files.progress(number))
+            trained_last = (self.files.read_json("result.json") or {}).get("attempt") == number
+            result = self.market_watch.ended(attempt, result, self.files.progress(number), trained_last)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code, signal=status.signal, failure=self.rules.store_failure(number, result))
             return
@@ -237,6 +238,8 @@ class Controller:
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
+        if "step" in progress:  # the next attempt starts from here, though the last look was earlier
+            self.db.update_job(self.job_id, step=end_step)
         self.plan.attempt_ended(market_stop=watch.notified or watch.market_stop,
                                 preempted_in=attempt["zone"] if result == outcome.PREEMPTED else None)
         self.ingest()

@@ -46,11 +46,13 @@ class MarketWatch:
         self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
                           attempt=attempt["number"], trace_s=event[1])
 
-    def ended(self, attempt: dict, result: AttemptState, progress: dict) -> AttemptState:
+    def ended(self, attempt: dict, result: AttemptState, progress: dict, trained_last: bool = False) -> AttemptState:
         """An attempt that ended by itself past a tick where the market or the policy ended it.
 
         The local process may run ahead of the modeled instance (`work_h` counts trace time by steps):
         it ends at that tick instead, and the next one goes on from its checkpoint (or completes).
+        Conversely an attempt that wrote the job's result (`trained_last`) and whose notice found
+        the modeled work done (on the wall clock: it came while the process wound down) completed.
         """
         watch = self.watches[attempt["number"]]
         self.plan.observe_end(attempt, progress)
@@ -62,7 +64,11 @@ class MarketWatch:
         # Ended by the market (now or at an earlier notice) before the modeled work was done:
         # the process finished (it ran ahead, or found the result already written) after the
         # modeled instance stopped; the modeled rest is the next attempt's.
-        if result != outcome.COMPLETED or self.plan.work_left_s(attempt) <= 1e-6:
+        done = self.plan.work_left_s(attempt) <= 1e-6
+        if result != outcome.COMPLETED:
+            ended_by_market = watch.notified or watch.market_stop
+            return outcome.COMPLETED if trained_last and ended_by_market and done else result
+        if done:
             return result
         if watch.notified:
             return outcome.PREEMPTED

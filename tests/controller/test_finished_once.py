@@ -12,8 +12,11 @@ clock runs on the steps (`work_h`), so every figure below is the same on any mac
   the modeled rest is launched and billed as before, but those attempts train nothing and the
   result stays the first attempt's (the local process ran ahead of the modeled instance);
 - with every notice reaching its attempt only after the process ended (it trained on to the
-  end, or found the result written and exited at once), the model's ends stand: the attempts
-  and the bill are those of the undisturbed job;
+  end, or found the result written and exited at once), with the later attempts first seen
+  after their end, or with the controller's look at the first attempt's end coming long after
+  its last read of the progress (the next attempt then starts from the step the first ended
+  at, not from the stale one), the model's ends stand: the attempts and the bill are those of
+  the undisturbed job;
 - with its controller killed (SIGKILL) while the first attempt trains to the end, `spotfit
   resume` adopts that attempt as finished: no controller was there to switch, as on a cloud
   the on-demand instance just ran on; one attempt, billed once.
@@ -170,18 +173,48 @@ class _LateNotice(LocalBackend):
         super().preempt(handle, notice_s)
 
 
+class _LateLook(_LateNotice):
+    """Also first seen by the controller once its process has ended (all but the first attempt)."""
+
+    def launch(self, request):
+        handle = super().launch(request)
+        if request.attempt > 1:
+            wait_for(lambda: not self.status(handle).running, 300, "the attempt to end before the first look")
+        return handle
+
+
+class _StaleProgress(_LateNotice):
+    """The controller's first look at the first attempt's process comes after that process ended,
+    while the progress it last read is from its start (a controller descheduled between the two)."""
+
+    first = None
+
+    def launch(self, request):
+        handle = super().launch(request)
+        self.first = self.first or handle
+        return handle
+
+    def status(self, handle):
+        if handle == self.first:
+            self.first = None
+            wait_for(lambda: not super(_StaleProgress, self).status(handle).running, 300, "the first attempt to end")
+        return super().status(handle)
+
+
+@pytest.mark.parametrize("backend", [_LateNotice, _LateLook, _StaleProgress])
 def test_notices_that_arrive_after_the_process_ended_leave_the_models_ends_and_the_bill(
-        job_spec, tmp_path, undisturbed):
+        job_spec, tmp_path, undisturbed, backend):
     base, base_rows = undisturbed
     spec, _ = _spec(job_spec, tmp_path, "late")
     job_id = sdk.submit(str(spec))
-    Controller(db(), job_id, backend=_LateNotice()).run()
+    Controller(db(), job_id, backend=backend()).run()
     final = _json("status", job_id)
     assert final["state"] == "completed" and final["step"] == TOTAL, final
     assert final["weights_sha256"] == base["weights_sha256"], final
     assert [(a["market"], a["state"]) for a in final["attempts"]] == [
         (a["market"], a["state"]) for a in base["attempts"]]
     assert _rows(job_id) == base_rows
+    assert [(a["start_step"], a["end_step"]) for a in final["attempts"]] == [(0, TOTAL), (TOTAL, TOTAL), (TOTAL, TOTAL)]
     events = _json("logs", job_id)["events"]
     assert {e["attempt"] for e in events if e["kind"] == "already_done"} == {2, 3}
 
