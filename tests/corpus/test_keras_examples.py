@@ -66,7 +66,9 @@ def _plain_run(tmp_path: Path, script: Path) -> tuple[str, str]:
     out = subprocess.run([sys.executable, "-m", "tests.support.plain_run", "train.py", str(SEED), "result.json"],
                          cwd=work, capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr[-3000:]
-    return _final_line(out.stdout), json.loads((work / "result.json").read_text())["weights_sha256"]
+    weights = json.loads((work / "result.json").read_text())["weights_sha256"]
+    assert weights is not None, "the script called no `fit`"
+    return _final_line(out.stdout), weights
 
 
 @pytest.mark.parametrize(("name", "notice_step", "kill_step"), CASES, ids=[c[0] for c in CASES])
