@@ -447,6 +447,13 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
     return history
 
 
+def _validation_x(validation_data):
+    """The `x` that `fit` builds its validation epoch iterator over (Keras's `unpack_x_y_sample_weight`)."""
+    if isinstance(validation_data, (tuple, list)):
+        return validation_data[0] if validation_data else None
+    return validation_data
+
+
 def install(session: Session) -> None:
     """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
     resume.install()
@@ -476,7 +483,10 @@ def install(session: Session) -> None:
         if meta is not None:
             session.resume_checkpoint = None
             # The pipeline produced `epoch - initial_epoch` epochs in this call before the checkpoint.
-            resume.arm(resume.Position(epoch=meta["epoch"] - initial_epoch, batch=meta["batch"]))
+            done = meta["epoch"] - initial_epoch
+            validation_x = _validation_x(call.get("validation_data"))
+            resume.arm(resume.Position(epoch=done, batch=meta["batch"]), validation_x,
+                       resume.validations_done(done, initial_epoch, call.get("validation_freq") or 1))
         session.model = self
         _prepare(session, self, call)
         callback_logs.prepare(watched, start.checkpoint, session.reporter.event)

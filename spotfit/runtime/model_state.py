@@ -2,6 +2,13 @@
 
 Model variables (Dropout seed state included), optimizer variables, the metrics' running sums,
 and NumPy/Python RNG state; `weights_sha256` is the digest a run's result carries.
+
+A model that trains with optimizers of its own (a GAN's `d_optimizer` and `g_optimizer`, set in
+its `compile` override and applied in its `train_step`) keeps them as attributes: their variables
+are saved too, with the positions in `model.variables` of the variables each was built for, so
+that a restore before the first step (they build lazily, at their first `apply`) builds them over
+the same variables. `model.optimizer` is then often never used and never built: a restore builds
+it only when it was built at the save.
 """
 
 from __future__ import annotations
@@ -46,9 +53,54 @@ def _state_variables(model: keras.Model) -> list:
     return variables
 
 
+def _own_optimizers(model: keras.Model) -> list:
+    """Optimizers the model holds as attributes besides `model.optimizer`, in attribute order."""
+    seen, found = {id(model.optimizer)}, []
+    for value in vars(model).values():
+        if isinstance(value, keras.optimizers.Optimizer) and id(value) not in seen:
+            seen.add(id(value))
+            found.append(value)
+    return found
+
+
+def _capture_own_optimizers(model: keras.Model, arrays: dict[str, np.ndarray]) -> None:
+    """`oKK_for`: positions in `model.variables` of what optimizer KK updates; `oKK_NNNNN`: its variables."""
+    position = {id(v): i for i, v in enumerate(model.variables)}
+    for k, optimizer in enumerate(_own_optimizers(model)):
+        # Keras keeps the list `build` got (keras/src/optimizers/base_optimizer.py, 3.x).
+        updated = getattr(optimizer, "_trainable_variables", None)
+        if not optimizer.built or updated is None or any(id(v) not in position for v in updated):
+            continue  # nothing trained yet, or variables outside the model: nothing it could build again
+        arrays[f"o{k:02d}_for"] = np.asarray([position[id(v)] for v in updated], dtype=np.int64)
+        for i, v in enumerate(optimizer.variables):
+            arrays[f"o{k:02d}_{i:05d}"] = _numpy(v)
+
+
+def _restore_own_optimizers(model: keras.Model, arrays: dict[str, np.ndarray]) -> None:
+    variables = model.variables
+    for k, optimizer in enumerate(_own_optimizers(model)):
+        prefix = f"o{k:02d}_"
+        if prefix + "for" not in arrays:
+            continue
+        if not optimizer.built:
+            optimizer.build([variables[int(i)] for i in arrays[prefix + "for"]])
+        saved = sorted(key for key in arrays if key.startswith(prefix) and key != prefix + "for")
+        if len(saved) != len(optimizer.variables):
+            raise RuntimeError(
+                f"checkpoint holds {len(saved)} variables of the model's optimizer attribute number {k + 1} "
+                f"({type(optimizer).__name__}) but it has {len(optimizer.variables)}: the script's model "
+                "changed since the checkpoint was written"
+            )
+        for key, var in zip(saved, optimizer.variables, strict=True):
+            var.assign(arrays[key])
+
+
 def capture(model: keras.Model) -> dict[str, np.ndarray]:
-    """Variables (`v…`), metric accumulators (`m…`, the epoch's running means) and NumPy's RNG."""
+    """Variables (`v…`), metric accumulators (`m…`, the epoch's running means) and NumPy's RNG;
+    the model's own optimizers (`o…`) and whether `model.optimizer` was built."""
     arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
+    arrays["optimizer_built"] = np.asarray([model.optimizer is not None and model.optimizer.built])
+    _capture_own_optimizers(model, arrays)
     for i, v in enumerate(model.metrics_variables):
         arrays[f"m{i:05d}"] = _numpy(v)
         parts = _components(v)
@@ -79,7 +131,8 @@ def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
 
 
 def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> None:
-    if model.optimizer is not None and not model.optimizer.built:
+    built = arrays.get("optimizer_built")  # absent from checkpoints of earlier versions: it was built
+    if model.optimizer is not None and not model.optimizer.built and (built is None or bool(built[0])):
         # Keras builds the optimizer lazily at the first step; its slots must exist to restore.
         model.optimizer.build(model.trainable_variables)
     variables = _state_variables(model)
@@ -91,6 +144,7 @@ def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> No
         )
     for key, var in zip(saved, variables, strict=True):
         var.assign(arrays[key])
+    _restore_own_optimizers(model, arrays)
     np.random.set_state(("MT19937", arrays["numpy_rng_keys"], int(arrays["numpy_rng_pos"][0]), 0, 0.0))
     if meta.get("python_rng") is not None:
         _set_python_rng(meta["python_rng"])

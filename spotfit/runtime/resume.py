@@ -10,6 +10,14 @@ again without training on them. `ResumingEpochIterator` does that once, in `rese
 
 Reading the data again costs input-pipeline time (no model compute); for in-memory arrays it
 is a few milliseconds per epoch (see docs/benchmarks.md).
+
+The validation data is replayed the same way: `fit` builds one epoch iterator for it, at the
+first validation, and each validation iterates it again, so a validation pipeline that
+reshuffles (a `Dataset.shuffle` on the validation set) gives each epoch's validation another
+order, and a resumed call's first validation must see the order of the validations done before
+the checkpoint. Its batches are then summed in the uninterrupted run's order, which is what makes
+`val_loss` equal bit for bit (the mean of the same values added in another order differs in its
+last bits).
 """
 
 from __future__ import annotations
@@ -30,16 +38,35 @@ class Position:
 
 
 _armed: list[Position] = []
+_armed_validation: list[tuple[object, int]] = []  # (the call's validation `x`, validations done)
 
 
-def arm(position: Position) -> None:
-    """The next epoch iterator that `fit` builds for its training data resumes at `position`."""
-    _armed.clear()
+def arm(position: Position, validation_x: object = None, validations: int = 0) -> None:
+    """The next epoch iterator that `fit` builds for its training data resumes at `position`; the
+    one it builds over `validation_x`, after `validations` passes over it."""
+    disarm()
     _armed.append(position)
+    if validation_x is not None and validations > 0:
+        _armed_validation.append((validation_x, validations))
 
 
 def disarm() -> None:
     _armed.clear()
+    _armed_validation.clear()
+
+
+def validations_done(epochs: int, initial_epoch: int, validation_freq) -> int:
+    """How many of a call's first `epochs` epochs validated, as Keras's `_should_eval` decides.
+
+    >>> validations_done(3, 0, 1), validations_done(5, 0, 2), validations_done(3, 1, [2, 4])
+    (3, 2, 2)
+    """
+    def validates(epoch: int) -> bool:
+        if isinstance(validation_freq, int):
+            return (epoch + 1) % validation_freq == 0
+        return epoch + 1 in validation_freq
+
+    return sum(validates(e) for e in range(initial_epoch, initial_epoch + epochs))
 
 
 class ResumingEpochIterator(_KerasTFEpochIterator):  # type: ignore[misc,valid-type]  # resolved at import
@@ -48,6 +75,8 @@ class ResumingEpochIterator(_KerasTFEpochIterator):  # type: ignore[misc,valid-t
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._resume_at = _armed.pop() if _armed else None
+        if self._resume_at is None and _armed_validation and kwargs.get("x") is _armed_validation[0][0]:
+            self._resume_at = Position(epoch=_armed_validation.pop()[1])
         self._skip_batches = 0
         self.replayed_batches = 0
 

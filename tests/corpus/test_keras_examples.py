@@ -1,0 +1,86 @@
+"""A corpus of real Keras scripts (tests/corpus/scripts/, adapted from keras-io; each names its
+source in its header) run under spotfit's default spec with a notice and a SIGKILL in one job.
+
+For each script: a plain `python` run (tests/support/plain_run.py: the seed and op determinism
+that `training: {seed, deterministic: true}` applies, nothing else), then `spotfit run` with a
+spec that sets only the name, the script, `market: {trace: null}` and those two training fields
+(every other setting at its default, `mixed_precision` and `xla` included), preempted with a
+5 s notice at one step and killed without one at a later step. The job must complete after exactly
+those two interruptions, end with the plain run's weights (`weights_sha256`), and the script's own
+`final:` line in the last attempt's log must be the plain run's, character for character.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spotfit import sdk
+from tests.support.jobs import REPO, run_inline_job
+
+pytestmark = pytest.mark.slow
+
+SCRIPTS = Path(__file__).parent / "scripts"
+SEED = 7
+# `trace: null`: no replayed market. The default replays aws-v100 at 600 trace seconds a second,
+# whose own spot losses come on top of the two injected ones (a GAN job saw seven attempts).
+SPEC = f"""name: {{name}}
+script: train.py
+market: {{{{trace: null}}}}
+training: {{{{seed: {SEED}, deterministic: true}}}}
+"""
+
+# (script, the step of the notice, the step of the SIGKILL); the SIGKILL comes after the
+# notice's attempt resumed, both inside the script's training.
+CASES = [
+    ("mnist_convnet", 8, 25),
+    ("gan_train_step", 5, 12),
+    ("mirrored_strategy", 8, 27),
+    ("timeseries_callbacks", 12, 45),
+    ("lstm_text_generation", 4, 14),
+    ("feature_space", 10, 29),
+    ("image_augmentation_xla", 7, 26),
+    ("pydataset_custom_metric", 20, 70),
+    ("transfer_learning", 3, 7),
+]
+
+
+def _final_line(log: str) -> str:
+    lines = [line for line in log.splitlines() if line.startswith("final: ")]
+    assert len(lines) == 1, f"expected one `final:` line, got {lines}"
+    return lines[0]
+
+
+def _plain_run(tmp_path: Path, script: Path) -> tuple[str, str]:
+    """(its `final:` line, weights_sha256) of the script run by plain `python`."""
+    work = tmp_path / "plain"
+    work.mkdir()
+    shutil.copy(script, work / "train.py")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "tests.support.plain_run", "train.py", str(SEED), "result.json"],
+                         cwd=work, capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr[-3000:]
+    weights = json.loads((work / "result.json").read_text())["weights_sha256"]
+    assert weights is not None, "the script called no `fit`"
+    return _final_line(out.stdout), weights
+
+
+@pytest.mark.parametrize(("name", "notice_step", "kill_step"), CASES, ids=[c[0] for c in CASES])
+def test_a_keras_example_ends_as_its_plain_run_after_a_notice_and_a_sigkill(tmp_path, name, notice_step, kill_step):
+    script = SCRIPTS / f"{name}.py"
+    final, weights = _plain_run(tmp_path, script)
+
+    doc = run_inline_job(tmp_path / "spotfit", SPEC.format(name=name.replace("_", "-")), script.read_text(),
+                         "--preempt-at", f"{notice_step}:5,{kill_step}:0")
+    assert doc["state"] == "completed", doc
+    attempts = doc["attempts"]
+    assert [a["state"] for a in attempts] == ["preempted", "killed", "completed"]
+    assert [a["end_step"] for a in attempts[:2]] == [notice_step, kill_step]
+    assert doc["weights_sha256"] == weights
+    assert _final_line(sdk.logs(doc["id"])["log"]) == final
