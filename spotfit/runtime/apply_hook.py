@@ -247,7 +247,7 @@ def _apply(self, grads, trainable_variables=None):
 
 
 def install(session: Session) -> None:
-    """Instrument `apply` for the rest of this process (called by `instrument.install`)."""
+    """Instrument `apply` for the rest of this process (called by `fit_wrapper.install`)."""
     _hook[:] = [ApplyHook(session)]
     _BaseOptimizer.apply = _apply
     _relay_sigterm()

@@ -20,7 +20,7 @@ _session: list[Session] = []
 
 
 def activate(session: Session) -> None:
-    """`spotfit.loop` checkpoints under this session from now on (set by `instrument.install`)."""
+    """`spotfit.loop` checkpoints under this session from now on (set by `fit_wrapper.install`)."""
     _session[:] = [session]
 
 

@@ -1,25 +1,19 @@
-"""Instrumenting `keras.Model.fit` so that unmodified scripts checkpoint and resume exactly.
+"""The main callback that makes unmodified scripts checkpoint and resume exactly.
 
-`install(session)` replaces `keras.Model.fit` with a wrapper that adds spotfit's callbacks and
-arms the resuming epoch iterator (resume.py). The main one, `SpotfitCallback`, restores the
-checkpoint when training begins (model, optimizer and random-layer state, NumPy and Python RNG
-state), writes progress, saves periodically and on a preemption notice, and then raises
-`Preempted` so that the process exits with `EXIT_PREEMPTED`. The speed-ups have callbacks of
-their own, installed before it only where they have work: `PrecisionTuner` (precision.py) and
-`XlaTuner` (xla.py) while they measure,
-`TensorBoardLogger` (tensorboard.py) on the chief when logging is on.
+`SpotfitCallback` is added to every fit call by the fit wrapper (fit_wrapper.py) and driven by
+`spotfit.loop` and the `GradientTape` hook too. It restores the checkpoint when training begins
+(model, optimizer and random-layer state, NumPy and Python RNG state, the script's callbacks'
+state: callback_state.py), writes progress, saves periodically and on a preemption notice, and
+then raises `Preempted` so that the process exits with `EXIT_PREEMPTED`.
 
 A script may call `fit` several times (for example, frozen then fine-tuned): steps are the
-job's global steps, checkpoints record which call they belong to, and on resume the earlier
-calls return at once with their recorded end state (fit_calls.py). The state of the script's
-callbacks is part of every checkpoint (callback_state.py). A save that falls on an epoch's last
-batch waits for the end of that epoch (validation, the callbacks' epoch-end work), so that a
-resumed run never skips an epoch end.
+job's global steps, and checkpoints record which call they belong to (fit_calls.py). A save that
+falls on an epoch's last batch waits for the end of that epoch (validation, the callbacks'
+epoch-end work), so that a resumed run never skips an epoch end.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import random
 import time
@@ -33,14 +27,7 @@ from spotfit.errors import StoreError
 from spotfit.runtime import (
     EXIT_PREEMPTED,
     EXIT_STOPPED,
-    apply_hook,
-    callback_logs,
     callback_state,
-    choices,
-    custom_loop,
-    export,
-    precision,
-    resume,
 )
 from spotfit.runtime.checkpoint import Checkpoint
 from spotfit.runtime.fit_calls import FitCalls
@@ -51,15 +38,12 @@ from spotfit.runtime.model_state import (
     restore_metrics,
 )
 from spotfit.runtime.preemption import Preempted
-from spotfit.runtime.tensorboard import TensorBoardLogger
 
 if TYPE_CHECKING:
     from spotfit.runtime.session import Session
 
-_original_fit = keras.Model.fit
 TARGET_ENDS_KEPT = 8  # epoch ends meeting a stopping target whose weights an export may need
 SAVE_RETRY_S = 10.0  # `interval: auto` before any save succeeded: wait this long after a failure
-_FIT_SIGNATURE = inspect.signature(_original_fit)
 
 
 class SpotfitCallback(keras.callbacks.Callback):
@@ -114,7 +98,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         if self.resume_meta is not None and self._arrays is not None:
             t0 = time.perf_counter()
             restore(self.model, self._arrays, self.resume_meta)
-            _restore_callbacks(s, self.watched, self._arrays)
+            restore_callbacks(s, self.watched, self._arrays)
             if self.resume_meta["batch"]:
                 self._metrics_pending = self._arrays
             self._arrays = None
@@ -378,124 +362,10 @@ def _num(value):
     return value if math.isfinite(value) else None
 
 
-def _prepare(session: Session, model: keras.Model, call: dict) -> None:
-    """Before a fit call: float32 outputs under a policy spotfit set, XLA, offers, the card's data source."""
-    x = call.get("x")
-    if session.choices is not None and session.choices.applied_policy is not None:
-        changed = precision.keep_outputs_float32(model)  # the script's own policy: its model as it built it
-        if changed:
-            session.reporter.event("precision_outputs", f"output layers {changed} run in float32", layers=changed)
-    if session.precision is not None:
-        session.precision.before_fit(model)
-    if session.xla is not None and choices.xla_applies(session, model):
-        session.xla.before_fit(model)
-    if session.offer is not None:
-        session.offer.before_fit(x, call.get("y"), call.get("batch_size"))
-    session.fit_inputs.append(export.describe_inputs(x))
-    if session.sample_x is None and isinstance(x, np.ndarray):
-        session.sample_x = x[: export.SAMPLE_ROWS]
-
-
-def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
-               initial_epoch: int) -> list[keras.callbacks.Callback]:
-    """spotfit's callbacks of one fit call: the speed-ups' where they have work, then the main one.
-
-    The main callback comes last: it may end training at a step, after the others saw it, and
-    it puts the other callbacks' state back after their own `on_train_begin` reset it.
-    """
-    callbacks: list[keras.callbacks.Callback] = []
-    if session.precision is not None and session.precision.measuring:
-        callbacks.append(session.precision)
-    if session.xla is not None and session.xla.measuring:
-        callbacks.append(session.xla)
-    if session.offer is not None and session.offer.pending:
-        callbacks.append(session.offer)
-    after_save: tuple[Callable[[], None], ...] = ()
-    if session.tensorboard is not None:
-        start = session.calls.base_step if start_ckpt is None else start_ckpt.meta["step"]
-        callbacks.append(TensorBoardLogger(session.tensorboard, start))
-        after_save = (session.tensorboard.flush,)
-    callbacks.append(SpotfitCallback(session, start_ckpt, watched, initial_epoch, after_save))
-    return callbacks
-
-
-def _restore_callbacks(session: Session, watched: list, arrays: dict[str, np.ndarray]) -> None:
+def restore_callbacks(session: Session, watched: list, arrays: dict[str, np.ndarray]) -> None:
     if "callbacks" not in arrays:
         return
     mismatched = callback_state.restore(watched, arrays["callbacks"])
     if mismatched:
         session.reporter.event("callback_state_mismatch", f"callbacks {mismatched} differ from the checkpoint's "
                                "(the script's callbacks changed); they start afresh", callbacks=mismatched)
-
-
-def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watched: list):
-    """An earlier fit call returns at once, ending with its recorded state; returns its History."""
-    index = session.calls.index
-    history = watched[0]
-    history.set_model(model)
-    history.epoch = []  # as after an empty fit, unless the record's state fills it
-    if record is None:
-        session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint; its end "
-                               "state was not recorded, the next call restores the checkpoint")
-        return history
-    restore(model, record.arrays, record.meta)
-    _restore_callbacks(session, watched, record.arrays)
-    session.reporter.progress(step=record.meta["step"])
-    model.history = history
-    session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint: restored its end "
-                           f"state at step {record.meta['step']}", fit_index=index, step=record.meta["step"])
-    return history
-
-
-def _validation_x(validation_data):
-    """The `x` that `fit` builds its validation epoch iterator over (Keras's `unpack_x_y_sample_weight`)."""
-    if isinstance(validation_data, (tuple, list)):
-        return validation_data[0] if validation_data else None
-    return validation_data
-
-
-def install(session: Session) -> None:
-    """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
-    resume.install()
-    custom_loop.activate(session)
-    apply_hook.install(session)  # unmodified GradientTape loops
-
-    def fit(self, *args, **kwargs):
-        bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
-        call = dict(bound.arguments)
-        call.pop("self")
-        call.update(call.pop("kwargs", {}))
-        user = list(call.get("callbacks") or [])
-        history = next((cb for cb in user if isinstance(cb, keras.callbacks.History)), None)
-        if history is None:  # ours, so that its state is saved too (Keras uses a History it is given)
-            # Last of the script's callbacks, where Keras puts its own: it then records what
-            # they add to an epoch's logs (ReduceLROnPlateau's `learning_rate`).
-            history = keras.callbacks.History()
-            user.append(history)
-        watched = [history, *(cb for cb in user if cb is not history)]
-        apply_hook.finish()  # a custom loop before this call ends here
-        start = session.calls.begin()
-        if start.role == "skip":
-            session.model = self  # a script whose calls all ended before the checkpoint ends with their state
-            return _skip(session, self, start.checkpoint, watched)
-        meta = None if start.checkpoint is None else start.checkpoint.meta
-        initial_epoch = int(call.get("initial_epoch") or 0)
-        if meta is not None:
-            session.resume_checkpoint = None
-            # The pipeline produced `epoch - initial_epoch` epochs in this call before the checkpoint.
-            done = meta["epoch"] - initial_epoch
-            validation_x = _validation_x(call.get("validation_data"))
-            resume.arm(resume.Position(epoch=done, batch=meta["batch"]), validation_x,
-                       resume.validations_done(done, initial_epoch, call.get("validation_freq") or 1))
-        session.model = self
-        _prepare(session, self, call)
-        callback_logs.prepare(watched, start.checkpoint, session.reporter.event)
-        call["callbacks"] = [*user, *_callbacks(session, start.checkpoint, watched, initial_epoch)]
-        try:
-            return _original_fit(self, **call)
-        finally:
-            resume.disarm()
-            self._initial_epoch = None
-            session.watcher.in_training = False
-
-    keras.Model.fit = fit

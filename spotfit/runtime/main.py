@@ -59,9 +59,9 @@ def run(job_url: str, attempt: int) -> int:
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
         session.load_checkpoint()
-        from spotfit.runtime import apply_hook, instrument, model_state
+        from spotfit.runtime import apply_hook, fit_wrapper, model_state
 
-        instrument.install(session)
+        fit_wrapper.install(session)
         sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
         rep.progress(force=True, phase="running script")
         code = _run_with_fallback(session, strategy)
