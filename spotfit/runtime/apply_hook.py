@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import keras
 import tensorflow as tf
 
+from spotfit.runtime.keras_internals import base_optimizer
 from spotfit.runtime.preemption import Preempted
 
 if TYPE_CHECKING:
@@ -42,11 +43,7 @@ if TYPE_CHECKING:
     from spotfit.runtime.instrument import SpotfitCallback
     from spotfit.runtime.session import Session
 
-_base = getattr(getattr(keras.src, "optimizers", None), "base_optimizer", None)
-if _base is None or not callable(getattr(getattr(_base, "BaseOptimizer", None), "apply", None)):
-    raise ImportError(f"spotfit instruments `keras.src.optimizers.base_optimizer.BaseOptimizer.apply`, which "
-                      f"Keras {keras.__version__} does not have; spotfit is tested with Keras 3.15 (TensorFlow 2.21)")
-_BaseOptimizer = _base.BaseOptimizer
+_BaseOptimizer = base_optimizer.BaseOptimizer
 _original_apply = _BaseOptimizer.apply
 
 

@@ -189,23 +189,21 @@ def _time(model, batch) -> tuple[float, float]:
 def _rng_state():
     """Python's, NumPy's and Keras's global random state (the copy's layers draw their seeds from
     them), and Keras's name counters (a model the script builds later is named as in a plain run)."""
-    from keras.src.backend.common import global_state
-    from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
+    from spotfit.runtime.keras_internals import global_state, seed_generator
 
-    generator = global_state.get_global_attribute(GLOBAL_SEED_GENERATOR)
+    generator = global_state.get_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR)
     value = None if generator is None else keras.ops.convert_to_numpy(generator.state)
     names = copy.deepcopy(global_state.get_global_attribute(_NAME_UIDS))
     return random.getstate(), np.random.get_state(), generator, value, names
 
 
 def _set_rng_state(state) -> None:
-    from keras.src.backend.common import global_state
-    from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
+    from spotfit.runtime.keras_internals import global_state, seed_generator
 
     python, numpy_state, generator, value, names = state
     random.setstate(python)
     np.random.set_state(numpy_state)
-    global_state.set_global_attribute(GLOBAL_SEED_GENERATOR, generator)
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, generator)
     global_state.set_global_attribute(_NAME_UIDS, names)
     if generator is not None:
         generator.state.assign(value)
