@@ -30,12 +30,13 @@ import time
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.errors import SpotfitError
 from spotfit.home import home
 
-_ENDED_OK = (0, 75, 76)  # done, preempted with checkpoint, stopped (spotfit.runtime)
+_ENDED_OK = (EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED)
 GROUP_GRACE_S = 60.0
 
 

@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING
 import keras
 import numpy as np
 
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.errors import StoreError
 from spotfit.runtime import (
-    EXIT_PREEMPTED,
-    EXIT_STOPPED,
     apply_hook,
     callback_logs,
     callback_state,

@@ -2,7 +2,7 @@
 
 Reads `attempts/<n>/runtime.json` from the job's store prefix, imports TensorFlow, restores
 the newest valid checkpoint, runs the user's script with `keras.Model.fit` instrumented,
-writes `result.json` and exits with one of the codes in `spotfit.runtime`.
+writes `result.json` and exits with one of the codes in `spotfit.attempt.exit_codes`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 import time
 import traceback
 
+from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.runtime import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.fit_calls import FitCalls

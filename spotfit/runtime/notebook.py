@@ -31,8 +31,8 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 
+from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.home import home
-from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.folder_sync import FolderSync
 from spotfit.runtime.reporter import Reporter

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.backends.aws import agent
-from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.notebook import SERVER_KEY, TOKEN_ENV
 from spotfit.stores import open_store

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.errors import NotFoundError
-from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store

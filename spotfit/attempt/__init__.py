@@ -1,0 +1,8 @@
+"""What the controller and an attempt's runtime agree on; no TensorFlow here.
+
+The controller (spotfit/controller/, the backends) and the runtime (spotfit/runtime/, the only
+TensorFlow importer) import this package and never each other. They talk through the job's
+store prefix and the runtime's exit code:
+
+- `exit_codes`: what the runtime's exit code means;
+"""
