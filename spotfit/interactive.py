@@ -91,7 +91,7 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
 
 
 def _local_folder(job: dict, number: int) -> str:
-    from spotfit.runtime.config import RuntimeConfig
+    from spotfit.attempt.config import RuntimeConfig
     from spotfit.runtime.notebook import attempt_dir
     from spotfit.stores import open_store
 

@@ -5,4 +5,5 @@ TensorFlow importer) import this package and never each other. They talk through
 store prefix and the runtime's exit code:
 
 - `exit_codes`: what the runtime's exit code means;
+- `config`: `RuntimeConfig`, what the controller tells an attempt (`attempts/<n>/runtime.json`);
 """

@@ -13,9 +13,9 @@ import sys
 import time
 import traceback
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import Preempted

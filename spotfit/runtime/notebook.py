@@ -31,9 +31,9 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.home import home
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.folder_sync import FolderSync
 from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.utilization import start_sampling

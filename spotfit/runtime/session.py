@@ -8,9 +8,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.errors import NotFoundError, StoreError
 from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import NoticeWatcher
 from spotfit.runtime.reporter import Reporter

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.backends.aws import agent
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.notebook import SERVER_KEY, TOKEN_ENV
 from spotfit.stores import open_store
 from tests.backends.test_aws_agent import servers  # noqa: F401 — the IMDS fixture

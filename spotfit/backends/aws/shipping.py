@@ -19,8 +19,8 @@ import json
 import tarfile
 from pathlib import Path
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.errors import UsageError
-from spotfit.runtime.config import RuntimeConfig
 
 MAX_CODE_BYTES = 64 * 2**20
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", "node_modules"}
