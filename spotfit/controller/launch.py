@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from spotfit.attempt import layout
 from spotfit.backends.base import Backend, LaunchRequest, backend_options
 from spotfit.controller import attempt_config, crashpoints
 from spotfit.controller.attempts import AttemptPlanner
@@ -88,8 +89,8 @@ class Launcher:
         return time.time() - attempt["started_at"] > self.spec.kubernetes.pending_timeout_s
 
     def _write_launch_files(self, number: int, config: bytes) -> bool:
-        self.files.store.delete("control/stop")
-        return self.files.write(f"attempts/{number:04d}/runtime.json", config)
+        self.files.store.delete(layout.STOP)
+        return self.files.write(layout.runtime_config(number), config)
 
     def request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
         """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""

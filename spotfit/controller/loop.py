@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from spotfit import job_secrets, lease
+from spotfit.attempt import layout
 from spotfit.backends.base import Backend, Handle, make_backend
 from spotfit.controller import budget, classify, notify, outcome, shipped_code
 from spotfit.controller.attempt_watch import AttemptWatches
@@ -181,7 +182,7 @@ class Controller:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
-            trained_last = (self.files.read_json("result.json") or {}).get("attempt") == number
+            trained_last = (self.files.read_json(layout.RESULT) or {}).get("attempt") == number
             result = self.market_watch.ended(attempt, result, self.files.progress(number), trained_last)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code, signal=status.signal, failure=self.rules.store_failure(number, result))
@@ -328,7 +329,7 @@ class Controller:
         last step in an attempt the model ended earlier: the rest of the modeled work is still
         launched (and billed); that attempt trains nothing (runtime `already_done`).
         """
-        if self.files.read_json("result.json") is None:
+        if self.files.read_json(layout.RESULT) is None:
             return False
         return not self.plan.market.replayed or self.plan.work_left_s() <= 1e-6
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 
+from spotfit.attempt import layout
 from spotfit.backends.base import Backend, Handle
 from spotfit.controller import budget, notify
 from spotfit.controller.attempt_watch import AttemptWatches
@@ -25,7 +26,6 @@ from spotfit.states import AttemptState, JobState
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
-PROBE_KEY = "control/probe"
 
 
 class RuleActions:
@@ -143,7 +143,7 @@ class RuleActions:
         if at_step is not None:  # export the weights of that epoch end, where the target held
             request["at_step"] = at_step
         doc = json.dumps(request).encode()
-        if not self.guard.call(lambda: self.files.write("control/stop", doc), fallback=False, writes=True):
+        if not self.guard.call(lambda: self.files.write(layout.STOP, doc), fallback=False, writes=True):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
             return
         self.watches[number].stop_sent = time.time()
@@ -154,7 +154,7 @@ class RuleActions:
         """A small write, every `STORE_PROBE_S`: the runtime's writes fail unseen when the disk is full."""
         if time.monotonic() >= self._next_probe:
             self._next_probe = time.monotonic() + (STORE_PROBE_S if self.guard.healthy else STORE_PROBE_PROBLEM_S)
-            self.guard.call(lambda: self.files.write(PROBE_KEY, b"{}"), fallback=False, writes=True)
+            self.guard.call(lambda: self.files.write(layout.PROBE, b"{}"), fallback=False, writes=True)
 
     def pause_on_full_store(self, attempt: dict | None) -> bool:
         """Once the store has been full for `checkpoint.full_wait_s`: the job pauses (store full).

@@ -13,6 +13,7 @@ import sys
 import time
 import traceback
 
+from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.errors import NotFoundError, UsageError
@@ -32,7 +33,7 @@ def _process_age_s() -> float:
 
 def run(job_url: str, attempt: int) -> int:
     config = RuntimeConfig.from_json(
-        open_store(job_url).read_bytes(f"attempts/{attempt:04d}/runtime.json").decode()
+        open_store(job_url).read_bytes(layout.runtime_config(attempt)).decode()
     )
     if config.kind == "notebook":  # JupyterLab instead of a script: no TensorFlow here
         from spotfit.runtime import notebook
@@ -358,7 +359,7 @@ def _record_exit(job_url: str, attempt: int, code: int) -> None:
 
     try:
         open_store(job_url).write_bytes(
-            f"attempts/{attempt:04d}/exit.json", json.dumps({"code": code, "at": time.time()}).encode()
+            layout.exit_record(attempt), json.dumps({"code": code, "at": time.time()}).encode()
         )
     except Exception as exc:  # noqa: BLE001 — the code still reaches a parent through the exit status
         sys.stderr.write(f"spotfit: could not record the exit code: {exc}\n")

@@ -31,6 +31,7 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 
+from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.home import home
@@ -121,14 +122,14 @@ def _loop(config: RuntimeConfig, rep: Reporter, server: subprocess.Popen, files:
             code = EXIT_DONE if server.returncode == 0 else 1
             files.push()
             if code == EXIT_DONE:
-                rep.store.write_bytes("result.json", json.dumps({"step": None, "weights_sha256": None,
+                rep.store.write_bytes(layout.RESULT, json.dumps({"step": None, "weights_sha256": None,
                                                                   "metrics": {}}).encode())
             rep.event("exit", f"JupyterLab exited by itself (code {server.returncode})", code=code)
             return code
         now = time.monotonic()
         if now >= next_stop_check:
             next_stop_check = now + STOP_POLL_S
-            if rep.store.exists("control/stop"):
+            if rep.store.exists(layout.STOP):
                 return _end(rep, server, files, EXIT_STOPPED, "a stop request")
         activity, kernels = _kernel_activity(port, token)
         if activity is not None:

@@ -23,6 +23,7 @@ import time
 from collections import deque
 from typing import Any
 
+from spotfit.attempt import layout
 from spotfit.errors import StoreError
 from spotfit.stores.base import ObjectStore
 
@@ -61,7 +62,7 @@ class Reporter:
             with self._lock:
                 self._seq += 1
                 doc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
-                key = f"events/{self.attempt:04d}-{self._seq:06d}.json"
+                key = layout.event(self.attempt, self._seq)
                 self._unsent.append((key, json.dumps(doc, default=str).encode()))
             self._flush_events()
 
@@ -158,7 +159,7 @@ class Reporter:
             if self._unsent and not self._flush_events():
                 return
             try:
-                self.store.write_bytes("progress.json", body)
+                self.store.write_bytes(layout.PROGRESS, body)
             except StoreError as exc:
                 self._store_failed(exc)
                 return

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.errors import NotFoundError, StoreError
 from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
@@ -117,7 +118,7 @@ class Session:
         the document (reason, export).
         """
         try:
-            doc = json.loads(self.store.read_bytes("control/stop"))
+            doc = json.loads(self.store.read_bytes(layout.STOP))
         except (NotFoundError, StoreError, ValueError):  # unreachable store: ask at the next heartbeat
             return False
         if doc.get("attempt") != self.config.attempt:
@@ -147,14 +148,14 @@ class Session:
         store counts as no result (the script then runs and restores its newest checkpoint).
         """
         try:
-            doc = json.loads(self.store.read_bytes("result.json"))
+            doc = json.loads(self.store.read_bytes(layout.RESULT))
         except (NotFoundError, StoreError, ValueError):
             return None
         return doc if isinstance(doc, dict) and doc.get("attempt") != self.config.attempt else None
 
     def write_result(self, result: dict) -> None:
         if not self.is_chief:
-            self.report_store.write_bytes("result.json", json.dumps(result).encode())
+            self.report_store.write_bytes(layout.RESULT, json.dumps(result).encode())
             return
-        self.store.write_bytes(f"attempts/{self.config.attempt:04d}/result.json", json.dumps(result).encode())
-        self.store.write_bytes("result.json", json.dumps(result).encode())
+        self.store.write_bytes(layout.attempt_result(self.config.attempt), json.dumps(result).encode())
+        self.store.write_bytes(layout.RESULT, json.dumps(result).encode())

@@ -19,6 +19,7 @@ import json
 import tarfile
 from pathlib import Path
 
+from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.errors import UsageError
 
@@ -66,7 +67,7 @@ def ship(store, attempt: int, env: dict[str, str], workers: int, worker_port: in
     """Upload the code (once) and write `attempts/<n>/launch.json`; returns that document."""
     check_env(env)
     prefix = f"attempts/{attempt:04d}"
-    config = RuntimeConfig.from_json(store.read_bytes(f"{prefix}/runtime.json").decode())
+    config = RuntimeConfig.from_json(store.read_bytes(layout.runtime_config(attempt)).decode())
     workdir = Path(config.workdir)
     code_key = None
     if workdir.is_dir():
