@@ -11,11 +11,18 @@ Each key is built here and nowhere else; both sides import it. Who writes what:
 | `attempts/<n>/exit.json` | runtime → controller: the exit code, for an adopted attempt |
 | `control/stop` | controller → runtime: save and stop (exit 76) |
 | `control/probe` | controller: a small write that proves the store has room |
+| `attempts/<n>/launch.json` | a cloud backend → its worker: workdir, shipped code, env, workers |
+| `attempts/<n>/cluster.json` | aws backend → its agents: the workers' addresses |
+| `attempts/<n>/preempt.json` | aws backend → its agent: forward a SIGTERM to the runtime |
+| `logs/attempt-<n>.log`, `logs/attempt-<n>-w<i>.log` | a backend → `spotfit logs`: worker 0's output, worker i's |
+| `logs/attempt-<n>.boot.log` | an AWS instance → `spotfit logs`: its boot (user-data, agent) output |
 
 (`<n>`: the attempt number, four digits.)
 
 >>> runtime_config(3), exit_record(3), event(3, 12)
 ('attempts/0003/runtime.json', 'attempts/0003/exit.json', 'events/0003-000012.json')
+>>> log(3), log(3, worker=1), boot_log(3)
+('logs/attempt-0003.log', 'logs/attempt-0003-w1.log', 'logs/attempt-0003.boot.log')
 >>> PROGRESS, RESULT, STOP
 ('progress.json', 'result.json', 'control/stop')
 """
@@ -52,3 +59,28 @@ def attempt_result(attempt: int) -> str:
 def event(attempt: int, seq: int) -> str:
     """One runtime event: keys sort by attempt, then by the order the runtime wrote them."""
     return f"{EVENTS}/{attempt:04d}-{seq:06d}.json"
+
+
+def launch_file(attempt: int) -> str:
+    """What a cloud worker needs to start the attempt (`backends/attempt_files.py` unpacks it)."""
+    return attempt_file(attempt, "launch.json")
+
+
+def cluster_file(attempt: int) -> str:
+    """The attempt's workers' addresses, in launch order (worker 0 is the chief)."""
+    return attempt_file(attempt, "cluster.json")
+
+
+def preempt_file(attempt: int) -> str:
+    """The aws backend's request that the instance agent forward a SIGTERM to the runtime."""
+    return attempt_file(attempt, "preempt.json")
+
+
+def log(attempt: int, worker: int = 0) -> str:
+    """The attempt's output: worker 0's, or worker `worker`'s beside it."""
+    return f"logs/attempt-{attempt:04d}{f'-w{worker}' if worker else ''}.log"
+
+
+def boot_log(attempt: int) -> str:
+    """Where an instance uploads its boot log (user-data and agent output) when it powers off."""
+    return f"logs/attempt-{attempt:04d}.boot.log"

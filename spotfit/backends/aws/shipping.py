@@ -66,7 +66,6 @@ def check_env(env: dict[str, str]) -> None:
 def ship(store, attempt: int, env: dict[str, str], workers: int, worker_port: int) -> dict:
     """Upload the code (once) and write `attempts/<n>/launch.json`; returns that document."""
     check_env(env)
-    prefix = f"attempts/{attempt:04d}"
     config = RuntimeConfig.from_json(store.read_bytes(layout.runtime_config(attempt)).decode())
     workdir = Path(config.workdir)
     code_key = None
@@ -77,12 +76,12 @@ def ship(store, attempt: int, env: dict[str, str], workers: int, worker_port: in
             store.write_bytes(code_key, data)
     doc = {"workdir": str(workdir), "code_key": code_key, "env": dict(env), "workers": workers,
            "worker_port": worker_port}
-    store.write_bytes(f"{prefix}/launch.json", json.dumps(doc, indent=2).encode())
+    store.write_bytes(layout.launch_file(attempt), json.dumps(doc, indent=2).encode())
     return doc
 
 
 def write_cluster(store, attempt: int, private_ips: list[str], worker_port: int) -> dict:
     """Record the workers' addresses (launch order: worker 0 is the chief)."""
     doc = {"ips": list(private_ips), "worker": [f"{ip}:{worker_port}" for ip in private_ips]}
-    store.write_bytes(f"attempts/{attempt:04d}/cluster.json", json.dumps(doc, indent=2).encode())
+    store.write_bytes(layout.cluster_file(attempt), json.dumps(doc, indent=2).encode())
     return doc
