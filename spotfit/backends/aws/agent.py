@@ -92,7 +92,7 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
         cluster = _wait_cluster(store, attempt, poll_s)
         index = cluster["ips"].index(imds.get(LOCAL_IP_PATH))
         env["TF_CONFIG"] = json.dumps(tf_config(cluster["worker"], index))
-    log_key = layout.log(attempt) + (f".worker{index}" if index else "")
+    log_key = layout.log(attempt, index)
     log_path = Path(workdir.parent / f"spotfit-attempt-{attempt:04d}.log")
     cmd = runtime_cmd or [sys.executable, "-m", "spotfit.runtime", job_url, str(attempt)]
     with open(log_path, "ab") as log:
