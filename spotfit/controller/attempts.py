@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import time
 
+from spotfit.attempt.progress import TRAINED_PHASES, Phase
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.market_source import Live, MarketSource, NoMarket, Replay
 from spotfit.controller.ticks import Launch, PolicyTicker, WallTicker
-from spotfit.controller.work_meter import TRAINED_PHASES, WorkMeter
+from spotfit.controller.work_meter import WorkMeter
 from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
@@ -174,7 +175,7 @@ class AttemptPlanner:
     def observe_end(self, attempt: dict, progress: dict) -> None:
         """The attempt's process ended: if it trained (perhaps between two polls), its clock ran."""
         if progress.get("phase") in TRAINED_PHASES:
-            self.observe({**progress, "phase": "training"}, attempt)
+            self.observe({**progress, "phase": Phase.TRAINING}, attempt)
 
     def overhead_s(self) -> float:
         """The restart overhead the policy plans with (`WorkMeter.overhead_s`)."""

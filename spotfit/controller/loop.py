@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from spotfit import job_secrets, lease
 from spotfit.attempt import layout
+from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle, make_backend
 from spotfit.controller import budget, classify, notify, outcome, shipped_code
 from spotfit.controller.attempt_watch import AttemptWatches
@@ -199,7 +200,7 @@ class Controller:
             return
         # Injected preemptions: the runtime holds at the step; deliver the signal now.
         for inj in self.plan.pending_injections():
-            if progress.get("phase") == "holding" and (progress.get("step") or 0) >= inj.at_step:
+            if progress.get("phase") == Phase.HOLDING and (progress.get("step") or 0) >= inj.at_step:
                 self.plan.mark_injected(inj, number)
                 self.backend.preempt(handle, inj.notice_s)
         # The replayed market, tick by tick: the zone's spot capacity is gone, or the policy switches.

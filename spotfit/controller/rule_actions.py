@@ -14,6 +14,7 @@ import json
 import time
 
 from spotfit.attempt import layout
+from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle
 from spotfit.controller import budget, notify
 from spotfit.controller.attempt_watch import AttemptWatches
@@ -136,7 +137,7 @@ class RuleActions:
         """
         number = attempt["number"]
         self.watches[number].switching = True
-        if at_once or progress.get("phase") not in ("training", "saving"):
+        if at_once or progress.get("phase") not in (Phase.TRAINING, Phase.SAVING):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
         request = {"attempt": number, "reason": reason, "export": export}

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import keras
 import tensorflow as tf
 
+from spotfit.attempt.progress import Phase
 from spotfit.runtime.keras_internals import base_optimizer
 from spotfit.runtime.preemption import Preempted
 
@@ -137,7 +138,7 @@ class ApplyHook:
             loop.callback = self._callback(loop, None)
         elif start.role == "resume":
             at = int(start.checkpoint.meta["batch"])  # type: ignore[union-attr]
-            s.reporter.progress(force=True, phase="replaying", step=s.calls.base_step)
+            s.reporter.progress(force=True, phase=Phase.REPLAYING, step=s.calls.base_step)
             s.reporter.event("replaying", f"loop {s.calls.index} runs its first {at} steps again to reach the "
                              f"checkpoint at step {start.checkpoint.meta['step']}: an unmodified loop draws its "  # type: ignore[union-attr]
                              "data from the start (docs/resume.md)", fit_index=s.calls.index, steps=at)

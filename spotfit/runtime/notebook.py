@@ -34,6 +34,7 @@ from pathlib import Path
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.attempt.progress import Phase
 from spotfit.home import home
 from spotfit.runtime.folder_sync import FolderSync
 from spotfit.runtime.reporter import Reporter
@@ -100,7 +101,7 @@ def serve(config: RuntimeConfig) -> int:
             "pid": os.getpid(), "started_at": started_at}).encode())
         rep.event("notebook_started", f"JupyterLab on 127.0.0.1:{port}, {restored} file(s) restored",
                   port=port, restored=restored)
-        rep.progress(force=True, phase="serving", last_activity_at=started_at, kernels=0)
+        rep.progress(force=True, phase=Phase.SERVING, last_activity_at=started_at, kernels=0)
         return _loop(config, rep, server, files, port, token, term, started_at)
     finally:
         stop_sampling.set()
@@ -134,7 +135,7 @@ def _loop(config: RuntimeConfig, rep: Reporter, server: subprocess.Popen, files:
         activity, kernels = _kernel_activity(port, token)
         if activity is not None:
             last_activity = max(last_activity, activity)
-        rep.progress(phase="serving", last_activity_at=last_activity, kernels=kernels)
+        rep.progress(phase=Phase.SERVING, last_activity_at=last_activity, kernels=kernels)
         if now >= next_sync:
             next_sync = now + config.notebook_sync_s
             files.push()
@@ -144,7 +145,7 @@ def _end(rep: Reporter, server: subprocess.Popen, files: FolderSync, code: int, 
     """Stop the server (its kernels flush what they write), push the folder, report; returns `code`."""
     _stop_server(server)
     pushed = files.push()
-    rep.progress(force=True, phase="stopped")
+    rep.progress(force=True, phase=Phase.STOPPED)
     rep.event("exit", f"notebook stopped on {why}: {pushed} changed file(s) saved (exit {code})", code=code,
               pushed=pushed)
     return code
