@@ -93,7 +93,7 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
 def _local_folder(job: dict, number: int) -> str:
     from spotfit.attempt import layout
     from spotfit.attempt.config import RuntimeConfig
-    from spotfit.runtime.notebook import attempt_dir
+    from spotfit.attempt.notebook import attempt_dir
     from spotfit.stores import open_store
 
     config = RuntimeConfig.from_json(open_store(job["store_url"]).read_bytes(layout.runtime_config(number)).decode())

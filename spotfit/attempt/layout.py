@@ -16,6 +16,8 @@ Each key is built here and nowhere else; both sides import it. Who writes what:
 | `attempts/<n>/preempt.json` | aws backend → its agent: forward a SIGTERM to the runtime |
 | `logs/attempt-<n>.log`, `logs/attempt-<n>-w<i>.log` | a backend → `spotfit logs`: worker 0's output, worker i's |
 | `logs/attempt-<n>.boot.log` | an AWS instance → `spotfit logs`: its boot (user-data, agent) output |
+| `notebook/server.json` | a notebook attempt → `spotfit notebook`: where JupyterLab listens |
+| `notebook/files/` | `spotfit notebook` ↔ a notebook attempt: its working folder (the seed, then its pushes) |
 
 (`<n>`: the attempt number, four digits.)
 
@@ -34,6 +36,8 @@ RESULT = "result.json"
 EVENTS = "events"  # the folder of the runtime's events
 STOP = "control/stop"
 PROBE = "control/probe"
+NOTEBOOK_SERVER = "notebook/server.json"
+NOTEBOOK_FILES = "notebook/files"  # a folder
 
 
 def attempt_file(attempt: int, name: str) -> str:

@@ -34,29 +34,16 @@ from pathlib import Path
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.attempt.notebook import TOKEN_ENV, attempt_dir, token_file
 from spotfit.attempt.progress import Phase
-from spotfit.home import home
 from spotfit.runtime.folder_sync import FolderSync
 from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.utilization import start_sampling
 from spotfit.stores import open_store
 
-TOKEN_ENV = "SPOTFIT_NOTEBOOK_TOKEN"
-FILES_PREFIX = "notebook/files"
-SERVER_KEY = "notebook/server.json"
 START_TIMEOUT_S = 180.0  # JupyterLab's first start on a busy machine builds nothing but is slow to import
 STOP_TIMEOUT_S = 20.0
 STOP_POLL_S = 2.0
-
-
-def attempt_dir(job_id: str, attempt: int) -> Path:
-    """Where attempt `attempt` of a notebook keeps its working folder (`work/`) and Jupyter's runtime files."""
-    return home() / "notebooks" / job_id / f"{attempt:04d}"
-
-
-def token_file(job_id: str) -> Path:
-    """The 0600 file that holds a notebook's token on the machine that started it."""
-    return home() / "notebooks" / job_id / "token"
 
 
 def read_token(job_id: str) -> str:
@@ -78,7 +65,7 @@ def serve(config: RuntimeConfig) -> int:
     signal.signal(signal.SIGTERM, lambda *_: term.set())
     base = attempt_dir(config.job_id, config.attempt)
     work = base / "work"
-    files = FolderSync(store, FILES_PREFIX, work)
+    files = FolderSync(store, layout.NOTEBOOK_FILES, work)
     restored = files.restore()
     token = read_token(config.job_id)
     port = _free_port()
@@ -96,7 +83,7 @@ def serve(config: RuntimeConfig) -> int:
                 return _end(rep, server, files, EXIT_PREEMPTED, "SIGTERM before the server was ready")
             raise RuntimeError(f"JupyterLab did not answer on 127.0.0.1:{port} (exit {server.poll()}); "
                                f"see {base / 'jupyter.log'}")
-        store.write_bytes(SERVER_KEY, json.dumps({
+        store.write_bytes(layout.NOTEBOOK_SERVER, json.dumps({
             "attempt": config.attempt, "host": socket.gethostname(), "port": port, "workdir": str(work),
             "pid": os.getpid(), "started_at": started_at}).encode())
         rep.event("notebook_started", f"JupyterLab on 127.0.0.1:{port}, {restored} file(s) restored",

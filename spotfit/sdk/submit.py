@@ -113,7 +113,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     store = open_store(store_url)
     if spec.is_notebook:  # its token: a 0600 file here and, on a cloud, the secret store (never the job's store)
         from spotfit import notebooks
-        from spotfit.runtime.notebook import TOKEN_ENV
+        from spotfit.attempt.notebook import TOKEN_ENV
 
         values[TOKEN_ENV] = notebooks.new_token(job_id)
     job_secrets.store_at_submit(chosen, job_id, spec, values, store)
