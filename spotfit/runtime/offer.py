@@ -29,12 +29,13 @@ import time
 import keras
 import numpy as np
 
+from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 from spotfit.runtime import trial
 
 PHASE_STEPS = 11
 OFFER_BELOW = 0.95  # a candidate must save 5% of the step: less is within the timing noise of 10 steps
-TUNING_KEY = "tuning/offer.json"
+TUNING_KEY = layout.tuning("offer")
 COMPILE_FACTOR = 6.0  # an XLA compilation, in first steps (xla.py)
 _NAME_UIDS = "object_name_uids"  # Keras's counters of automatic names (keras/src/utils/naming.py)
 

@@ -42,7 +42,7 @@ class Session:
         # progress and results; the others report under `workers/<index>/` (for debugging).
         self.cluster = cluster_from_env()
         self.report_store = self.store if self.cluster.is_chief else open_store(
-            child(config.job_url, "workers", str(self.cluster.index)))
+            child(config.job_url, layout.worker_reports(self.cluster.index)))
         self.reporter = Reporter(self.report_store, config.attempt, config.heartbeat_s)
         self.stop: LocalStop | StopAgreement = LocalStop()  # a StopAgreement once a multi-worker strategy exists
         self.strategy_name = "none"

@@ -71,7 +71,7 @@ def ship(store, attempt: int, env: dict[str, str], workers: int, worker_port: in
     code_key = None
     if workdir.is_dir():
         data = code_archive(workdir)
-        code_key = f"code/{hashlib.sha256(data).hexdigest()[:32]}.tar.gz"
+        code_key = layout.code_archive(hashlib.sha256(data).hexdigest()[:32])
         if not store.exists(code_key):
             store.write_bytes(code_key, data)
     doc = {"workdir": str(workdir), "code_key": code_key, "env": dict(env), "workers": workers,
