@@ -31,7 +31,7 @@ from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState, StopRequest
+from spotfit.states import AttemptState, JobState, Market, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
@@ -76,7 +76,7 @@ class Controller:
         self.launcher = Launcher(db=db, job_id=job_id, job_url=self.job_url, spec=self.spec, files=self.files,
                                  backend=self.backend, plan=self.plan, failures=self.failures, watchdog=self.watchdog)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
-        if (live := self.plan.connect_live(self.backend, self.launcher.request(0, "spot", None))) is not None:
+        if (live := self.plan.connect_live(self.backend, self.launcher.request(0, Market.SPOT, None))) is not None:
             db.add_event(job_id, "market", live)
 
     # -- the loop -----------------------------------------------------------------------------
@@ -149,7 +149,7 @@ class Controller:
         number = current["number"]
         how = ""
         if current["handle"] is None:
-            handle = self.backend.find(self.launcher.request(number, current["market"], current["zone"]))
+            handle = self.backend.find(self.launcher.request(number, Market(current["market"]), current["zone"]))
             if handle is None:
                 code = self.files.recorded_exit(number)
                 if code is None:

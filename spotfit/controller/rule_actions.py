@@ -23,7 +23,7 @@ from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState
+from spotfit.states import AttemptState, JobState, Market
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
@@ -112,7 +112,7 @@ class RuleActions:
     def apply(self, attempt: dict, progress: dict) -> None:
         """Evaluate the watchdog rules; notify, pause or stop as they say."""
         cost = self._spent_usd(but=attempt["number"]) + self.plan.bill(attempt)[1]
-        price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == "spot" else None
+        price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == Market.SPOT else None
         for verdict in self.watchdog.check(progress, cost, price):
             saved = f" (saves ~${verdict.saved_usd:.4f})" if verdict.saved_usd else ""
             message = f"{verdict.rule}: {verdict.message} -> {verdict.action}{saved}"
