@@ -61,7 +61,7 @@ def forget_token(job_id: str) -> None:
 def seed(spec: JobSpec, job_id: str, store: ObjectStore) -> None:
     """Write the seed folder's files before the job is recorded (the token is `new_token`'s)."""
     if spec.notebook.folder is not None:
-        from spotfit.runtime.folder_sync import FolderSync
+        from spotfit.stores.folder_sync import FolderSync
 
         folder = (Path(spec.base_dir) / spec.notebook.folder).resolve()
         if not folder.is_dir():

@@ -36,10 +36,10 @@ from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.attempt.notebook import TOKEN_ENV, attempt_dir, token_file
 from spotfit.attempt.progress import Phase
-from spotfit.runtime.folder_sync import FolderSync
 from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.utilization import start_sampling
 from spotfit.stores import open_store
+from spotfit.stores.folder_sync import FolderSync
 
 START_TIMEOUT_S = 180.0  # JupyterLab's first start on a busy machine builds nothing but is slow to import
 STOP_TIMEOUT_S = 20.0
