@@ -6,4 +6,7 @@ store prefix and the runtime's exit code:
 
 - `exit_codes`: what the runtime's exit code means;
 - `config`: `RuntimeConfig`, what the controller tells an attempt (`attempts/<n>/runtime.json`);
+- `layout`: every key of the job's store prefix, each built by one function or constant;
+- `progress`: `progress.json` (`Progress`), its `Phase`, and the event documents (`EventDoc`);
+- `notebook`: a notebook attempt's token variable and local folders.
 """
