@@ -8,5 +8,6 @@ store prefix and the runtime's exit code:
 - `config`: `RuntimeConfig`, what the controller tells an attempt (`attempts/<n>/runtime.json`);
 - `layout`: every key of the job's store prefix, each built by one function or constant;
 - `progress`: `progress.json` (`Progress`), its `Phase`, and the event documents (`EventDoc`);
-- `notebook`: a notebook attempt's token variable and local folders.
+- `notebook`: a notebook attempt's token variable and local folders;
+- `registry`: the model registry's layout (version claims, model cards): the export writes it, a sweep's publish copies.
 """
