@@ -38,9 +38,9 @@ from pathlib import Path
 
 from _doc import machine, write_section
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.market.trace import load_trace, resolve_trace, zone_stats
 from spotfit.runtime import trial
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
 
 HERE = Path(__file__).resolve().parent

@@ -82,7 +82,7 @@ def _one(kind: str, policy: str, jit: str) -> float:
 
 def _auto(kind: str, work: Path) -> dict:
     """One spotfit attempt with xla and mixed_precision on auto, trials forced; returns its choices."""
-    from spotfit.runtime.config import RuntimeConfig
+    from spotfit.attempt.config import RuntimeConfig
     from spotfit.stores import open_store
 
     script = work / f"auto_{kind}.py"

@@ -91,12 +91,12 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
 
 
 def _local_folder(job: dict, number: int) -> str:
-    from spotfit.runtime.config import RuntimeConfig
-    from spotfit.runtime.notebook import attempt_dir
+    from spotfit.attempt import layout
+    from spotfit.attempt.config import RuntimeConfig
+    from spotfit.attempt.notebook import attempt_dir
     from spotfit.stores import open_store
 
-    config = RuntimeConfig.from_json(open_store(job["store_url"]).read_bytes(
-        f"attempts/{number:04d}/runtime.json").decode())
+    config = RuntimeConfig.from_json(open_store(job["store_url"]).read_bytes(layout.runtime_config(number)).decode())
     return str(attempt_dir(job["id"], number) / "work") if config.kind == "notebook" else config.workdir
 
 

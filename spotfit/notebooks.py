@@ -19,8 +19,9 @@ import os
 import secrets
 from pathlib import Path
 
+from spotfit.attempt import layout
+from spotfit.attempt.notebook import token_file
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.runtime.notebook import FILES_PREFIX, SERVER_KEY, token_file
 from spotfit.spec import JobSpec, load_spec, parse_spec
 from spotfit.stores.base import ObjectStore
 
@@ -60,13 +61,13 @@ def forget_token(job_id: str) -> None:
 def seed(spec: JobSpec, job_id: str, store: ObjectStore) -> None:
     """Write the seed folder's files before the job is recorded (the token is `new_token`'s)."""
     if spec.notebook.folder is not None:
-        from spotfit.runtime.folder_sync import FolderSync
+        from spotfit.stores.folder_sync import FolderSync
 
         folder = (Path(spec.base_dir) / spec.notebook.folder).resolve()
         if not folder.is_dir():
             raise UsageError(f"Invalid `notebook.folder`: received {spec.notebook.folder!r}, expected a folder "
                              f"relative to the spec (looked for {folder}).", hint="Fix or remove `notebook.folder`.")
-        FolderSync(store, FILES_PREFIX, folder).push()
+        FolderSync(store, layout.NOTEBOOK_FILES, folder).push()
 
 
 def read_token(job_id: str) -> str:
@@ -80,7 +81,7 @@ def read_token(job_id: str) -> str:
 def server_info(store: ObjectStore, attempt: int | None) -> dict | None:
     """The running attempt's `notebook/server.json`, if it is that attempt's (None while it starts)."""
     try:
-        info = json.loads(store.read_bytes(SERVER_KEY))
+        info = json.loads(store.read_bytes(layout.NOTEBOOK_SERVER))
     except NotFoundError:
         return None
     return info if attempt is not None and info.get("attempt") == attempt else None

@@ -14,6 +14,8 @@ Example:
 (False, False)
 >>> AttemptState.PREEMPTED == "preempted", AttemptState.RUNNING.is_live()
 (True, True)
+>>> Market("spot") is Market.SPOT, Market.ON_DEMAND == "on_demand"
+(True, True)
 >>> StopRequest(2).ends_as()
 (<JobState.STOPPED: 'stopped'>, 'pruned by its sweep')
 """
@@ -65,6 +67,13 @@ class AttemptState(StrEnum):
 
     def is_terminal(self) -> bool:
         return not self.is_live()
+
+
+class Market(StrEnum):
+    """What an attempt runs on: spot capacity (it may be reclaimed) or on-demand."""
+
+    SPOT = "spot"
+    ON_DEMAND = "on_demand"
 
 
 class StopRequest(IntEnum):

@@ -21,9 +21,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from spotfit.attempt import layout
 from spotfit.errors import SpotfitError
 
-PREFIX = "tensorboard"
+PREFIX = layout.TENSORBOARD
 REFRESH_S = 15.0
 
 

@@ -180,7 +180,7 @@ class _Reporter:
 
 
 def test_runtime_data_step_sets_the_env_var_and_reports(source, tmp_path, monkeypatch):
-    from spotfit.runtime.config import RuntimeConfig
+    from spotfit.attempt.config import RuntimeConfig
     from spotfit.runtime.datacache import sync_job_data
 
     monkeypatch.delenv("SPOTFIT_DATA_DIR", raising=False)

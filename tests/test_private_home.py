@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from spotfit import interactive, job_secrets, notebooks, sdk
+from spotfit.attempt.notebook import TOKEN_ENV
 from spotfit.controller import notify
 from spotfit.errors import UsageError
 from spotfit.home import home
 from spotfit.rulespec import Notify
-from spotfit.runtime.notebook import TOKEN_ENV
 from spotfit.spec import JobSpec, parse_spec
 from spotfit.state import StateDB
 from spotfit.stores import open_store

@@ -12,12 +12,13 @@ import json
 import tarfile
 from pathlib import Path
 
+from spotfit.attempt import layout
 from spotfit.stores.base import ObjectStore
 
 
 def unpack_attempt(store: ObjectStore, attempt: int) -> tuple[dict, Path]:
     """Attempt `attempt`'s launch document and its working folder, made, with the shipped code unpacked in it."""
-    launch = json.loads(store.read_bytes(f"attempts/{attempt:04d}/launch.json"))
+    launch = json.loads(store.read_bytes(layout.launch_file(attempt)))
     workdir = Path(launch["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)
     if launch.get("code_key"):

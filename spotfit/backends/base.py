@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from spotfit.states import Market
+
 
 @dataclass
 class LaunchRequest:
@@ -27,7 +29,7 @@ class LaunchRequest:
     attempt: int
     job_url: str
     zone: str | None
-    market: str  # "spot" or "on_demand"
+    market: Market
     workers: int = 1
     env: dict[str, str] = field(default_factory=dict)
     log_key: str = ""

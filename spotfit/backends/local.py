@@ -30,12 +30,14 @@ import time
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from spotfit.attempt import layout
+from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.errors import SpotfitError
 from spotfit.home import home
 
-_ENDED_OK = (0, 75, 76)  # done, preempted with checkpoint, stopped (spotfit.runtime)
+_ENDED_OK = (EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED)
 GROUP_GRACE_S = 60.0
 
 
@@ -59,7 +61,7 @@ class LocalBackend:
                                                         {"TF_CONFIG": _tf_config(ports, index)})
                                        for index in range(request.workers)))
         if not request.job_url.startswith("file://"):  # the logs are written here: copied to the store at the end
-            key = request.log_key or f"logs/attempt-{request.attempt:04d}.log"
+            key = request.log_key or layout.log(request.attempt)
             for index, member in enumerate(handle.processes):
                 self._log_uploads[member.pid] = (request.job_url, _worker_key(key, index))
         return handle
@@ -166,7 +168,7 @@ class LocalBackend:
 
 def _log_path(request: LaunchRequest) -> Path:
     """Logs go straight into a file:// store; elsewhere under $SPOTFIT_HOME/logs, copied to the store at the end."""
-    key = request.log_key or f"logs/attempt-{request.attempt:04d}.log"
+    key = request.log_key or layout.log(request.attempt)
     if request.job_url.startswith("file://"):
         return Path(request.job_url[len("file://"):]) / key
     return home() / "logs" / request.job_id / key

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spotfit.runtime.config import RuntimeConfig
+from spotfit.attempt.config import RuntimeConfig
 
 if TYPE_CHECKING:
     from spotfit.controller.attempts import AttemptPlanner

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import time
 
+from spotfit.attempt.progress import TRAINED_PHASES, Phase
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.market_source import Live, MarketSource, NoMarket, Replay
 from spotfit.controller.ticks import Launch, PolicyTicker, WallTicker
-from spotfit.controller.work_meter import TRAINED_PHASES, WorkMeter
+from spotfit.controller.work_meter import WorkMeter
 from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
 from spotfit.spec import JobSpec, Preemption
 from spotfit.state import StateDB
-from spotfit.states import AttemptState
+from spotfit.states import AttemptState, Market
 
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
 MIN_NOTICE_S = 3.0  # wall seconds: enough to finish a step and save on this machine
@@ -174,7 +175,7 @@ class AttemptPlanner:
     def observe_end(self, attempt: dict, progress: dict) -> None:
         """The attempt's process ended: if it trained (perhaps between two polls), its clock ran."""
         if progress.get("phase") in TRAINED_PHASES:
-            self.observe({**progress, "phase": "training"}, attempt)
+            self.observe({**progress, "phase": Phase.TRAINING}, attempt)
 
     def overhead_s(self) -> float:
         """The restart overhead the policy plans with (`WorkMeter.overhead_s`)."""
@@ -188,7 +189,7 @@ class AttemptPlanner:
         deadline_s = self.spec.deadline_h * 3600.0 if self.spec.deadline_h else 2 * work_s + 86400.0
         mode, left = NONE, 0.0
         if attempt is not None:
-            mode = spot(attempt["zone"]) if attempt["market"] == "spot" else ON_DEMAND
+            mode = spot(attempt["zone"]) if attempt["market"] == Market.SPOT else ON_DEMAND
             left = max(0.0, self.meter.model_overhead_s() - (at_s - attempt["trace_start_s"]))
         attempts = self.db.attempts(self.job_id)
         preempted = (attempt is None and bool(attempts)
@@ -202,19 +203,19 @@ class AttemptPlanner:
         """(market, zone) to run on now (or at trace second `at_s`), or None to wait."""
         if not self.market.asks_policy():
             if not self.spec.resources.spot:
-                return "on_demand", None
+                return Market.ON_DEMAND, None
             blocked = self._blocked()
             wanted: list[str | None] = list(self.spec.market.zones) or [None]
             zones = [z for z in wanted if z not in blocked]
-            return ("spot", zones[0]) if zones else None
+            return (Market.SPOT, zones[0]) if zones else None
         if not self.spec.resources.spot:
-            return "on_demand", None
+            return Market.ON_DEMAND, None
         decision: Decision = self.policy.decide(self.context(attempt, at_s))
         if decision.kind is Kind.NONE:
             return None
         if decision.kind is Kind.ON_DEMAND:
-            return "on_demand", None
-        return "spot", decision.zone
+            return Market.ON_DEMAND, None
+        return Market.SPOT, decision.zone
 
     def _decide_at(self, attempt: dict | None, progress: dict, at_s: float | None) -> Launch | None:
         return self.decide(attempt, progress, at_s)

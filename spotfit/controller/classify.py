@@ -23,11 +23,11 @@ Set `market.policy:` to one of default, greedy, mdp, on_demand, rollout, spotfit
 from __future__ import annotations
 
 from spotfit import scriptcheck
+from spotfit.attempt.exit_codes import EXIT_CONFIG
 from spotfit.errors import SpotfitError, StoreError, TraceError, UsageError
 from spotfit.job_secrets import check_present
 from spotfit.market.policies.base import ALIASES, POLICIES, make_policy
 from spotfit.market.trace import resolve_trace
-from spotfit.runtime import EXIT_CONFIG
 from spotfit.spec import JobSpec
 
 __all__ = ["EXIT_CONFIG", "ConfigError", "check_script", "preflight"]

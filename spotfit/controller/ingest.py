@@ -7,6 +7,7 @@ ends): each new `events/` object becomes an event row once, and the live attempt
 
 from __future__ import annotations
 
+from spotfit.attempt import layout
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
 from spotfit.state import StateDB
@@ -37,7 +38,7 @@ class Ingest:
 
     def __call__(self) -> None:
         """Copy new runtime events into the DB and the latest progress into the job row."""
-        keys: list[str] = self.files.guard.call(lambda: self.files.store.list("events"), fallback=[])
+        keys: list[str] = self.files.guard.call(lambda: self.files.store.list(layout.EVENTS), fallback=[])
         for key in keys:
             if key in self._seen_events:
                 continue

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Callable
 
+from spotfit.attempt import layout
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.errors import NotFoundError
 
@@ -30,7 +31,7 @@ class JobFiles:
 
     def progress(self, attempt: int) -> dict:
         """The attempt's `progress.json`; {} when it is another attempt's or none was read yet."""
-        doc = self.read_json("progress.json")
+        doc = self.read_json(layout.PROGRESS)
         if doc is None:  # the last one read stands in while the store is away
             return self._progress_seen.get(attempt, {}) if not self.guard.healthy else {}
         if doc.get("attempt") != attempt:
@@ -45,7 +46,7 @@ class JobFiles:
 
     def recorded_exit(self, attempt: int) -> int | None:
         """The exit code the attempt's runtime recorded, if any."""
-        doc = self.read_json(f"attempts/{attempt:04d}/exit.json")
+        doc = self.read_json(layout.exit_record(attempt))
         code = doc.get("code") if doc else None
         return code if isinstance(code, int) else None
 
@@ -54,7 +55,7 @@ class JobFiles:
         deadline = time.time() + wait_s
         while True:
             try:
-                doc = self.guard.call(lambda: json.loads(self.store.read_bytes("result.json")), fallback=None)
+                doc = self.guard.call(lambda: json.loads(self.store.read_bytes(layout.RESULT)), fallback=None)
             except (NotFoundError, ValueError):
                 return {}
             if doc is not None:

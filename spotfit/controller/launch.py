@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from spotfit.attempt import layout
 from spotfit.backends.base import Backend, LaunchRequest, backend_options
 from spotfit.controller import attempt_config, crashpoints
 from spotfit.controller.attempts import AttemptPlanner
@@ -18,7 +19,7 @@ from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState
+from spotfit.states import AttemptState, JobState, Market
 
 
 class Launcher:
@@ -36,7 +37,7 @@ class Launcher:
         self.failures = failures
         self.watchdog = watchdog
 
-    def launch(self, market: str, zone: str | None) -> None:
+    def launch(self, market: Market, zone: str | None) -> None:
         """Launch the next attempt on `market` in `zone` (or leave the job waiting for the store)."""
         # The attempt's configuration is in the store before the attempt is recorded: with the
         # store away (or full) nothing is launched, and the next pass tries again.
@@ -54,7 +55,7 @@ class Launcher:
         assert added == number, f"attempt {added} recorded, {number} configured"
         crashpoints.hold("launching")
         try:
-            if market == "spot" and not self.plan.spot_available(zone):
+            if market == Market.SPOT and not self.plan.spot_available(zone):
                 raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
             handle = self.backend.launch(self.request(number, market, zone))
         except NoCapacityError as exc:
@@ -88,10 +89,10 @@ class Launcher:
         return time.time() - attempt["started_at"] > self.spec.kubernetes.pending_timeout_s
 
     def _write_launch_files(self, number: int, config: bytes) -> bool:
-        self.files.store.delete("control/stop")
-        return self.files.write(f"attempts/{number:04d}/runtime.json", config)
+        self.files.store.delete(layout.STOP)
+        return self.files.write(layout.runtime_config(number), config)
 
-    def request(self, number: int, market: str, zone: str | None) -> LaunchRequest:
+    def request(self, number: int, market: Market, zone: str | None) -> LaunchRequest:
         """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
         return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
                              workers=self.spec.resources.workers, env=dict(self.spec.env),

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 
 from spotfit import job_secrets, lease
+from spotfit.attempt import layout
+from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle, make_backend
 from spotfit.controller import budget, classify, notify, outcome, shipped_code
 from spotfit.controller.attempt_watch import AttemptWatches
@@ -29,7 +31,7 @@ from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState, StopRequest
+from spotfit.states import AttemptState, JobState, Market, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
@@ -74,7 +76,7 @@ class Controller:
         self.launcher = Launcher(db=db, job_id=job_id, job_url=self.job_url, spec=self.spec, files=self.files,
                                  backend=self.backend, plan=self.plan, failures=self.failures, watchdog=self.watchdog)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
-        if (live := self.plan.connect_live(self.backend, self.launcher.request(0, "spot", None))) is not None:
+        if (live := self.plan.connect_live(self.backend, self.launcher.request(0, Market.SPOT, None))) is not None:
             db.add_event(job_id, "market", live)
 
     # -- the loop -----------------------------------------------------------------------------
@@ -147,7 +149,7 @@ class Controller:
         number = current["number"]
         how = ""
         if current["handle"] is None:
-            handle = self.backend.find(self.launcher.request(number, current["market"], current["zone"]))
+            handle = self.backend.find(self.launcher.request(number, Market(current["market"]), current["zone"]))
             if handle is None:
                 code = self.files.recorded_exit(number)
                 if code is None:
@@ -181,7 +183,7 @@ class Controller:
                 # Asked to stop (a switch, a rule, a cancel): however it ended, even failing when
                 # the signal landed mid-import, it ended because of the request.
                 result = outcome.STOPPED
-            trained_last = (self.files.read_json("result.json") or {}).get("attempt") == number
+            trained_last = (self.files.read_json(layout.RESULT) or {}).get("attempt") == number
             result = self.market_watch.ended(attempt, result, self.files.progress(number), trained_last)
             self.backend.stop(handle, grace_s=0.0)  # release what is left (other workers, groups)
             self._finish(attempt, result, code, signal=status.signal, failure=self.rules.store_failure(number, result))
@@ -198,7 +200,7 @@ class Controller:
             return
         # Injected preemptions: the runtime holds at the step; deliver the signal now.
         for inj in self.plan.pending_injections():
-            if progress.get("phase") == "holding" and (progress.get("step") or 0) >= inj.at_step:
+            if progress.get("phase") == Phase.HOLDING and (progress.get("step") or 0) >= inj.at_step:
                 self.plan.mark_injected(inj, number)
                 self.backend.preempt(handle, inj.notice_s)
         # The replayed market, tick by tick: the zone's spot capacity is gone, or the policy switches.
@@ -328,7 +330,7 @@ class Controller:
         last step in an attempt the model ended earlier: the rest of the modeled work is still
         launched (and billed); that attempt trains nothing (runtime `already_done`).
         """
-        if self.files.read_json("result.json") is None:
+        if self.files.read_json(layout.RESULT) is None:
             return False
         return not self.plan.market.replayed or self.plan.work_left_s() <= 1e-6
 

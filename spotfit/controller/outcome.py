@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal as _signal
 
-from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.states import AttemptState
 
 COMPLETED = AttemptState.COMPLETED

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import time
 
+from spotfit.attempt import layout
+from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle
 from spotfit.controller import budget, notify
 from spotfit.controller.attempt_watch import AttemptWatches
@@ -21,11 +23,10 @@ from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState
+from spotfit.states import AttemptState, JobState, Market
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
-PROBE_KEY = "control/probe"
 
 
 class RuleActions:
@@ -111,7 +112,7 @@ class RuleActions:
     def apply(self, attempt: dict, progress: dict) -> None:
         """Evaluate the watchdog rules; notify, pause or stop as they say."""
         cost = self._spent_usd(but=attempt["number"]) + self.plan.bill(attempt)[1]
-        price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == "spot" else None
+        price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == Market.SPOT else None
         for verdict in self.watchdog.check(progress, cost, price):
             saved = f" (saves ~${verdict.saved_usd:.4f})" if verdict.saved_usd else ""
             message = f"{verdict.rule}: {verdict.message} -> {verdict.action}{saved}"
@@ -136,14 +137,14 @@ class RuleActions:
         """
         number = attempt["number"]
         self.watches[number].switching = True
-        if at_once or progress.get("phase") not in ("training", "saving"):
+        if at_once or progress.get("phase") not in (Phase.TRAINING, Phase.SAVING):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())
             return
         request = {"attempt": number, "reason": reason, "export": export}
         if at_step is not None:  # export the weights of that epoch end, where the target held
             request["at_step"] = at_step
         doc = json.dumps(request).encode()
-        if not self.guard.call(lambda: self.files.write("control/stop", doc), fallback=False, writes=True):
+        if not self.guard.call(lambda: self.files.write(layout.STOP, doc), fallback=False, writes=True):
             self.backend.preempt(self._handle(attempt), self.plan.notice_s())  # the signal needs no store
             return
         self.watches[number].stop_sent = time.time()
@@ -154,7 +155,7 @@ class RuleActions:
         """A small write, every `STORE_PROBE_S`: the runtime's writes fail unseen when the disk is full."""
         if time.monotonic() >= self._next_probe:
             self._next_probe = time.monotonic() + (STORE_PROBE_S if self.guard.healthy else STORE_PROBE_PROBLEM_S)
-            self.guard.call(lambda: self.files.write(PROBE_KEY, b"{}"), fallback=False, writes=True)
+            self.guard.call(lambda: self.files.write(layout.PROBE, b"{}"), fallback=False, writes=True)
 
     def pause_on_full_store(self, attempt: dict | None) -> bool:
         """Once the store has been full for `checkpoint.full_wait_s`: the job pauses (store full).

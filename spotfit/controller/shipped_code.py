@@ -22,13 +22,14 @@ import io
 import tarfile
 from typing import TYPE_CHECKING
 
+from spotfit.attempt import layout
 from spotfit.home import home
 
 if TYPE_CHECKING:
     from spotfit.spec import JobSpec
     from spotfit.stores.base import ObjectStore
 
-KEY = "code/submitted.tar.gz"
+KEY = layout.SUBMITTED_CODE
 
 
 def ship(spec: JobSpec, store: ObjectStore) -> None:

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.work_meter import WorkMeter
 from spotfit.market.replay import MarketReplay
+from spotfit.states import Market
 
-Launch = tuple[str, str | None]  # (market, zone)
+Launch = tuple[Market, str | None]  # (market, zone)
 Decide = Callable[[dict | None, dict, float | None], Launch | None]  # (attempt, progress, at_s)
 
 
@@ -142,7 +143,7 @@ class PolicyTicker:
             if at_s <= attempt["trace_start_s"]:
                 self._next_tick = tick + 1
                 continue
-            if attempt["market"] == "spot" and not self.replay.available(attempt["zone"], at_s):
+            if attempt["market"] == Market.SPOT and not self.replay.available(attempt["zone"], at_s):
                 self._next_tick = tick
                 return self._stop_at(attempt, "preempted", at_s)
             self._next_tick = tick + 1
@@ -161,7 +162,7 @@ class PolicyTicker:
         """
         for tick in range(self._next_tick, self.replay.tick_at(self._now_s()) + 1):
             at_s = self._tick_start_s(tick)
-            if at_s > attempt["trace_start_s"] and attempt["market"] == "spot" \
+            if at_s > attempt["trace_start_s"] and attempt["market"] == Market.SPOT \
                     and not self.replay.available(attempt["zone"], at_s):
                 self._next_tick = tick
                 return self._stop_at(attempt, "preempted", at_s)
@@ -197,4 +198,4 @@ class PolicyTicker:
 
 def same_mode(attempt: dict, decision: Launch) -> bool:
     market, zone = decision
-    return attempt["market"] == market and (market != "spot" or attempt["zone"] == zone)
+    return attempt["market"] == market and (market != Market.SPOT or attempt["zone"] == zone)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from spotfit.attempt.progress import Phase
 from spotfit.controller.rules import Observation, RuleEngine, Verdict
 
 MAX_SAMPLES = 20000
@@ -33,7 +34,7 @@ class Watchdog:
     def check(self, progress: dict, cost_usd: float, spot_usd_per_h: float | None) -> list[Verdict]:
         now = time.time()
         step = progress.get("step") or 0
-        training = progress.get("phase") == "training"
+        training = progress.get("phase") == Phase.TRAINING
         if training and self._first_step is None:
             self._first_step = step  # where this attempt starts (restored), not a step it made
         if step != self._step:
@@ -46,7 +47,7 @@ class Watchdog:
         beat = progress.get("heartbeat_at")
         if beat != self._last_heartbeat and progress.get("utilization_pct") is not None:
             self._last_heartbeat = beat
-            if progress.get("phase") in ("training", "serving"):  # serving: a notebook (idle_notebook)
+            if progress.get("phase") in (Phase.TRAINING, Phase.SERVING):  # serving: a notebook (idle_notebook)
                 self._samples.append((beat or now, float(progress["utilization_pct"])))
                 del self._samples[:-MAX_SAMPLES]
         obs = Observation(

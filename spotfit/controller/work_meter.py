@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import time
 
+from spotfit.attempt.progress import Phase
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState
-
-TRAINED_PHASES = ("training", "saving", "holding", "preempted", "stopped", "done")  # the runtime's, once in fit
 
 
 class WorkMeter:
@@ -39,7 +38,7 @@ class WorkMeter:
         step = progress.get("step") or 0
         self.step = max(self.step, step)
         self.total_steps = progress.get("total_steps") or self.total_steps
-        if progress.get("phase") != "training":
+        if progress.get("phase") != Phase.TRAINING:
             return False
         if not step:
             return True

@@ -4,17 +4,7 @@ It runs the user's Keras script unmodified and instruments `keras.Model.fit`: re
 newest valid checkpoint, replay the input pipeline to the exact data position, checkpoint
 periodically and on a preemption notice, report progress and events to the object store.
 
-It talks to the controller only through the job's store prefix and its exit code:
-
-- `EXIT_DONE` (0): the script finished.
-- `EXIT_PREEMPTED` (75): a preemption notice arrived; a checkpoint of the current step was saved.
-- `EXIT_STOPPED` (76): stopped on request (a rule or `spotfit cancel`); a checkpoint was saved.
-- `EXIT_CONFIG` (78, sysexits' EX_CONFIG): the job is misconfigured (a spotfit `UsageError`, e.g. a
-  dataset over `data.cache_limit_gib`); a retry would fail the same way, so there is none.
-- anything else: the script or the runtime failed.
+It talks to the controller only through the job's store prefix and its exit code, both
+described by `spotfit.attempt`, which the controller imports too (the exit codes:
+`spotfit.attempt.exit_codes`).
 """
-
-EXIT_DONE = 0
-EXIT_PREEMPTED = 75
-EXIT_STOPPED = 76
-EXIT_CONFIG = 78

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 import keras
 import tensorflow as tf
 
+from spotfit.attempt.progress import Phase
+from spotfit.runtime.keras_internals import base_optimizer
 from spotfit.runtime.preemption import Preempted
 
 if TYPE_CHECKING:
@@ -42,11 +44,7 @@ if TYPE_CHECKING:
     from spotfit.runtime.instrument import SpotfitCallback
     from spotfit.runtime.session import Session
 
-_base = getattr(getattr(keras.src, "optimizers", None), "base_optimizer", None)
-if _base is None or not callable(getattr(getattr(_base, "BaseOptimizer", None), "apply", None)):
-    raise ImportError(f"spotfit instruments `keras.src.optimizers.base_optimizer.BaseOptimizer.apply`, which "
-                      f"Keras {keras.__version__} does not have; spotfit is tested with Keras 3.15 (TensorFlow 2.21)")
-_BaseOptimizer = _base.BaseOptimizer
+_BaseOptimizer = base_optimizer.BaseOptimizer
 _original_apply = _BaseOptimizer.apply
 
 
@@ -140,7 +138,7 @@ class ApplyHook:
             loop.callback = self._callback(loop, None)
         elif start.role == "resume":
             at = int(start.checkpoint.meta["batch"])  # type: ignore[union-attr]
-            s.reporter.progress(force=True, phase="replaying", step=s.calls.base_step)
+            s.reporter.progress(force=True, phase=Phase.REPLAYING, step=s.calls.base_step)
             s.reporter.event("replaying", f"loop {s.calls.index} runs its first {at} steps again to reach the "
                              f"checkpoint at step {start.checkpoint.meta['step']}: an unmodified loop draws its "  # type: ignore[union-attr]
                              "data from the start (docs/resume.md)", fit_index=s.calls.index, steps=at)

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 from spotfit.stores.base import ObjectStore
 
-PREFIX = "checkpoints"
+PREFIX = layout.CHECKPOINTS
 
 
 @dataclass

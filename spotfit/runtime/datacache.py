@@ -48,6 +48,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from spotfit.attempt.progress import Phase
 from spotfit.errors import StoreError, UsageError
 from spotfit.stores import ObjectInfo, ObjectStore, open_store
 
@@ -400,7 +401,7 @@ def sync_job_data(config, reporter) -> SyncStats | None:
     limit = int(config.data_cache_limit_gib * 2**30) if config.data_cache_limit_gib else None
     cache = DataCache(config.data_cache_dir or default_cache_dir(), limit_bytes=limit, workers=config.data_workers,
                       verify=config.data_verify)
-    reporter.progress(force=True, phase="syncing data")
+    reporter.progress(force=True, phase=Phase.SYNCING_DATA)
 
     def on_progress(done: int, total: int) -> None:
         reporter.progress(data_bytes_done=done, data_bytes_total=total)

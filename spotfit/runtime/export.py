@@ -28,15 +28,13 @@ import json
 import shutil
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 
+from spotfit.attempt.registry import CARD, claim_version
 from spotfit.stores import open_store
 
-CARD = "model_card.json"
-CLAIM = "claim.json"
 TOLERANCE = {"savedmodel": 1e-5, "keras": 1e-6, "tflite": 1e-4}  # max |difference|, relative to max |y|
 # Under mixed precision the graph and eager paths round differently: a bf16 result has ~3
 # significant digits (eps 2^-8), fp16 ~3.3 (eps 2^-11). The check then catches wrong models,
@@ -47,38 +45,6 @@ SAMPLE_ROWS = 8
 
 class ExportError(Exception):
     """The exported model does not predict what the trained model predicts."""
-
-
-def versions(registry, name: str) -> list[int]:
-    """Published versions of `name` (those with a model card), ascending."""
-    out = set()
-    for key in registry.list(name):
-        parts = key.split("/")
-        if len(parts) == 3 and parts[1].isdigit() and parts[2] == CARD:
-            out.add(int(parts[1]))
-    return sorted(out)
-
-
-def next_version(registry, name: str) -> int:
-    """One above every version folder present (published or half-written)."""
-    used = [int(k.split("/")[1]) for k in registry.list(name) if k.count("/") >= 2 and k.split("/")[1].isdigit()]
-    return max(used, default=0) + 1
-
-
-def claim_version(registry, name: str, job_id: str | None = None) -> int:
-    """The lowest version of `name` free from here on, claimed for this export alone.
-
-    Candidates start at `next_version`; a candidate another export claimed first is skipped.
-    The claim holds a token of this call, so a claim whose reply was lost (and whose retry
-    then found the key taken) is still recognized as this call's own.
-    """
-    token = json.dumps({"token": uuid.uuid4().hex, "job_id": job_id, "claimed_at": time.time()}).encode()
-    version = next_version(registry, name)
-    while True:
-        key = f"{name}/{version}/{CLAIM}"
-        if registry.create_exclusive(key, token) or registry.read_bytes(key) == token:
-            return version
-        version += 1
 
 
 def sample_inputs(model, sample=None):

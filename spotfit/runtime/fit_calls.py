@@ -29,10 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spotfit.attempt import layout
 from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
 from spotfit.stores.base import ObjectStore
-
-RECORD_PREFIX = "fit_calls"
 
 
 @dataclass
@@ -92,10 +91,10 @@ class FitCalls:
     def records(self) -> CheckpointStore | None:
         if self.store is None:
             return None
-        return CheckpointStore(self.store, keep=1, prefix=f"{RECORD_PREFIX}/{self.index:04d}")
+        return CheckpointStore(self.store, keep=1, prefix=layout.fit_call(self.index))
 
     def record(self, index: int) -> Checkpoint | None:
         """The end state of call `index`, or None when no record exists (reported by the caller)."""
         if self.store is None:
             return None
-        return CheckpointStore(self.store, keep=1, prefix=f"{RECORD_PREFIX}/{index:04d}").load_latest()
+        return CheckpointStore(self.store, keep=1, prefix=layout.fit_call(index)).load_latest()

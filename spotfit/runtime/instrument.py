@@ -23,12 +23,10 @@ from typing import TYPE_CHECKING
 import keras
 import numpy as np
 
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.attempt.progress import Phase
 from spotfit.errors import StoreError
-from spotfit.runtime import (
-    EXIT_PREEMPTED,
-    EXIT_STOPPED,
-    callback_state,
-)
+from spotfit.runtime import callback_state
 from spotfit.runtime.checkpoint import Checkpoint
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.model_state import (
@@ -126,7 +124,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self._last_save_t = time.perf_counter()
         self._last_save_step = self.step
         self._holds = sorted(at for at in s.config.hold_at_steps if at > self.step)
-        s.reporter.progress(force=True, phase="training", step=self.step, total_steps=total,
+        s.reporter.progress(force=True, phase=Phase.TRAINING, step=self.step, total_steps=total,
                             total_steps_estimated=True, fit_index=self.fit_index)
         s.watcher.in_training = True
 
@@ -218,7 +216,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         s = self.session
         stopped = s.stop.code == EXIT_STOPPED
         self._save(reason="stop" if stopped else (s.stop.reason or "notice"))
-        s.reporter.progress(force=True, phase="stopped" if stopped else "preempted")
+        s.reporter.progress(force=True, phase=Phase.STOPPED if stopped else Phase.PREEMPTED)
         raise Preempted(s.stop.code)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -268,7 +266,7 @@ class SpotfitCallback(keras.callbacks.Callback):
             "python_rng_epoch": self._python_rng_epoch,
         }
         s = self.session
-        s.reporter.progress(force=True, phase="saving")
+        s.reporter.progress(force=True, phase=Phase.SAVING)
         arrays = capture(self.model)
         if not _finite(arrays):
             self._skip_save(reason)
@@ -283,12 +281,12 @@ class SpotfitCallback(keras.callbacks.Callback):
         except StoreError as exc:
             # Training goes on from the previous checkpoint's safety; the next interval retries.
             self._failed_t, self._failed_step = time.perf_counter(), self.step
-            s.reporter.progress(force=True, phase="training")
+            s.reporter.progress(force=True, phase=Phase.TRAINING)
             s.reporter.event("checkpoint_failed", f"could not save step {self.step} ({reason}), "
                              f"retrying at the next interval: {exc}", step=self.step, reason=reason)
             return
         s.record_save(seconds)
-        s.reporter.progress(force=True, phase="training")
+        s.reporter.progress(force=True, phase=Phase.TRAINING)
         s.reporter.event("checkpoint", f"saved step {self.step} ({reason}) in {seconds:.3f}s",
                          step=self.step, save_s=seconds, reason=reason)
         for listener in self.after_save:
@@ -312,7 +310,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         """NaN or infinite weights are not saved: they would rotate the last good checkpoints out."""
         s = self.session
         self._failed_t, self._failed_step = time.perf_counter(), self.step  # the next try waits an interval
-        s.reporter.progress(force=True, phase="training")
+        s.reporter.progress(force=True, phase=Phase.TRAINING)
         if not self._skipped_nonfinite:
             self._skipped_nonfinite = True
             s.reporter.event("checkpoint_skipped", f"not saving step {self.step} ({reason}): the weights are "
@@ -334,7 +332,7 @@ class SpotfitCallback(keras.callbacks.Callback):
     def _hold(self) -> None:
         """An injected preemption: stand still at this step until the backend's signal."""
         s = self.session
-        s.reporter.progress(force=True, phase="holding", step=self.step)
+        s.reporter.progress(force=True, phase=Phase.HOLDING, step=self.step)
         s.reporter.event("hold", f"holding at step {self.step} for the injected preemption", step=self.step)
         s.watcher.notice.wait(s.config.hold_timeout_s)
 

@@ -2,7 +2,7 @@
 
 Reads `attempts/<n>/runtime.json` from the job's store prefix, imports TensorFlow, restores
 the newest valid checkpoint, runs the user's script with `keras.Model.fit` instrumented,
-writes `result.json` and exits with one of the codes in `spotfit.runtime`.
+writes `result.json` and exits with one of the codes in `spotfit.attempt.exit_codes`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ import runpy
 import sys
 import time
 import traceback
+from typing import Any
 
+from spotfit.attempt import layout
+from spotfit.attempt.config import RuntimeConfig
+from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.attempt.progress import Phase
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.runtime import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import Preempted
@@ -32,7 +35,7 @@ def _process_age_s() -> float:
 
 def run(job_url: str, attempt: int) -> int:
     config = RuntimeConfig.from_json(
-        open_store(job_url).read_bytes(f"attempts/{attempt:04d}/runtime.json").decode()
+        open_store(job_url).read_bytes(layout.runtime_config(attempt)).decode()
     )
     if config.kind == "notebook":  # JupyterLab instead of a script: no TensorFlow here
         from spotfit.runtime import notebook
@@ -63,13 +66,14 @@ def run(job_url: str, attempt: int) -> int:
 
         fit_wrapper.install(session)
         sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
-        rep.progress(force=True, phase="running script")
+        rep.progress(force=True, phase=Phase.RUNNING_SCRIPT)
         code = _run_with_fallback(session, strategy)
         if code != EXIT_DONE:
             return code
         apply_hook.finish()  # an unmodified custom loop ends with the script: its end save
-        result = {"step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt,
-                  "offers": session.offer.offers if session.offer is not None else session.offers}
+        result: dict[str, Any] = {
+            "step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt,
+            "offers": session.offer.offers if session.offer is not None else session.offers}
         if session.model is not None:
             result["weights_sha256"] = model_state.weights_sha256(session.model)
             # Steps trained, as counted by the callback: Keras's `optimizer.iterations` also counts
@@ -80,7 +84,7 @@ def run(job_url: str, attempt: int) -> int:
         session.write_result(result)
         if result["step"] is not None:  # every fit call is known now: the total is exact
             rep.progress(total_steps=result["step"], total_steps_estimated=False)
-        rep.progress(force=True, phase="done")
+        rep.progress(force=True, phase=Phase.DONE)
         rep.event("done", f"script finished at step {result['step']}",
                   **{k: v for k, v in result.items() if k not in ("attempt", "offers")})
         session.stop.barrier("done")
@@ -117,10 +121,10 @@ def _already_done(session: Session, done: dict) -> int:
     modeled instance's time), then ends; the result stays the one its trainer wrote.
     """
     rep, step = session.reporter, done.get("step")
-    rep.progress(force=True, phase="training", step=step or 0, total_steps=step, total_steps_estimated=False)
+    rep.progress(force=True, phase=Phase.TRAINING, step=step or 0, total_steps=step, total_steps_estimated=False)
     rep.event("already_done", f"training ended at step {step} in attempt {done.get('attempt')}: "
               "nothing left to train, the result is kept", step=step, by_attempt=done.get("attempt"))
-    rep.progress(force=True, phase="done")
+    rep.progress(force=True, phase=Phase.DONE)
     return EXIT_DONE
 
 
@@ -358,7 +362,7 @@ def _record_exit(job_url: str, attempt: int, code: int) -> None:
 
     try:
         open_store(job_url).write_bytes(
-            f"attempts/{attempt:04d}/exit.json", json.dumps({"code": code, "at": time.time()}).encode()
+            layout.exit_record(attempt), json.dumps({"code": code, "at": time.time()}).encode()
         )
     except Exception as exc:  # noqa: BLE001 — the code still reaches a parent through the exit status
         sys.stderr.write(f"spotfit: could not record the exit code: {exc}\n")

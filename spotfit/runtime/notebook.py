@@ -31,30 +31,19 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 
-from spotfit.home import home
-from spotfit.runtime import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
-from spotfit.runtime.config import RuntimeConfig
-from spotfit.runtime.folder_sync import FolderSync
+from spotfit.attempt import layout
+from spotfit.attempt.config import RuntimeConfig
+from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.attempt.notebook import TOKEN_ENV, attempt_dir, token_file
+from spotfit.attempt.progress import Phase
 from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.utilization import start_sampling
 from spotfit.stores import open_store
+from spotfit.stores.folder_sync import FolderSync
 
-TOKEN_ENV = "SPOTFIT_NOTEBOOK_TOKEN"
-FILES_PREFIX = "notebook/files"
-SERVER_KEY = "notebook/server.json"
 START_TIMEOUT_S = 180.0  # JupyterLab's first start on a busy machine builds nothing but is slow to import
 STOP_TIMEOUT_S = 20.0
 STOP_POLL_S = 2.0
-
-
-def attempt_dir(job_id: str, attempt: int) -> Path:
-    """Where attempt `attempt` of a notebook keeps its working folder (`work/`) and Jupyter's runtime files."""
-    return home() / "notebooks" / job_id / f"{attempt:04d}"
-
-
-def token_file(job_id: str) -> Path:
-    """The 0600 file that holds a notebook's token on the machine that started it."""
-    return home() / "notebooks" / job_id / "token"
 
 
 def read_token(job_id: str) -> str:
@@ -76,7 +65,7 @@ def serve(config: RuntimeConfig) -> int:
     signal.signal(signal.SIGTERM, lambda *_: term.set())
     base = attempt_dir(config.job_id, config.attempt)
     work = base / "work"
-    files = FolderSync(store, FILES_PREFIX, work)
+    files = FolderSync(store, layout.NOTEBOOK_FILES, work)
     restored = files.restore()
     token = read_token(config.job_id)
     port = _free_port()
@@ -94,12 +83,12 @@ def serve(config: RuntimeConfig) -> int:
                 return _end(rep, server, files, EXIT_PREEMPTED, "SIGTERM before the server was ready")
             raise RuntimeError(f"JupyterLab did not answer on 127.0.0.1:{port} (exit {server.poll()}); "
                                f"see {base / 'jupyter.log'}")
-        store.write_bytes(SERVER_KEY, json.dumps({
+        store.write_bytes(layout.NOTEBOOK_SERVER, json.dumps({
             "attempt": config.attempt, "host": socket.gethostname(), "port": port, "workdir": str(work),
             "pid": os.getpid(), "started_at": started_at}).encode())
         rep.event("notebook_started", f"JupyterLab on 127.0.0.1:{port}, {restored} file(s) restored",
                   port=port, restored=restored)
-        rep.progress(force=True, phase="serving", last_activity_at=started_at, kernels=0)
+        rep.progress(force=True, phase=Phase.SERVING, last_activity_at=started_at, kernels=0)
         return _loop(config, rep, server, files, port, token, term, started_at)
     finally:
         stop_sampling.set()
@@ -121,19 +110,19 @@ def _loop(config: RuntimeConfig, rep: Reporter, server: subprocess.Popen, files:
             code = EXIT_DONE if server.returncode == 0 else 1
             files.push()
             if code == EXIT_DONE:
-                rep.store.write_bytes("result.json", json.dumps({"step": None, "weights_sha256": None,
+                rep.store.write_bytes(layout.RESULT, json.dumps({"step": None, "weights_sha256": None,
                                                                   "metrics": {}}).encode())
             rep.event("exit", f"JupyterLab exited by itself (code {server.returncode})", code=code)
             return code
         now = time.monotonic()
         if now >= next_stop_check:
             next_stop_check = now + STOP_POLL_S
-            if rep.store.exists("control/stop"):
+            if rep.store.exists(layout.STOP):
                 return _end(rep, server, files, EXIT_STOPPED, "a stop request")
         activity, kernels = _kernel_activity(port, token)
         if activity is not None:
             last_activity = max(last_activity, activity)
-        rep.progress(phase="serving", last_activity_at=last_activity, kernels=kernels)
+        rep.progress(phase=Phase.SERVING, last_activity_at=last_activity, kernels=kernels)
         if now >= next_sync:
             next_sync = now + config.notebook_sync_s
             files.push()
@@ -143,7 +132,7 @@ def _end(rep: Reporter, server: subprocess.Popen, files: FolderSync, code: int, 
     """Stop the server (its kernels flush what they write), push the folder, report; returns `code`."""
     _stop_server(server)
     pushed = files.push()
-    rep.progress(force=True, phase="stopped")
+    rep.progress(force=True, phase=Phase.STOPPED)
     rep.event("exit", f"notebook stopped on {why}: {pushed} changed file(s) saved (exit {code})", code=code,
               pushed=pushed)
     return code

@@ -29,12 +29,13 @@ import time
 import keras
 import numpy as np
 
+from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 from spotfit.runtime import trial
 
 PHASE_STEPS = 11
 OFFER_BELOW = 0.95  # a candidate must save 5% of the step: less is within the timing noise of 10 steps
-TUNING_KEY = "tuning/offer.json"
+TUNING_KEY = layout.tuning("offer")
 COMPILE_FACTOR = 6.0  # an XLA compilation, in first steps (xla.py)
 _NAME_UIDS = "object_name_uids"  # Keras's counters of automatic names (keras/src/utils/naming.py)
 
@@ -189,23 +190,21 @@ def _time(model, batch) -> tuple[float, float]:
 def _rng_state():
     """Python's, NumPy's and Keras's global random state (the copy's layers draw their seeds from
     them), and Keras's name counters (a model the script builds later is named as in a plain run)."""
-    from keras.src.backend.common import global_state
-    from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
+    from spotfit.runtime.keras_internals import global_state, seed_generator
 
-    generator = global_state.get_global_attribute(GLOBAL_SEED_GENERATOR)
+    generator = global_state.get_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR)
     value = None if generator is None else keras.ops.convert_to_numpy(generator.state)
     names = copy.deepcopy(global_state.get_global_attribute(_NAME_UIDS))
     return random.getstate(), np.random.get_state(), generator, value, names
 
 
 def _set_rng_state(state) -> None:
-    from keras.src.backend.common import global_state
-    from keras.src.random.seed_generator import GLOBAL_SEED_GENERATOR
+    from spotfit.runtime.keras_internals import global_state, seed_generator
 
     python, numpy_state, generator, value, names = state
     random.setstate(python)
     np.random.set_state(numpy_state)
-    global_state.set_global_attribute(GLOBAL_SEED_GENERATOR, generator)
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, generator)
     global_state.set_global_attribute(_NAME_UIDS, names)
     if generator is not None:
         generator.state.assign(value)

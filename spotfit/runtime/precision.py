@@ -45,12 +45,13 @@ from pathlib import Path
 
 import keras
 
+from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 from spotfit.runtime import trial
 
 POLICIES = ("auto", "off", "mixed_float16", "mixed_bfloat16")
 PHASE_STEPS = 11  # per phase: 1 untimed (retrace) + 10 timed, as for XLA
-TUNING_KEY = "tuning/precision.json"
+TUNING_KEY = layout.tuning("precision")
 
 
 @dataclass(frozen=True)

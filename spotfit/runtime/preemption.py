@@ -45,7 +45,7 @@ class NoticeWatcher:
         self.source = self.source or "SIGTERM"
         self.notice.set()
         if not self.in_training:
-            from spotfit.runtime import EXIT_PREEMPTED
+            from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 
             raise Preempted(EXIT_PREEMPTED)
 

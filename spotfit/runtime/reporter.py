@@ -21,8 +21,10 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Unpack
 
+from spotfit.attempt import layout
+from spotfit.attempt.progress import EventDoc, Phase, Progress
 from spotfit.errors import StoreError
 from spotfit.stores.base import ObjectStore
 
@@ -40,10 +42,10 @@ class Reporter:
         self._pending = False  # a progress update that the heartbeat throttle left unwritten
         self._lock = threading.Lock()  # guards `state` and the queues: held for microseconds, never over I/O
         self._write_lock = threading.Lock()  # orders the writes of the training and heartbeat threads
-        self.state: dict[str, Any] = {
+        self.state: Progress = {
             "attempt": attempt,
             "pid": os.getpid(),
-            "phase": "starting",
+            "phase": Phase.STARTING,
             "step": 0,
             "total_steps": None,
             "epoch": 0,
@@ -60,8 +62,9 @@ class Reporter:
         with self._write_lock:
             with self._lock:
                 self._seq += 1
-                doc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message, "data": data}
-                key = f"events/{self.attempt:04d}-{self._seq:06d}.json"
+                doc: EventDoc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message,
+                                 "data": data}
+                key = layout.event(self.attempt, self._seq)
                 self._unsent.append((key, json.dumps(doc, default=str).encode()))
             self._flush_events()
 
@@ -118,7 +121,7 @@ class Reporter:
             self.state["nan_loss"], self.state["nan_step"] = True, step
         return first
 
-    def progress(self, force: bool = False, **fields: Any) -> None:
+    def progress(self, force: bool = False, **fields: Unpack[Progress]) -> None:
         with self._lock:
             self.state.update(fields)
             due = force or time.time() - self._last_write >= self.heartbeat_s
@@ -158,7 +161,7 @@ class Reporter:
             if self._unsent and not self._flush_events():
                 return
             try:
-                self.store.write_bytes("progress.json", body)
+                self.store.write_bytes(layout.PROGRESS, body)
             except StoreError as exc:
                 self._store_failed(exc)
                 return

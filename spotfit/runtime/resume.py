@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from keras.src.backend.tensorflow import trainer as tf_trainer
+from spotfit.runtime.keras_internals import trainer as tf_trainer
 
 _KerasTFEpochIterator = tf_trainer.TFEpochIterator
 

@@ -8,9 +8,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from spotfit.attempt import layout
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.errors import NotFoundError, StoreError
 from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.preemption import NoticeWatcher
 from spotfit.runtime.reporter import Reporter
@@ -41,7 +42,7 @@ class Session:
         # progress and results; the others report under `workers/<index>/` (for debugging).
         self.cluster = cluster_from_env()
         self.report_store = self.store if self.cluster.is_chief else open_store(
-            child(config.job_url, "workers", str(self.cluster.index)))
+            child(config.job_url, layout.worker_reports(self.cluster.index)))
         self.reporter = Reporter(self.report_store, config.attempt, config.heartbeat_s)
         self.stop: LocalStop | StopAgreement = LocalStop()  # a StopAgreement once a multi-worker strategy exists
         self.strategy_name = "none"
@@ -117,7 +118,7 @@ class Session:
         the document (reason, export).
         """
         try:
-            doc = json.loads(self.store.read_bytes("control/stop"))
+            doc = json.loads(self.store.read_bytes(layout.STOP))
         except (NotFoundError, StoreError, ValueError):  # unreachable store: ask at the next heartbeat
             return False
         if doc.get("attempt") != self.config.attempt:
@@ -147,14 +148,14 @@ class Session:
         store counts as no result (the script then runs and restores its newest checkpoint).
         """
         try:
-            doc = json.loads(self.store.read_bytes("result.json"))
+            doc = json.loads(self.store.read_bytes(layout.RESULT))
         except (NotFoundError, StoreError, ValueError):
             return None
         return doc if isinstance(doc, dict) and doc.get("attempt") != self.config.attempt else None
 
     def write_result(self, result: dict) -> None:
         if not self.is_chief:
-            self.report_store.write_bytes("result.json", json.dumps(result).encode())
+            self.report_store.write_bytes(layout.RESULT, json.dumps(result).encode())
             return
-        self.store.write_bytes(f"attempts/{self.config.attempt:04d}/result.json", json.dumps(result).encode())
-        self.store.write_bytes("result.json", json.dumps(result).encode())
+        self.store.write_bytes(layout.attempt_result(self.config.attempt), json.dumps(result).encode())
+        self.store.write_bytes(layout.RESULT, json.dumps(result).encode())

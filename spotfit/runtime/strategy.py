@@ -158,8 +158,9 @@ def patch_keras() -> None:
     if _patched["done"]:
         return
     import tensorflow as tf
-    from keras.src import tree
-    from keras.src.backend.tensorflow import trainer as tf_trainer
+
+    from spotfit.runtime.keras_internals import trainer as tf_trainer
+    from spotfit.runtime.keras_internals import tree
 
     original_reduce = tf_trainer.reduce_per_replica
 

@@ -13,6 +13,8 @@ import threading
 
 import psutil
 
+from spotfit.attempt.progress import Progress
+
 
 class ProcessCpuSampler:
     source = "cpu"
@@ -76,7 +78,7 @@ def make_sampler(tree: bool = False):
         return ProcessTreeCpuSampler() if tree else ProcessCpuSampler()
 
 
-def start_sampling(state: dict, interval_s: float = 1.0, tree: bool = False) -> threading.Event:
+def start_sampling(state: Progress, interval_s: float = 1.0, tree: bool = False) -> threading.Event:
     """Sample every `interval_s` into `state`; set the returned event to stop."""
     sampler = make_sampler(tree)
     stop = threading.Event()

@@ -39,6 +39,7 @@ from collections.abc import Callable
 
 import keras
 
+from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 from spotfit.runtime import trial
 
@@ -48,7 +49,7 @@ PHASE_STEPS = 11  # per phase: 1 untimed (trace/compile) + 10 timed; fewer were 
 # step on this project's 2-core CPU, and the epoch's last, smaller batch compiles once more (in
 # sample, one run each): 6 covers both compilations.
 COMPILE_FACTOR = 6.0
-TUNING_KEY = "tuning/xla.json"
+TUNING_KEY = layout.tuning("xla")
 
 
 def decide(off_step_s: float | None, on_step_s: float | None) -> bool:

@@ -31,11 +31,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from spotfit import arguments, job_secrets
+from spotfit.attempt.layout import boot_log as boot_log_key
 from spotfit.errors import UsageError
 from spotfit.home import home, state_is_shared, state_target
 from spotfit.sdk.context import controller_alive, db, find_job, live_controllers, reading_from
 from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulate
-from spotfit.sdk.reports import BOOT_LOG_LINES, boot_log_key, cost, events, list_jobs, logs, status
+from spotfit.sdk.reports import BOOT_LOG_LINES, cost, events, list_jobs, logs, status
 from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
 from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard, ui
 from spotfit.state import StateDB

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from spotfit import arguments
+from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 from spotfit.home import home, state_is_shared
 from spotfit.sdk.context import controller_alive, db, find_job
@@ -125,7 +126,7 @@ def logs(ref: str, attempt: int | None = None) -> dict:
             f"Job {job['id']} has no attempt {number}: expected one of 1..{len(attempts)}.",
             hint="Leave --attempt out for the latest attempt.",
         )
-    key = f"logs/attempt-{number:04d}.log"
+    key = layout.log(number)
     store = open_store(job["store_url"])
     try:
         text = store.read_bytes(key).decode(errors="replace")
@@ -133,7 +134,7 @@ def logs(ref: str, attempt: int | None = None) -> dict:
         local = home() / "logs" / job["id"] / key
         text = local.read_text(errors="replace") if local.exists() else ""
     try:  # an instance's boot (install, agent) log, uploaded by the instance when it powers off
-        boot = store.read_bytes(boot_log_key(number)).decode(errors="replace")
+        boot = store.read_bytes(layout.boot_log(number)).decode(errors="replace")
     except NotFoundError:
         boot = ""
     return {"id": job["id"], "attempt": number, "log": text, "events": events(job["id"]),
@@ -141,11 +142,6 @@ def logs(ref: str, attempt: int | None = None) -> dict:
 
 
 BOOT_LOG_LINES = 40
-
-
-def boot_log_key(attempt: int) -> str:
-    """Where an instance uploads its boot log (user-data and agent output) in the job's store."""
-    return f"logs/attempt-{attempt:04d}.boot.log"
 
 
 

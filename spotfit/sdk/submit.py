@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from spotfit import job_secrets, scriptcheck
+from spotfit.attempt import layout
 from spotfit.errors import UsageError
 from spotfit.home import default_store_url, state_is_shared
 from spotfit.sdk.context import db
@@ -113,11 +114,11 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     store = open_store(store_url)
     if spec.is_notebook:  # its token: a 0600 file here and, on a cloud, the secret store (never the job's store)
         from spotfit import notebooks
-        from spotfit.runtime.notebook import TOKEN_ENV
+        from spotfit.attempt.notebook import TOKEN_ENV
 
         values[TOKEN_ENV] = notebooks.new_token(job_id)
     job_secrets.store_at_submit(chosen, job_id, spec, values, store)
-    store.write_bytes("spec.json", spec.model_dump_json(indent=2).encode())
+    store.write_bytes(layout.SPEC, spec.model_dump_json(indent=2).encode())
     if state_is_shared() and not spec.is_notebook:  # the script's folder goes to the controller, wherever it runs
         from spotfit.controller import shipped_code
 

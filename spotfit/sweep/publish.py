@@ -3,7 +3,7 @@
 Each completed trial whose base job has an `export` section exports itself at its end, as any
 job does (`<registry>/<trial job name>/1/`). When the sweep is complete, the best trial's
 version is copied to the next version of the base job's name, claimed first and with its model
-card written last (the registry's rule, `runtime/export.py`), and that card gains a `sweep`
+card written last (the registry's rule, `attempt/registry.py`), and that card gains a `sweep`
 section: the sweep id, the trial number, its params, the objective and its value. No
 TensorFlow here: the files are copied as they are.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 
-from spotfit.runtime.export import CARD, CLAIM, claim_version
+from spotfit.attempt.registry import CARD, CLAIM, claim_version
 from spotfit.stores import open_store
 
 

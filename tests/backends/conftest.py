@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from moto import mock_aws
 
-from spotfit.runtime.config import RuntimeConfig
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.stores import open_store
 from tests.support.aws_moto import REGION, Calls, MotoAws, PlacementGroups, moto_session
 

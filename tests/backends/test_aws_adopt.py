@@ -20,13 +20,13 @@ import threading
 import pytest
 
 from spotfit import sdk
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.gc import find_leftovers
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.base import LaunchRequest
 from spotfit.controller import crashpoints
 from spotfit.controller.loop import Controller
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
 from tests.support.aws_moto import aws_backend, instances
 from tests.support.wait import wait_for

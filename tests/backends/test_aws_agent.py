@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.backends.aws import agent
-from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.stores import open_store
 from tests.support.aws_moto import aws_backend, launch_request
 from tests.support.imds import ImdsServer

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from spotfit.attempt.config import RuntimeConfig
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED
+from spotfit.attempt.layout import NOTEBOOK_SERVER as SERVER_KEY
+from spotfit.attempt.notebook import TOKEN_ENV
 from spotfit.backends.aws import agent
-from spotfit.runtime import EXIT_PREEMPTED
-from spotfit.runtime.config import RuntimeConfig
-from spotfit.runtime.notebook import SERVER_KEY, TOKEN_ENV
 from spotfit.stores import open_store
 from tests.backends.test_aws_agent import servers  # noqa: F401 — the IMDS fixture
 from tests.notebooks.jupyter import request

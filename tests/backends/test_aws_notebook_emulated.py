@@ -16,9 +16,9 @@ import uuid
 import pytest
 
 from spotfit import interactive, notebooks, sdk
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.backends.wheel import running_wheel
 from spotfit.controller.loop import Controller
-from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.stores import open_store
 from tests.backends.test_aws_emulated import cloud  # noqa: F401 — the emulated cloud fixture
 from tests.notebooks.jupyter import request

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.runtime import apply_hook
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.session import Session
 
 

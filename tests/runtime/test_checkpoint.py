@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.runtime.checkpoint import CheckpointStore
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.runtime.session import MIN_INTERVAL_SAVES, Session
 from spotfit.stores import open_store
 from tests.support.wait import wait_for

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spotfit.attempt import registry as registry_layout
 from spotfit.runtime import export
 from spotfit.stores import open_store
 from tests.support.jobs import spotfit_cmd
@@ -52,7 +53,7 @@ def test_export_reload_compare_and_version(tmp_path):
     first = export.export(model, options, {"metrics": {"loss": 1.0}})
     second = export.export(model, options, {"metrics": {"loss": 0.5}})
     assert (first["version"], second["version"]) == (1, 2)
-    assert export.versions(open_store(registry), "tiny") == [1, 2]
+    assert registry_layout.versions(open_store(registry), "tiny") == [1, 2]
     assert set(first["formats"]) == {"savedmodel", "tflite", "keras"}
     assert all(f["max_rel_diff"] <= export.tolerance(name) for name, f in first["formats"].items())
     # The published SavedModel predicts what the trained model predicts.
@@ -60,7 +61,7 @@ def test_export_reload_compare_and_version(tmp_path):
     x = np.random.default_rng(1).standard_normal((4, 5)).astype("float32")
     reloaded = tf.saved_model.load(str(folder / "savedmodel"))
     np.testing.assert_allclose(reloaded.serve(x).numpy(), model.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
-    card = json.loads((folder / export.CARD).read_text())
+    card = json.loads((folder / registry_layout.CARD).read_text())
     assert card["version"] == 2 and card["metrics"] == {"loss": 0.5} and (folder / "model.tflite").exists()
 
 
@@ -73,8 +74,8 @@ def test_a_half_written_version_is_not_a_version_but_its_number_is_taken(tmp_pat
     registry = open_store(f"file://{tmp_path}")
     registry.write_bytes("m/1/model_card.json", b"{}")
     registry.write_bytes("m/2/savedmodel/saved_model.pb", b"partial")  # upload interrupted, no card
-    assert export.versions(registry, "m") == [1]
-    assert export.next_version(registry, "m") == 3
+    assert registry_layout.versions(registry, "m") == [1]
+    assert registry_layout.next_version(registry, "m") == 3
 
 
 def test_job_exports_at_the_end_with_a_model_card(tmp_path, spotfit_home, job_spec):
@@ -89,7 +90,7 @@ def test_job_exports_at_the_end_with_a_model_card(tmp_path, spotfit_home, job_sp
         assert out.returncode == 0, out.stderr[-3000:]
         doc = json.loads(out.stdout)
         folder = spotfit_home / "registry" / "exported" / str(expected_version)
-        card = json.loads((folder / export.CARD).read_text())
+        card = json.loads((folder / registry_layout.CARD).read_text())
         assert card["version"] == expected_version and card["job_id"] == doc["id"]
         assert card["weights_sha256"] == doc["weights_sha256"] and card["step"] == doc["step"] == 16
         assert len(card["spec_hash"]) == 64 and set(card["metrics"]) == {"accuracy", "loss"}

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spotfit.attempt import registry as registry_layout
 from spotfit.runtime import export
 from spotfit.stores import open_store
 from tests.support.seaweed import BUCKET
@@ -43,14 +44,14 @@ def _model_folder(folder: Path, seed: int) -> dict[str, bytes]:
 
 def test_racing_exports_get_distinct_versions_each_complete(registry_url, tmp_path, monkeypatch):
     barrier = threading.Barrier(RACERS, timeout=60)
-    computed = export.next_version
+    computed = registry_layout.next_version
 
     def candidate_then_wait(registry, name):
         version = computed(registry, name)
         barrier.wait()  # every racer has picked its candidate before any claims it
         return version
 
-    monkeypatch.setattr(export, "next_version", candidate_then_wait)
+    monkeypatch.setattr(registry_layout, "next_version", candidate_then_wait)
     open_store(registry_url).write_bytes("m/1/model_card.json", b"{}")  # an earlier version: the race is for 2
     folders = []
     for i in range(RACERS):
@@ -73,15 +74,15 @@ def test_racing_exports_get_distinct_versions_each_complete(registry_url, tmp_pa
     assert not errors, errors
     assert sorted(c["version"] for c in cards.values()) == [2, 3]
     registry = open_store(registry_url)
-    assert export.versions(registry, "m") == [1, 2, 3]
+    assert registry_layout.versions(registry, "m") == [1, 2, 3]
     for i, card in cards.items():
         prefix = f"m/{card['version']}/"
         stored = {k[len(prefix):] for k in registry.list(prefix.rstrip("/"))}
-        assert stored == {*folders[i], export.CARD, export.CLAIM}  # this racer's files, nobody else's
+        assert stored == {*folders[i], registry_layout.CARD, registry_layout.CLAIM}  # this racer's files, nobody else's
         for name, data in folders[i].items():
             assert registry.read_bytes(prefix + name) == data
-        assert json.loads(registry.read_bytes(prefix + export.CARD))["job_id"] == f"job-{i}"
-        assert json.loads(registry.read_bytes(prefix + export.CLAIM))["job_id"] == f"job-{i}"
+        assert json.loads(registry.read_bytes(prefix + registry_layout.CARD))["job_id"] == f"job-{i}"
+        assert json.loads(registry.read_bytes(prefix + registry_layout.CLAIM))["job_id"] == f"job-{i}"
 
 
 def test_a_claim_whose_reply_was_lost_is_still_recognized_as_ours(monkeypatch):
@@ -93,5 +94,5 @@ def test_a_claim_whose_reply_was_lost_is_still_recognized_as_ours(monkeypatch):
         return False
 
     monkeypatch.setattr(registry, "create_exclusive", reply_lost)
-    assert export.claim_version(registry, "m") == 1
+    assert registry_layout.claim_version(registry, "m") == 1
     assert registry.list("m") == ["m/1/claim.json"]  # no second number taken

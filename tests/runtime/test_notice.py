@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from spotfit.attempt.config import RuntimeConfig
+from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.errors import NotFoundError
-from spotfit.runtime import EXIT_PREEMPTED
 from spotfit.runtime.checkpoint import CheckpointStore
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
 from tests.support.jobs import DIGITS
 from tests.support.wait import wait_for

@@ -119,8 +119,8 @@ def test_a_later_attempt_reuses_the_measured_choices_without_a_trial(tmp_path, m
 
     import keras
 
+    from spotfit.attempt.config import RuntimeConfig
     from spotfit.runtime import main, xla
-    from spotfit.runtime.config import RuntimeConfig
     from spotfit.runtime.session import Session
     from spotfit.stores import open_store
 

@@ -22,8 +22,8 @@ import uuid
 
 import pytest
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.runtime.checkpoint import CheckpointStore
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
 from tests.support.seaweed import BUCKET
 from tests.support.wait import wait_for

@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from spotfit.attempt import layout
 from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.backends.aws.secrets import agent_env as agent_secrets
 from spotfit.errors import NotFoundError
@@ -82,17 +83,16 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
         runtime_cmd: list[str] | None = None) -> int:
     """Run one worker of an attempt to its end; returns the runtime's exit code."""
     store = open_store(job_url)
-    prefix = f"attempts/{attempt:04d}"
     launch, workdir = unpack_attempt(store, attempt)
     imds = Imds(imds_url)
     env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
     env.update(agent_secrets(store))  # the spec's `secrets:`, from SSM with the instance role
     index = 0
     if launch.get("workers", 1) > 1:
-        cluster = _wait_cluster(store, prefix, poll_s)
+        cluster = _wait_cluster(store, attempt, poll_s)
         index = cluster["ips"].index(imds.get(LOCAL_IP_PATH))
         env["TF_CONFIG"] = json.dumps(tf_config(cluster["worker"], index))
-    log_key = f"logs/attempt-{attempt:04d}.log" + (f".worker{index}" if index else "")
+    log_key = layout.log(attempt, index)
     log_path = Path(workdir.parent / f"spotfit-attempt-{attempt:04d}.log")
     cmd = runtime_cmd or [sys.executable, "-m", "spotfit.runtime", job_url, str(attempt)]
     with open(log_path, "ab") as log:
@@ -100,7 +100,7 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     forwarded = False
     while proc.poll() is None:
-        if not forwarded and _preempt_requested(store, prefix, imds):
+        if not forwarded and _preempt_requested(store, attempt, imds):
             forwarded = True
             os.killpg(proc.pid, signal.SIGTERM)
         time.sleep(poll_s)
@@ -108,18 +108,18 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
     return proc.returncode
 
 
-def _wait_cluster(store, prefix: str, poll_s: float, timeout_s: float = 900.0) -> dict:
+def _wait_cluster(store, attempt: int, poll_s: float, timeout_s: float = 900.0) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            return json.loads(store.read_bytes(f"{prefix}/cluster.json"))
+            return json.loads(store.read_bytes(layout.cluster_file(attempt)))
         except NotFoundError:
             time.sleep(poll_s)
-    raise TimeoutError(f"no {prefix}/cluster.json after {timeout_s:.0f}s")
+    raise TimeoutError(f"no {layout.cluster_file(attempt)} after {timeout_s:.0f}s")
 
 
-def _preempt_requested(store, prefix: str, imds: Imds) -> bool:
-    if store.exists(f"{prefix}/preempt.json"):
+def _preempt_requested(store, attempt: int, imds: Imds) -> bool:
+    if store.exists(layout.preempt_file(attempt)):
         return True
     return imds.get(NOTICE_PATH) is not None
 

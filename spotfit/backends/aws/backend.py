@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import replace
 
+from spotfit.attempt import layout
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3, sdk_failure
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
@@ -277,7 +278,7 @@ class AwsBackend:
         from spotfit.backends.aws import shipping
 
         store = open_store(request.job_url)
-        if not store.exists(f"attempts/{request.attempt:04d}/cluster.json"):
+        if not store.exists(layout.cluster_file(request.attempt)):
             shipping.write_cluster(store, request.attempt, [i["PrivateIpAddress"] for i in instances], s.worker_port)
 
     # -- steps --------------------------------------------------------------------------------------
@@ -373,7 +374,7 @@ class AwsBackend:
 def _ask_to_stop(handle: AwsHandle, notice_s: float) -> None:
     """`attempts/<n>/preempt.json`: the instance agent forwards it to the runtime as SIGTERM."""
     open_store(handle.job_url).write_bytes(
-        f"attempts/{handle.attempt:04d}/preempt.json",
+        layout.preempt_file(handle.attempt),
         json.dumps({"notice_s": notice_s, "at": time.time()}).encode())
 
 

@@ -15,6 +15,7 @@ from spotfit.backends.aws.shipping import check_env
 from spotfit.backends.base import LaunchRequest
 from spotfit.home import default_store_url
 from spotfit.spec import load_spec
+from spotfit.states import Market
 from spotfit.stores import child
 
 
@@ -25,7 +26,7 @@ def dry_run(path: str) -> dict:
     job_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
     zone = spec.market.zones[0] if spec.market.zones else None
     request = LaunchRequest(job_id=job_id, attempt=1, job_url=job_url, zone=zone,
-                            market="spot" if spec.resources.spot else "on_demand",
+                            market=Market.SPOT if spec.resources.spot else Market.ON_DEMAND,
                             workers=spec.resources.workers, env=dict(spec.env),
                             accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
                             options=spec.aws_options())

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spotfit.errors import UsageError
+from spotfit.states import Market
 
 TAG_JOB = "spotfit:job"
 TAG_ATTEMPT = "spotfit:attempt"
@@ -61,7 +62,7 @@ class LaunchSettings:
     zone: str | None
     instance_type: str
     image_id: str
-    market: str  # "spot" or "on_demand"
+    market: Market
     workers: int = 1
     vpc_id: str | None = None
     subnet_id: str | None = None
@@ -172,7 +173,7 @@ def run_instances_request(s: LaunchSettings, job_id: str, attempt: int, user_dat
                             "HttpPutResponseHopLimit": 1, "InstanceMetadataTags": "disabled"},
         "TagSpecifications": [
             {"ResourceType": kind, "Tags": tags(job_id, attempt, **{TAG_TOKEN: token}, **s.extra_tags)}
-            for kind in ("instance", "volume") + (("spot-instances-request",) if s.market == "spot" else ())
+            for kind in ("instance", "volume") + (("spot-instances-request",) if s.market == Market.SPOT else ())
         ],
     }
     placement: dict[str, str] = {}
@@ -187,7 +188,7 @@ def run_instances_request(s: LaunchSettings, job_id: str, attempt: int, user_dat
                                         "AssociatePublicIpAddress": True, "DeleteOnTermination": True}]
     else:
         params["SecurityGroupIds"] = [group_id]
-    if s.market == "spot":
+    if s.market == Market.SPOT:
         params["InstanceMarketOptions"] = {
             "MarketType": "spot",
             "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},

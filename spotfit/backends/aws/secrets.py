@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 
 TAG_JOB = "spotfit:job"
@@ -55,7 +56,7 @@ def delete(ssm, job_id: str) -> list[str]:
     return found
 
 
-POINTER_KEY = "secrets.json"
+POINTER_KEY = layout.SECRETS
 
 
 def write_pointer(store, job_id: str, region: str, secret_names: list[str]) -> None:

@@ -19,8 +19,9 @@ import json
 import tarfile
 from pathlib import Path
 
+from spotfit.attempt import layout
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.errors import UsageError
-from spotfit.runtime.config import RuntimeConfig
 
 MAX_CODE_BYTES = 64 * 2**20
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", "node_modules"}
@@ -65,23 +66,22 @@ def check_env(env: dict[str, str]) -> None:
 def ship(store, attempt: int, env: dict[str, str], workers: int, worker_port: int) -> dict:
     """Upload the code (once) and write `attempts/<n>/launch.json`; returns that document."""
     check_env(env)
-    prefix = f"attempts/{attempt:04d}"
-    config = RuntimeConfig.from_json(store.read_bytes(f"{prefix}/runtime.json").decode())
+    config = RuntimeConfig.from_json(store.read_bytes(layout.runtime_config(attempt)).decode())
     workdir = Path(config.workdir)
     code_key = None
     if workdir.is_dir():
         data = code_archive(workdir)
-        code_key = f"code/{hashlib.sha256(data).hexdigest()[:32]}.tar.gz"
+        code_key = layout.code_archive(hashlib.sha256(data).hexdigest()[:32])
         if not store.exists(code_key):
             store.write_bytes(code_key, data)
     doc = {"workdir": str(workdir), "code_key": code_key, "env": dict(env), "workers": workers,
            "worker_port": worker_port}
-    store.write_bytes(f"{prefix}/launch.json", json.dumps(doc, indent=2).encode())
+    store.write_bytes(layout.launch_file(attempt), json.dumps(doc, indent=2).encode())
     return doc
 
 
 def write_cluster(store, attempt: int, private_ips: list[str], worker_port: int) -> dict:
     """Record the workers' addresses (launch order: worker 0 is the chief)."""
     doc = {"ips": list(private_ips), "worker": [f"{ip}:{worker_port}" for ip in private_ips]}
-    store.write_bytes(f"attempts/{attempt:04d}/cluster.json", json.dumps(doc, indent=2).encode())
+    store.write_bytes(layout.cluster_file(attempt), json.dumps(doc, indent=2).encode())
     return doc

@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from spotfit.attempt import layout
 from spotfit.backends.aws.environment import InstanceEnv
 from spotfit.errors import BackendError
 
@@ -88,9 +89,7 @@ fi
 
 def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, imds_url: str = IMDS_URL) -> str:
     """The user-data script of one attempt (every worker of it runs the same script)."""
-    from spotfit.sdk.reports import boot_log_key
-
-    boot_log_url = shlex.quote(f"{job_url.rstrip('/')}/{boot_log_key(int(attempt))}")
+    boot_log_url = shlex.quote(f"{job_url.rstrip('/')}/{layout.boot_log(int(attempt))}")
     fetch = f'  aws s3 cp --quiet {shlex.quote(env.wheel_url)} "$ROOT/"\n' if env.wheel_url else ""
     text = _TEMPLATE.format(attempt=int(attempt), job_url=job_url.replace("\n", " "), root=root, imds=imds_url,
                             env_url=shlex.quote(env.env_url), key=env.key, fetch_wheel=fetch,

@@ -21,6 +21,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
+from spotfit.attempt.notebook import TOKEN_ENV
 from spotfit.backends.base import AttemptStatus, LaunchRequest
 from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
@@ -32,7 +33,6 @@ from spotfit.backends.wheel import ship_wheel, shipped_wheel_url
 from spotfit.backendspec import DEFAULT_IMAGE
 from spotfit.errors import BackendError, UsageError
 from spotfit.notebooks import read_token
-from spotfit.runtime.notebook import TOKEN_ENV
 
 _STORE_CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                       "GOOGLE_APPLICATION_CREDENTIALS"}

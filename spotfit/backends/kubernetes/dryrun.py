@@ -16,6 +16,7 @@ from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.home import default_store_url
 from spotfit.spec import load_spec
+from spotfit.states import Market
 from spotfit.stores import child
 
 
@@ -26,7 +27,7 @@ def dry_run(path: str) -> dict:
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     job_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
     request = LaunchRequest(job_id=job_id, attempt=1, job_url=job_url, zone=None,
-                            market="spot" if spec.resources.spot else "on_demand",
+                            market=Market.SPOT if spec.resources.spot else Market.ON_DEMAND,
                             workers=spec.resources.workers, env=dict(spec.env),
                             accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
                             options=backend_options(spec))

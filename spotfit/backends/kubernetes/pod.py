@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 
+from spotfit.attempt import layout
 from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.stores import open_store
 
@@ -55,7 +56,7 @@ def run(job_url: str, attempt: int) -> int:
     _, workdir = unpack_attempt(store, attempt)
     env = worker_env(dict(os.environ))
     index = _index(env)
-    log_key = f"logs/attempt-{attempt:04d}" + (f"-w{index}" if index else "") + ".log"
+    log_key = layout.log(attempt, index)
     proc = subprocess.Popen([sys.executable, "-m", "spotfit.runtime", job_url, str(attempt)], cwd=workdir, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)

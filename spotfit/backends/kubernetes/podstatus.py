@@ -22,9 +22,11 @@ AttemptStatus(running=False, exit_code=75, signal=None, disrupted=True, unschedu
 
 from __future__ import annotations
 
+from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.backends.base import AttemptStatus
 
-_ENDED_OK = (0, 75, 76)
+_ENDED_OK = (EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED)
+_SAVED = (EXIT_PREEMPTED, EXIT_STOPPED)  # ended early, after a save
 _SHUTDOWN_REASONS = {"NodeShutdown", "Shutdown", "Terminated"}  # the kubelet's graceful node shutdown
 # Event reasons that say a pod's node went away: the node lifecycle controller and taint manager
 # (NodeNotReady, TaintManagerEviction, RemovingNode, DeletingNode), the kubelet's node shutdown
@@ -109,10 +111,10 @@ def attempt_status(pods: list[dict], workers: int, owner_active: bool) -> Attemp
             return AttemptStatus(running=True, unscheduled=any(unscheduled(p) for p in pods))
         return AttemptStatus(running=False, disrupted=was_disrupted)  # the exit record in the store tells
     failed = [c for c in done.values() if c is not None and c not in _ENDED_OK]
-    stopped_early = any(c in (75, 76) for c in done.values())
+    stopped_early = any(c in _SAVED for c in done.values())
     if len(done) < max(workers, 1) and not failed and not stopped_early and not was_disrupted and owner_active:
         return AttemptStatus(running=True)
     if failed and not was_disrupted:
         return AttemptStatus(running=False, exit_code=failed[0])
-    code = next((c for c in done.values() if c in (75, 76)), done.get(0))
+    code = next((c for c in done.values() if c in _SAVED), done.get(0))
     return AttemptStatus(running=False, exit_code=code, disrupted=was_disrupted)

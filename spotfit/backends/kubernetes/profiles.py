@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spotfit.errors import UsageError
+from spotfit.states import Market
 
 PROFILES = ("eks", "gke", "aks", "custom")
 GKE_SPOT = "cloud.google.com/gke-spot"
@@ -59,10 +60,10 @@ def _avoid(key: str, operator: str, values: list[str] | None = None) -> dict:
         "nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}
 
 
-def placement(profile: str | None, market: str, options: dict | None = None) -> Placement:
-    """The placement of a `market` ("spot" or "on_demand") attempt under `profile`."""
+def placement(profile: str | None, market: Market, options: dict | None = None) -> Placement:
+    """The placement of a `market` (spot or on-demand) attempt under `profile`."""
     options = options or {}
-    spot = market == "spot"
+    spot = market == Market.SPOT
     if profile is None:
         return Placement()
     if profile == "eks":

@@ -11,12 +11,12 @@ import shlex
 
 import pytest
 
+from spotfit.attempt.config import RuntimeConfig
 from spotfit.backends.base import LaunchRequest
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import UsageError
-from spotfit.runtime.config import RuntimeConfig
 from spotfit.stores import open_store
 from tests.support.kube import FakeCluster
 
