@@ -267,6 +267,20 @@ def _hindsight_table(doc: dict) -> Table:
     return table
 
 
+def print_spend(console: Console, doc: dict) -> None:
+    """`spotfit cost --all`: spend, savings, waste and regret per group, then the totals."""
+    table = Table(title=f"spend by {doc['by']} over the jobs created since {doc['since']} ({doc['window']})",
+                  title_justify="left")
+    for col in (doc["by"], "jobs", "spent", "on-demand", "saved", "saved %", "waste", "regret"):
+        table.add_column(col, justify="left" if col == doc["by"] else "right")
+    for g in [*doc["groups"], {"group": "total", **doc["totals"]}]:
+        pct = "-" if g["savings_pct"] is None else f"{g['savings_pct']:.1f}%"
+        table.add_row(g["group"], str(g["jobs"]), _usd(g["spent_usd"]), _usd(g["on_demand_usd"]),
+                      _usd(g["savings_usd"]), pct, _usd(g["waste_usd"]), _ratio(g["regret"]),
+                      end_section=bool(doc["groups"]) and g is doc["groups"][-1])
+    console.print(table)
+
+
 # tools -----------------------------------------------------------------------------------------
 
 _CHECK_COLOUR = {"ok": "green", "warn": "yellow", "fail": "red"}
