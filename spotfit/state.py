@@ -384,6 +384,13 @@ class StateDB:
                 attempts[r["job_id"]].append(_attempt(r))
         return [(j, attempts[j["id"]]) for j in jobs]
 
+    def billed_since(self, since: float) -> list[tuple[str, float]]:
+        """(spec JSON, USD) per job: what its attempts launched at or after `since` were billed (team budgets)."""
+        rows = self._q("SELECT j.spec_json AS spec_json, SUM(a.cost_usd) AS usd FROM attempts a JOIN jobs j "
+                       "ON a.job_id = j.id WHERE a.started_at >= ? AND a.cost_usd IS NOT NULL "
+                       "GROUP BY j.id, j.spec_json", (since,)).fetchall()
+        return [(r["spec_json"], float(r["usd"])) for r in rows]
+
     # events -------------------------------------------------------------------------------
 
     @retried

@@ -14,11 +14,13 @@ import json
 import time
 
 from spotfit.backends.base import Backend, Handle
-from spotfit.controller import budget, notify
+from spotfit.controller import budget, notify, team_budget
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
+from spotfit.errors import SpotfitError
+from spotfit.settings import load_settings
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState
@@ -63,11 +65,42 @@ class RuleActions:
                 self.db.add_event(self.job_id, "rule", message, rule="budget", index=index, action=rule.action)
                 self.halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
         if self.halt is None:
+            self.halt = self._team_budget_halt()
+        if self.halt is None:
             return False
         state, why = self.halt
         self.halt = None
         self.db.update_job(self.job_id, state=state, message=why)
         return True
+
+    def _team_budget_halt(self) -> tuple[JobState, str] | None:
+        """The budgets over many jobs (config.yaml) this launch would pass: notify (once), or pause."""
+        try:
+            budgets = load_settings().budgets
+        except SpotfitError as err:  # edited since `spotfit run` checked it: no launch on an unknown budget
+            message = f"team_budget: the settings file is invalid ({err.message}) -> pause"
+            self.db.add_event(self.job_id, "team_budget", message, rule="team_budget", action="pause")
+            return JobState.PAUSED, f"{message}; fix it, then `spotfit resume {self.job_id}`"
+        if not budgets:
+            return None
+        found = team_budget.crossings(budgets, self.spec.labels, self._billed_since, time.time())
+        told = {(e["data"].get("budget"), e["data"].get("percent"), e["data"].get("period_start_s"))
+                for e in self.db.events(self.job_id) if e["kind"] == "team_budget"}
+        for crossing in found:
+            key = (crossing.budget.name, crossing.percent, crossing.period_start_s)
+            if crossing.action == "notify" and key in told:
+                continue
+            self.db.add_event(self.job_id, "team_budget", crossing.message, rule="team_budget",
+                              budget=crossing.budget.name, percent=crossing.percent, action=crossing.action,
+                              period_start_s=crossing.period_start_s, spent_usd=round(crossing.spent_usd, 6))
+            notify.team_budget(self.db, self.job_id, self.webhook, crossing)
+            if crossing.action == "pause":
+                return JobState.PAUSED, (f"{crossing.message} (checked before launching); `spotfit resume "
+                                         f"{self.job_id}` once the budget allows")
+        return None
+
+    def _billed_since(self, start_s: float) -> list[tuple[dict, float]]:
+        return [(json.loads(spec_json).get("labels") or {}, usd) for spec_json, usd in self.db.billed_since(start_s)]
 
     def cap_at_budget(self, attempt: dict) -> None:
         """Once per attempt: the trace second its smallest holding budget is spent caps the clock.

@@ -1,6 +1,7 @@
 """What the CLI and scripts call: one function per verb, returning plain data.
 
-Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost, cost_all. Market and
+Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost, cost_all; budgets:
+budget_list, budget_set, budget_rm. Market and
 tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard, ui (the web dashboard).
 Interactive work (notebooks, ssh, port-forward) is in `spotfit.interactive`.
 
@@ -8,8 +9,9 @@ Each function takes plain arguments and returns plain data (dicts that are also 
 documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
 This module holds a job's lifecycle (run, resume, cancel, wait) and names every verb; the others
 live by family: `submit` (validate, submit), `reports` (status, list, events, logs), `costs` (cost,
-cost_all), `market` (plan, catalog, simulate, market record) and `tools` (dry run, gc, doctor, TensorBoard,
-dashboard), over `context` (which state DB the verbs read).
+cost_all), `budgets` (budget_list, budget_set, budget_rm), `market` (plan, catalog, simulate,
+market record) and `tools` (dry run, gc, doctor, TensorBoard, dashboard), over `context` (which
+state DB the verbs read).
 
 A job runs with `sdk.run_job(sdk.submit("examples/digits/spotfit.yaml"))` (it trains, so it is
 not a docstring example). Example:
@@ -33,6 +35,7 @@ from contextlib import contextmanager
 from spotfit import arguments, job_secrets
 from spotfit.errors import UsageError
 from spotfit.home import home, state_is_shared, state_target
+from spotfit.sdk.budgets import budget_list, budget_rm, budget_set
 from spotfit.sdk.context import controller_alive, db, find_job, live_controllers, reading_from
 from spotfit.sdk.costs import cost, cost_all
 from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulate
@@ -43,10 +46,11 @@ from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState, StopRequest
 
 __all__ = [
-    "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "cancel", "catalog", "controller_alive", "cost", "cost_all", "db",
-    "doctor", "dry_run", "duplicate_error", "events", "find_job", "gc", "list_jobs", "live_controllers", "logs",
-    "market_record", "parse_preempt_at", "plan", "reading_from", "resume", "run_job", "serve_controller",
-    "simulate", "start_detached", "status", "submit", "submit_spec", "tensorboard", "ui", "validate", "wait",
+    "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "budget_list", "budget_rm", "budget_set", "cancel", "catalog",
+    "controller_alive", "cost", "cost_all", "db", "doctor", "dry_run", "duplicate_error", "events", "find_job", "gc",
+    "list_jobs", "live_controllers", "logs", "market_record", "parse_preempt_at", "plan", "reading_from", "resume",
+    "run_job", "serve_controller", "simulate", "start_detached", "status", "submit", "submit_spec", "tensorboard",
+    "ui", "validate", "wait",
 ]
 
 

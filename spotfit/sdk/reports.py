@@ -68,7 +68,7 @@ def _paused(state_db: StateDB, job: dict) -> dict | None:
     """For a paused job: the rule that paused it, why, and how to resume it."""
     if job["state"] != JobState.PAUSED:
         return None
-    last = state_db.last_event(job["id"], ("rule", "budget_limit", "store_paused"))
+    last = state_db.last_event(job["id"], ("rule", "budget_limit", "store_paused", "team_budget"))
     if last is not None and last["kind"] == "store_paused":
         return {"rule": "store full", "reason": job["message"],
                 "resume": None if controller_alive(job, state_db) else f"spotfit resume {job['id']}"}

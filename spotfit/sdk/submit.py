@@ -89,6 +89,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     """
     from spotfit.backends.base import registered_backends
     from spotfit.controller import waits
+    from spotfit.settings import load_settings
     from spotfit.stores import child, open_store
 
     chosen = spec.backend if backend is None else backend
@@ -104,6 +105,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
         scriptcheck.check_syntax(spec.script_path, spec.script)
     notes = _backend_preflight(spec)
     waits.scale()  # a bad SPOTFIT_WAIT_SCALE is refused before anything is recorded
+    load_settings()  # so is a bad $SPOTFIT_HOME/config.yaml (the budgets the controller enforces)
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     values = job_secrets.read_from_shell(spec.secrets)  # before anything is recorded

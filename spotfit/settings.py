@@ -1,0 +1,116 @@
+"""The user's (or team's) settings file, `$SPOTFIT_HOME/config.yaml`: budgets over many jobs and the webhook.
+
+Validated like a job spec: unknown keys get a did-you-mean, every problem is one `SpecError`
+line naming the file, the field, the value and what was expected. A missing file is empty
+settings. `docs/costs.md` documents the budgets.
+
+```yaml
+notify: {webhook: https://hooks.slack.com/services/...}
+budgets:
+  - name: nlp-monthly
+    labels: {project: nlp}       # the jobs it covers: those with every label given ({} = every job)
+    usd: 500
+    period: month                # day, week or month (UTC calendar)
+    at_80_percent: notify        # none, notify or pause
+    at_100_percent: pause        # none, notify or pause
+```
+
+Example:
+
+>>> s = Settings.model_validate({"budgets": [{"name": "nlp", "labels": {"project": "nlp"}, "usd": 500}]})
+>>> s.budgets[0].period, s.budgets[0].at_80_percent, s.budgets[0].at_100_percent
+('month', 'notify', 'pause')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from spotfit import labels
+from spotfit.errors import SpecError
+from spotfit.home import home
+from spotfit.specbase import _Section, matching
+
+DOCS = "docs/costs.md"
+Action = Literal["none", "notify", "pause"]
+
+
+class TeamBudget(_Section):
+    """A budget over every job whose labels match, per calendar period."""
+
+    name: str = Field(description="the budget's name: letters, digits, `-`, `_`, `.`")
+    labels: dict[str, str] = Field(default_factory=dict, description="the jobs it covers ({} = every job)")
+    usd: float = Field(gt=0, le=1e9, description="USD per period")
+    period: Literal["day", "week", "month"] = "month"
+    at_80_percent: Action = "notify"
+    at_100_percent: Action = "pause"
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        return matching(value, r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}",
+                        "1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, value: Any) -> Any:
+        return labels.check(value) if isinstance(value, dict) else value
+
+
+class NotifySettings(_Section):
+    webhook: str | None = Field(None, description="an http(s):// URL that takes a JSON POST")
+
+
+class Settings(_Section):
+    """The whole file."""
+
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    budgets: list[TeamBudget] = Field(default_factory=list)
+
+    @field_validator("budgets")
+    @classmethod
+    def _unique_names(cls, value: list[TeamBudget]) -> list[TeamBudget]:
+        names = [b.name for b in value]
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"expected each budget name once ({', '.join(twice)} appears more than once)")
+        return value
+
+
+def settings_path() -> Path:
+    return home() / "config.yaml"
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """The settings at `path` (default `$SPOTFIT_HOME/config.yaml`); empty ones when there is no file."""
+    from spotfit.spec import _to_spec_error
+    from spotfit.specfile import read_spec_file
+
+    path = path or settings_path()
+    if not path.is_file():
+        return Settings()
+    raw = read_spec_file(path)  # bounded in size, depth and values, like a job spec
+    if raw is None:
+        return Settings()
+    if not isinstance(raw, dict):
+        raise SpecError(f"Settings file {path} must be a mapping of fields, received {type(raw).__name__}.",
+                        hint=f"Start from the example in {DOCS}.")
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise _to_spec_error(exc, raw, str(path), root=Settings, docs=DOCS) from None
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> Path:
+    """Write `settings` (comments in the file are not kept); returns the path."""
+    path = path or settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(settings.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path
