@@ -405,6 +405,12 @@ class StateDB:
         rows = self._q("SELECT * FROM events WHERE job_id = ? AND id > ? ORDER BY id", (job_id, after_id)).fetchall()
         return [_event(r) for r in rows]
 
+    def events_of_kinds(self, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Every job's events of one of `kinds`, oldest first (the metrics count rule firings)."""
+        rows = self._q(f"SELECT * FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) ORDER BY id",
+                       kinds).fetchall()
+        return [_event(r) for r in rows]
+
     def last_event(self, job_id: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
         """The job's newest event of one of `kinds` (what `status` shows), without reading the rest."""
         row = self._q(

@@ -113,13 +113,25 @@ def start_detached(job_id: str) -> int | None:
 
 
 def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 32,
-                     log: Callable[[str], None] = print) -> None:
-    """Run a long-running controller on this state until the process ends (`spotfit controller`)."""
+                     log: Callable[[str], None] = print, metrics_port: int | None = None,
+                     metrics_host: str = "127.0.0.1") -> None:
+    """Run a long-running controller on this state until the process ends (`spotfit controller`).
+
+    With `metrics_port`, it also serves the state's Prometheus metrics on `metrics_host:metrics_port/metrics`
+    (`spotfit/metrics.py`).
+    """
     from spotfit.controller.service import Service
 
     arguments.number("--scan-s", scan_s, low=0, high=3600, low_open=True, hint="Pass --scan-s 2.")
     arguments.number("--poll-s", poll_s, low=0, high=60, low_open=True, hint="Pass --poll-s 1.")
     arguments.number("--max-jobs", max_jobs, low=1, high=10_000, hint="Pass --max-jobs 32.")
+    if metrics_port is not None:
+        from spotfit import metrics
+
+        arguments.number("--metrics-port", metrics_port, low=1, high=65_535, hint="Pass --metrics-port 9464.")
+        arguments.text("--metrics-host", metrics_host, hint="Pass --metrics-host 127.0.0.1 (0.0.0.0 in a pod).")
+        server = metrics.serve(str(state_target()), metrics_host, metrics_port)
+        log(f"metrics on http://{metrics_host}:{server.server_port}/metrics")
     Service(state_target(), scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, log=log).run()
 
 

@@ -14,6 +14,7 @@
 | `/api/sweeps` | every sweep's `spotfit sweep status SWEEP --json`, newest first |
 | `/api/sweeps/{sweep}` | `spotfit sweep status SWEEP --json` |
 | `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
+| `/metrics` | the state's Prometheus metrics (`spotfit/metrics.py`), as `spotfit controller --metrics-port` does |
 
 Every request reads the state DB (a SQLite file, or a team's PostgreSQL where `SPOTFIT_STATE_URL`
 points) through its own read-only connection (`ReadOnlyStateDB`),
@@ -292,6 +293,13 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
     @app.get("/api/costs")
     def api_costs(since: str = "30d", by: str = "project") -> Response:
         return _json(spend(since, by))
+
+    @app.get("/metrics")
+    def prometheus_metrics() -> Response:
+        from spotfit import metrics
+
+        return Response(metrics.exposition(lambda: ReadOnlyStateDB.open(target)),
+                        media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.get("/api/sweeps")
     def api_sweeps() -> Response:
