@@ -5,7 +5,11 @@ line naming the file, the field, the value and what was expected. A missing file
 settings. `docs/costs.md` documents the budgets.
 
 ```yaml
-notify: {webhook: https://hooks.slack.com/services/...}
+notify:
+  webhook: https://hooks.slack.com/services/...   # rule firings (docs/rules.md)
+  sinks:                                          # notifications of job events (docs/costs.md)
+    - {slack: https://hooks.slack.com/services/..., events: [failed, preempted, paused, budget]}
+    - {email: {to: [ops@example.com], sender: spotfit@example.com, host: smtp.example.com}, events: [failed]}
 budgets:
   - name: nlp-monthly
     labels: {project: nlp}       # the jobs it covers: those with every label given ({} = every job)
@@ -25,7 +29,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import Field, ValidationError, field_validator
@@ -61,8 +65,60 @@ class TeamBudget(_Section):
         return labels.check(value) if isinstance(value, dict) else value
 
 
+NotifyEvent = Literal["completed", "failed", "preempted", "relaunched", "paused", "budget", "rule", "stalled"]
+NOTIFY_EVENTS: tuple[str, ...] = NotifyEvent.__args__  # type: ignore[attr-defined]
+_URL = r"https?://[^/\s]+.*"
+
+
+class Email(_Section):
+    """Mail over SMTP, with STARTTLS unless `starttls: false`; the password from the environment."""
+
+    to: list[str] = Field(min_length=1, description="recipients")
+    sender: str = Field(description="the From address")
+    host: str = Field(description="the SMTP server")
+    port: int = Field(587, ge=1, le=65_535)
+    starttls: bool = True
+    user: str | None = None
+    password_env: str | None = Field(None, description="the variable holding the password (never the password)")
+    ca_file: str | None = Field(None, description="a CA bundle for a server whose certificate a private CA signed")
+
+    @field_validator("to")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        for address in value:
+            matching(address, r"[^@\s]+@[^@\s]+", "e-mail addresses such as ops@example.com")
+        return value
+
+
+class Sink(_Section):
+    """One place notifications go (exactly one of `slack`, `webhook`, `email`) and the events it wants."""
+
+    slack: str | None = Field(None, description="a Slack incoming-webhook URL (a POST of {text})")
+    webhook: str | None = Field(None, description="a URL that takes the notification as JSON")
+    email: Email | None = None
+    events: list[NotifyEvent] = Field(default_factory=lambda: cast("list[NotifyEvent]", list(NOTIFY_EVENTS)))
+
+    @field_validator("slack", "webhook")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else matching(value, _URL, "an http(s):// URL")
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("slack", "webhook", "email") if getattr(self, k) is not None)
+
+
 class NotifySettings(_Section):
-    webhook: str | None = Field(None, description="an http(s):// URL that takes a JSON POST")
+    webhook: str | None = Field(None, description="an http(s):// URL that takes a JSON POST (rule firings)")
+    sinks: list[Sink] = Field(default_factory=list, description="where each notification event goes")
+
+    @field_validator("sinks")
+    @classmethod
+    def _one_target(cls, value: list[Sink]) -> list[Sink]:
+        for i, sink in enumerate(value):
+            if sum(getattr(sink, k) is not None for k in ("slack", "webhook", "email")) != 1:
+                raise ValueError(f"expected exactly one of `slack`, `webhook` or `email` in sink [{i}]")
+        return value
 
 
 class Settings(_Section):

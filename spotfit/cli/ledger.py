@@ -23,8 +23,7 @@ def cost(
 ) -> None:
     """Show what a job cost per attempt, what all-on-demand would have cost, and the waste.
 
-    With --all: spend, savings, waste and regret summed over the jobs created in the last --since,
-    grouped by --by.
+    With --all: spend, savings, waste and regret summed over the jobs created in the last --since, by --by.
     """
     if all_ and job is not None:
         raise UsageError(f"Give a job or --all, not both: received {job!r} and --all.",

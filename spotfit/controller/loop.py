@@ -23,6 +23,7 @@ from spotfit.controller.ingest import Ingest, live_attempt
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.launch import Launcher
 from spotfit.controller.market_watch import MarketWatch
+from spotfit.controller.notifications import Notifier
 from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
@@ -68,6 +69,7 @@ class Controller:
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
+        self.notifier = Notifier(db, job_id, notify.sinks())
         self.rules = RuleActions(db=db, job_id=job_id, spec=self.spec, files=self.files, backend=self.backend,
                                  plan=self.plan, watchdog=self.watchdog, webhook=self.webhook, watches=self.watches)
         self.market_watch = MarketWatch(db, job_id, self.plan, self.watches)
@@ -86,6 +88,7 @@ class Controller:
         try:
             return self._drive()
         finally:  # a controller that stops for any reason frees the job at once (if it still holds it)
+            self.notifier.close(self.db.get_job(self.job_id))
             self.db.release_lease(self.job_id, self.holder)
             self.db.flush()  # what it kept in memory on a full disk lands before it ends
             self._record_state_waits()
@@ -98,6 +101,7 @@ class Controller:
             self.db.add_event(self.job_id, "resumed", "paused job resumed")
         while True:
             job = self.db.get_job(self.job_id)
+            self.notifier.poll(job)
             state = JobState(job["state"])
             if state.is_terminal():
                 job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)

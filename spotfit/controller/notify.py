@@ -48,6 +48,20 @@ def webhook_for(state_db, job_id: str, spec_notify) -> str | None:
     return found
 
 
+def sinks() -> list:
+    """The settings file's notification sinks (`notify.sinks`); none when it cannot be read.
+
+    A broken settings file pauses the job at its next launch (`rule_actions`), with the error.
+    """
+    from spotfit.errors import SpotfitError
+    from spotfit.settings import load_settings
+
+    try:
+        return list(load_settings().notify.sinks)
+    except SpotfitError:
+        return []
+
+
 def webhook_url(spec_webhook: str | None) -> str | None:
     """The webhook to use: `spec_webhook`, else the user config's, else none."""
     if spec_webhook:
