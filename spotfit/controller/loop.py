@@ -214,6 +214,8 @@ class Controller:
         if self.rules.over_budget_limit(attempt, progress):
             self.backend.stop(handle, grace_s=0.0)
             return
+        if not watch.switching and self.rules.team_budget_while_running(attempt, progress):
+            return
         if watch.stop_sent is not None and time.time() - watch.stop_sent > STOP_GRACE_S:
             watch.stop_sent = None
             self.backend.preempt(handle, self.plan.notice_s())

@@ -1,14 +1,15 @@
 """Budgets over many jobs (`budgets:` in `$SPOTFIT_HOME/config.yaml`): which one a launch crosses.
 
 Pure decisions over the settings and what the state DB says was billed; the controller
-(`rule_actions.py`) checks them before each launch and records, notifies or pauses.
+(`rule_actions.py`) checks them before each launch, and every `TEAM_CHECK_S` while an attempt
+runs (with its cost so far), and records, notifies or pauses (a running attempt saves and stops).
 
 A budget covers every job whose labels include its `labels`, and counts what their attempts
 launched in the current UTC calendar period (day, week from Monday, month) were billed (an
 attempt is billed when it ends). At 80 % and at 100 % of `usd` its `at_80_percent` and
 `at_100_percent` say what happens to a job it covers that is about to launch: `notify` (once per
-job, budget, level and period), `pause` (the job pauses instead of launching; `spotfit resume`
-after the period turns or the budget is raised) or `none`.
+job, budget, level and period), `pause` (the job pauses instead of launching, or its running
+attempt saves and stops; `spotfit resume` after the period turns or the budget is raised) or `none`.
 
 Example:
 
