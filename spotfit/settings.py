@@ -90,35 +90,70 @@ class Email(_Section):
         return value
 
 
+class SecretRef(_Section):
+    """`{secret: NAME}`: the value is the environment variable `NAME` of the controller (and `spotfit run`)."""
+
+    secret: str
+
+    @field_validator("secret")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return matching(value, r"[A-Za-z_][A-Za-z0-9_]{0,127}", "an environment variable name (letters, digits, `_`)")
+
+
 class Sink(_Section):
     """One place notifications go (exactly one of `slack`, `webhook`, `email`) and the events it wants."""
 
-    slack: str | None = Field(None, description="a Slack incoming-webhook URL (a POST of {text})")
-    webhook: str | None = Field(None, description="a URL that takes the notification as JSON")
+    slack: SecretRef | str | None = Field(None, description="a Slack incoming-webhook URL (a POST of {text})")
+    webhook: SecretRef | str | None = Field(None, description="a URL that takes the notification as JSON")
     email: Email | None = None
     events: list[NotifyEvent] = Field(default_factory=lambda: cast("list[NotifyEvent]", list(NOTIFY_EVENTS)))
 
     @field_validator("slack", "webhook")
     @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        return None if value is None else matching(value, _URL, "an http(s):// URL")
+    def _url(cls, value: SecretRef | str | None) -> SecretRef | str | None:
+        return matching(value, _URL, "an http(s):// URL or {secret: NAME}") if isinstance(value, str) else value
 
     @property
     def kind(self) -> str:
         return next(k for k in ("slack", "webhook", "email") if getattr(self, k) is not None)
+
+    def url(self, environ: dict[str, str]) -> str:
+        """The slack or webhook URL, a secret's read from `environ`; `ValueError` naming the variable when unset."""
+        value = self.slack or self.webhook
+        if isinstance(value, SecretRef):
+            if value.secret not in environ:
+                raise ValueError(f"`{value.secret}` is not set in the controller's environment")
+            return environ[value.secret]
+        assert value is not None
+        return value
+
+
+class JobSink(Sink):
+    """A sink in a job spec's `notify.sinks`: its URL only as `{secret: NAME}` (the spec is stored and shown)."""
+
+    @field_validator("slack", "webhook")
+    @classmethod
+    def _secret_only(cls, value: SecretRef | str | None) -> SecretRef | str | None:
+        if isinstance(value, str):
+            raise ValueError("expected {secret: NAME} (the URL in the environment variable NAME): a spec is stored "
+                             "and shown, a URL in it would be too; or put the sink in $SPOTFIT_HOME/config.yaml")
+        return value
+
+
+def one_target(sinks: list) -> list:
+    """`sinks` when each has exactly one of `slack`, `webhook` or `email` (a field validator of `sinks:`)."""
+    for i, sink in enumerate(sinks):
+        if sum(getattr(sink, k) is not None for k in ("slack", "webhook", "email")) != 1:
+            raise ValueError(f"expected exactly one of `slack`, `webhook` or `email` in sink [{i}]")
+    return sinks
 
 
 class NotifySettings(_Section):
     webhook: str | None = Field(None, description="an http(s):// URL that takes a JSON POST (rule firings)")
     sinks: list[Sink] = Field(default_factory=list, description="where each notification event goes")
 
-    @field_validator("sinks")
-    @classmethod
-    def _one_target(cls, value: list[Sink]) -> list[Sink]:
-        for i, sink in enumerate(value):
-            if sum(getattr(sink, k) is not None for k in ("slack", "webhook", "email")) != 1:
-                raise ValueError(f"expected exactly one of `slack`, `webhook` or `email` in sink [{i}]")
-        return value
+    _one_target = field_validator("sinks")(one_target)
 
 
 class Settings(_Section):

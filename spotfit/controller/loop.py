@@ -69,7 +69,7 @@ class Controller:
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
-        self.notifier = Notifier(db, job_id, notify.sinks())
+        self.notifier = Notifier(db, job_id, notify.sinks() + (self.spec.notify.sinks if self.spec.notify else []))
         self.rules = RuleActions(db=db, job_id=job_id, spec=self.spec, files=self.files, backend=self.backend,
                                  plan=self.plan, watchdog=self.watchdog, webhook=self.webhook, watches=self.watches)
         self.market_watch = MarketWatch(db, job_id, self.plan, self.watches)
@@ -88,10 +88,11 @@ class Controller:
         try:
             return self._drive()
         finally:  # a controller that stops for any reason frees the job at once (if it still holds it)
-            self.notifier.close(self.db.get_job(self.job_id))
             self.db.release_lease(self.job_id, self.holder)
             self.db.flush()  # what it kept in memory on a full disk lands before it ends
             self._record_state_waits()
+            if self.notifier.sinks:  # the deliveries under way get a last, bounded wait
+                self.notifier.close(self.db.get_job(self.job_id))
 
     def _drive(self) -> str:
         self.plan.start_clock()

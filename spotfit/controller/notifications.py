@@ -1,4 +1,4 @@
-"""Notifications of what happens to a job, to the sinks of the settings file (`notify.sinks`).
+"""Notifications of what happens to a job, to the sinks of the settings file and of its spec (`notify.sinks`).
 
 Each pass of the controller's loop, `Notifier.poll` reads the job's new events and its state,
 turns them into notification events (`event_of`, `state_event`: pure), and queues one message
@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import queue
 import smtplib
 import ssl
@@ -82,7 +83,7 @@ def send(sink: Any, doc: dict) -> None:
         _mail(sink.email, doc)
         return
     body = {"text": doc["text"]} if sink.slack is not None else doc
-    request = urllib.request.Request(sink.slack or sink.webhook, data=json.dumps(body).encode(), method="POST",
+    request = urllib.request.Request(sink.url(os.environ), data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
         if answer.status >= 300:
@@ -90,8 +91,6 @@ def send(sink: Any, doc: dict) -> None:
 
 
 def _mail(email: Any, doc: dict) -> None:
-    import os
-
     mail = EmailMessage()
     mail["Subject"] = f"spotfit {doc['event']}: {doc['name']} ({doc['job']})"
     mail["From"], mail["To"] = email.sender, ", ".join(email.to)

@@ -61,3 +61,13 @@ def test_a_broken_settings_file_is_one_line_for_every_budget_verb_and_for_run(re
     (tmp_path / "train.py").write_text("print(1)\n")
     (tmp_path / "job.yaml").write_text("name: j\nscript: train.py\nmarket: {trace: null}\n")
     assert refused("run", str(tmp_path / "job.yaml")) == expected  # nothing recorded (refused checks it)
+
+
+def test_run_refuses_a_sink_secret_that_is_not_set(refused, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPS_HOOK", raising=False)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "job.yaml").write_text("name: j\nscript: train.py\nmarket: {trace: null}\n"
+                                       "notify: {sinks: [{webhook: {secret: OPS_HOOK}, events: [failed]}]}\n")
+    assert refused("run", str(tmp_path / "job.yaml")) == (
+        "error: Secret `OPS_HOOK` (spec `notify.sinks[0].webhook`) is not set in this shell: expected the URL in "
+        "the environment.")

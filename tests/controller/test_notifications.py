@@ -220,3 +220,38 @@ def test_bad_sinks_are_one_line(spotfit_home, sink, fragment):
     with pytest.raises(SpecError, match=None) as err:
         load_settings()
     assert fragment in err.value.message
+
+
+def test_a_jobs_own_sinks_take_their_url_from_the_controllers_environment(monkeypatch, spotfit_home):
+    monkeypatch.setenv("SPOTFIT_WAIT_SCALE", "0.001")
+    with webhook_receiver() as (url, received):
+        monkeypatch.setenv("TEAM_HOOK", url)
+        spec = JobSpec.model_validate({"name": "own", "script": "t.py", "market": {"trace": None}, "notify": {
+            "sinks": [{"webhook": {"secret": "TEAM_HOOK"}, "events": ["paused"]},
+                      {"slack": {"secret": "UNSET_HOOK"}, "events": ["paused"]}]}})
+        assert "http" not in spec.model_dump_json()  # the stored spec names the variables only
+        spotfit_home.mkdir(mode=0o700, exist_ok=True)
+        (spotfit_home / "config.yaml").write_text(json.dumps({"budgets": [{"name": "all", "usd": 1}]}))
+        db = sdk.db()
+        db.create_job("before-1", "before", spec.model_dump_json(), "memory://b")
+        db.update_attempt("before-1", db.add_attempt("before-1", backend="local", zone=None, market="on_demand",
+                                                     state="completed"), billed_s=60.0, cost_usd=2.0)
+        db.create_job("own-1", "own", spec.model_dump_json(), "memory://o")
+        Controller(sdk.db(), "own-1", backend=_NoLaunch(), poll_s=0.0).run()  # type: ignore[arg-type]
+    assert [(r["event"], r["job"]) for r in received] == [("paused", "own-1")]
+    [failed] = [e["message"] for e in sdk.events("own-1") if e["kind"] == "notify_failed"]
+    assert failed == "slack notification of `paused` failed after 3 tries: `UNSET_HOOK` is not set in the " \
+                     "controller's environment"
+
+
+@pytest.mark.parametrize(("notify", "fragment"), [
+    ({"sinks": [{"slack": "https://hooks.slack.com/services/T/B/x"}]}, "expected {secret: NAME}"),
+    ({"sinks": [{"webhook": {"secret": "A"}, "slack": {"secret": "B"}}]}, "exactly one of"),
+    ({"sinks": [{"webhook": {"secret": "not a name"}}]}, "an environment variable name"),
+])
+def test_bad_sinks_in_a_spec_are_one_line(notify, fragment):
+    from spotfit.spec import parse_spec
+
+    with pytest.raises(SpecError) as err:
+        parse_spec({"name": "a", "script": "t.py", "notify": notify}, source="job.yaml")
+    assert fragment in err.value.message and err.value.message.startswith("Invalid `notify.sinks")
