@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from spotfit.settings import JobSink, one_target
+
 Action = Literal["notify", "pause", "stop"]
 
 
@@ -146,6 +148,9 @@ class Notify(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     webhook: WebhookSecret | str | None = None
+    sinks: list[JobSink] = Field(default_factory=list, description="where the job's events go (docs/costs.md)")
+
+    _one_target = field_validator("sinks")(one_target)
 
     @field_validator("webhook", mode="before")
     @classmethod

@@ -30,6 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from spotfit import labels
 from spotfit.backendspec import Aws, Kubernetes
 from spotfit.errors import SpecError
 from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
@@ -217,6 +218,8 @@ class JobSpec(_Section):
     """A job: a Keras script (or a notebook) plus where, how and within which limits to run it."""
 
     name: str = Field(description="job name: letters, digits, `-`, `_`")
+    labels: dict[str, str] = Field(default_factory=dict, description="free `key: value` labels that costs and "
+                                                                      "budgets group by (docs/job-spec.md)")
     kind: JobKind = Field("train", description="train (a Keras script) or notebook (JupyterLab)")
     script: str | None = Field(None, description="path to the Keras script, relative to the spec file "
                                                  "(required for kind: train)")
@@ -251,6 +254,11 @@ class JobSpec(_Section):
     def _slug(cls, value: str) -> str:
         return matching(value, r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}",
                         "1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, value: Any) -> Any:
+        return labels.check(value) if isinstance(value, dict) else value
 
     @field_validator("secrets")
     @classmethod

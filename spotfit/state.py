@@ -371,12 +371,25 @@ class StateDB:
 
     def attempts(self, job_id: str) -> list[dict[str, Any]]:
         rows = self._q("SELECT * FROM attempts WHERE job_id = ? ORDER BY number", (job_id,)).fetchall()
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["info"] = json.loads(d.pop("info_json") or "{}")
-            out.append(d)
-        return out
+        return [_attempt(r) for r in rows]
+
+    def jobs_since(self, since: float) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """(job, its attempts) for every job created at or after `since` (epoch seconds), oldest first."""
+        jobs = [dict(r) for r in self._q("SELECT * FROM jobs WHERE created_at >= ? ORDER BY created_at, id",
+                                         (since,)).fetchall()]
+        attempts: dict[str, list[dict[str, Any]]] = {j["id"]: [] for j in jobs}
+        for r in self._q("SELECT a.* FROM attempts a JOIN jobs j ON a.job_id = j.id WHERE j.created_at >= ? "
+                         "ORDER BY a.job_id, a.number", (since,)).fetchall():
+            if r["job_id"] in attempts:  # a job recorded between the two reads is left for the next look
+                attempts[r["job_id"]].append(_attempt(r))
+        return [(j, attempts[j["id"]]) for j in jobs]
+
+    def billed_since(self, since: float) -> list[tuple[str, float]]:
+        """(spec JSON, USD) per job: what its attempts launched at or after `since` were billed (team budgets)."""
+        rows = self._q("SELECT j.spec_json AS spec_json, SUM(a.cost_usd) AS usd FROM attempts a JOIN jobs j "
+                       "ON a.job_id = j.id WHERE a.started_at >= ? AND a.cost_usd IS NOT NULL "
+                       "GROUP BY j.id, j.spec_json", (since,)).fetchall()
+        return [(r["spec_json"], float(r["usd"])) for r in rows]
 
     # events -------------------------------------------------------------------------------
 
@@ -392,6 +405,12 @@ class StateDB:
         rows = self._q("SELECT * FROM events WHERE job_id = ? AND id > ? ORDER BY id", (job_id, after_id)).fetchall()
         return [_event(r) for r in rows]
 
+    def events_of_kinds(self, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Every job's events of one of `kinds`, oldest first (the metrics count rule firings)."""
+        rows = self._q(f"SELECT * FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) ORDER BY id",
+                       kinds).fetchall()
+        return [_event(r) for r in rows]
+
     def last_event(self, job_id: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
         """The job's newest event of one of `kinds` (what `status` shows), without reading the rest."""
         row = self._q(
@@ -399,6 +418,12 @@ class StateDB:
             "ORDER BY id DESC LIMIT 1", (job_id, *kinds)
         ).fetchone()
         return None if row is None else _event(row)
+
+
+def _attempt(row: Any) -> dict[str, Any]:
+    d = dict(row)
+    d["info"] = json.loads(d.pop("info_json") or "{}")
+    return d
 
 
 def _event(row: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.jobs import spotfit_cmd
 from tests.support.wait import wait_for
+from tests.support.webhook import webhook_receiver
 
 # us-west-2a has spot for 400 ticks (21 trace hours) from this start: no market preemptions.
 CALM = """
@@ -34,11 +35,17 @@ def _status(job_id: str) -> dict:
 
 
 @pytest.mark.slow
-def test_run_trains_to_completion_and_reports(job_spec):
+def test_run_trains_to_completion_and_reports(job_spec, spotfit_home):
     spec = job_spec(CALM.format(name="digits", epochs=2))
-    out = _run("run", str(spec), "--json")
+    spotfit_home.mkdir(mode=0o700, exist_ok=True)
+    with webhook_receiver() as (url, received):  # the settings file's sink hears the job complete
+        (spotfit_home / "config.yaml").write_text(json.dumps({"notify": {"sinks": [{"webhook": url}]}}))
+        out = _run("run", str(spec), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    assert [(n["event"], n["job"], n["cost_usd"]) for n in received] == [("completed", doc["id"], doc["cost_usd"])]
+    spend = json.loads(_run("cost", "--all", "--json").stdout)["totals"]
+    assert spend["jobs"] == 1 and spend["spent_usd"] == pytest.approx(doc["cost_usd"])
     assert doc["state"] == "completed"
     assert doc["step"] == doc["total_steps"] == 94  # 1500 samples / 32 = 47 steps x 2 epochs
     assert len(doc["weights_sha256"]) == 64

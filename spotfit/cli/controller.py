@@ -15,6 +15,10 @@ def controller(
     scan_s: Annotated[float, typer.Option("--scan-s", help="Seconds between looks for jobs to drive.")] = 2.0,
     poll_s: Annotated[float, typer.Option("--poll-s", help="Seconds between passes of each job's loop.")] = 1.0,
     max_jobs: Annotated[int, typer.Option("--max-jobs", help="Most jobs this process drives at once.")] = 32,
+    metrics_port: Annotated[int | None, typer.Option(
+        "--metrics-port", help="Serve the state's Prometheus metrics on this port (/metrics); default: none.")] = None,
+    metrics_host: Annotated[str, typer.Option(
+        "--metrics-host", help="The address the metrics are served on (0.0.0.0 in a pod).")] = "127.0.0.1",
 ) -> None:
     """Run until stopped, driving every job of the state whose lease this process can take.
 
@@ -24,7 +28,7 @@ def controller(
 
     SPOTFIT_LEASE_TTL_S: the lease's length (default 15 s). SPOTFIT_CONTROLLER_HOST: this host's name.
 
-    See docs/team-state.md.
+    See docs/team-state.md; the metrics: docs/costs.md.
     """
-    sdk.serve_controller(scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs,
-                         log=lambda line: typer.echo(line))
+    sdk.serve_controller(scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, log=lambda line: typer.echo(line),
+                         metrics_port=metrics_port, metrics_host=metrics_host)

@@ -267,6 +267,32 @@ def _hindsight_table(doc: dict) -> Table:
     return table
 
 
+def print_spend(console: Console, doc: dict) -> None:
+    """`spotfit cost --all`: spend, savings, waste and regret per group, then the totals."""
+    table = Table(title=f"spend by {doc['by']} over the jobs created since {doc['since']} ({doc['window']})",
+                  title_justify="left")
+    for col in (doc["by"], "jobs", "spent", "on-demand", "saved", "saved %", "waste", "regret"):
+        table.add_column(col, justify="left" if col == doc["by"] else "right")
+    for g in [*doc["groups"], {"group": "total", **doc["totals"]}]:
+        pct = "-" if g["savings_pct"] is None else f"{g['savings_pct']:.1f}%"
+        table.add_row(g["group"], str(g["jobs"]), _usd(g["spent_usd"]), _usd(g["on_demand_usd"]),
+                      _usd(g["savings_usd"]), pct, _usd(g["waste_usd"]), _ratio(g["regret"]),
+                      end_section=bool(doc["groups"]) and g is doc["groups"][-1])
+    console.print(table)
+
+
+def print_budgets(console: Console, doc: dict) -> None:
+    """`spotfit budget list`: each budget, what its jobs spent this period, and what happens at 80 % and 100 %."""
+    table = Table(title=f"budgets over many jobs ({doc['path']})", title_justify="left")
+    for col in ("name", "jobs with labels", "period", "budget", "spent", "used", "at 80%", "at 100%"):
+        table.add_column(col, justify="right" if col in ("budget", "spent", "used") else "left")
+    for b in doc["budgets"]:
+        scope = ", ".join(f"{k}={v}" for k, v in b["labels"].items()) or "(every job)"
+        table.add_row(b["name"], scope, b["period"], _usd(b["usd"]), _usd(b["spent_usd"]), f"{b['percent']:.1f}%",
+                      b["at_80_percent"], b["at_100_percent"])
+    console.print(table)
+
+
 # tools -----------------------------------------------------------------------------------------
 
 _CHECK_COLOUR = {"ok": "green", "warn": "yellow", "fail": "red"}

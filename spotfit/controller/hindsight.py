@@ -23,11 +23,13 @@ Example:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
 
 from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import POLICIES, make_policy
 from spotfit.market.simulator import Job, simulate
-from spotfit.market.trace import load_trace, resolve_trace
+from spotfit.market.trace import Trace, load_trace, resolve_trace
 from spotfit.spec import JobSpec
 
 _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
@@ -40,8 +42,7 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
         return _absent(why)
     assert spec is not None and origin_s is not None and work_s is not None
     try:
-        trace = load_trace(resolve_trace(spec.market.trace or ""), gap_s=spec.market.gap_s)
-        trace = trace.select(spec.market.zones or None)
+        trace = _trace(resolve_trace(spec.market.trace or ""), spec.market.gap_s).select(spec.market.zones or None)
     except SpotfitError as err:
         return _absent(f"its trace cannot be read now ({err.message})")
     first_s = trace.start.replace(tzinfo=UTC).timestamp() if trace.start.tzinfo is None else trace.start.timestamp()
@@ -64,6 +65,20 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
         },
         "note": None,
     }
+
+
+def _trace(path: Path, gap_s: float | None) -> Trace:
+    """The trace at `path`, read once per version of the file (`cost --all` replays many jobs on one trace)."""
+    try:
+        version = Path(str(path).split("#", 1)[0]).stat().st_mtime_ns
+    except OSError:
+        version = -1  # load_trace says what is wrong with it
+    return _load(str(path), version, gap_s)
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, version: int, gap_s: float | None) -> Trace:
+    return load_trace(path, gap_s=gap_s)
 
 
 def _why_not(spec: JobSpec | None, origin_s: float | None, work_s: float | None) -> str | None:

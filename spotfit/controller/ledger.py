@@ -59,10 +59,10 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
             productive_s += billed - overhead
             productive_steps += steps
         redone += lost
+        wasted = (overhead if i > 0 else 0.0) + lost * per_step
         if i > 0:
             restart_s += overhead
-            waste_usd += overhead / 3600.0 * price
-        waste_usd += lost * per_step / 3600.0 * price
+        waste_usd += wasted / 3600.0 * price
         best_step = max(best_step, a.get("end_step") or 0)
         spent += cost
         rows.append({
@@ -70,6 +70,7 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
             "start_s": a["trace_start_s"], "end_s": a["trace_end_s"], "billed_s": round(billed, 3),
             "price_usd_per_h": round(price, 6), "cost_usd": round(cost, 6),
             "start_step": a.get("start_step"), "end_step": a.get("end_step"),
+            "waste_usd": round(wasted / 3600.0 * price, 6),
             "failure": (a.get("info") or {}).get("failure"),  # what counted toward max_failures (not host_crash)
         })
     on_demand = done_s = None

@@ -25,6 +25,7 @@ from spotfit.controller.ingest import Ingest, live_attempt
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.launch import Launcher
 from spotfit.controller.market_watch import MarketWatch
+from spotfit.controller.notifications import Notifier
 from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
@@ -70,6 +71,7 @@ class Controller:
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
+        self.notifier = Notifier(db, job_id, notify.sinks() + (self.spec.notify.sinks if self.spec.notify else []))
         self.rules = RuleActions(db=db, job_id=job_id, spec=self.spec, files=self.files, backend=self.backend,
                                  plan=self.plan, watchdog=self.watchdog, webhook=self.webhook, watches=self.watches)
         self.market_watch = MarketWatch(db, job_id, self.plan, self.watches)
@@ -91,6 +93,8 @@ class Controller:
             self.db.release_lease(self.job_id, self.holder)
             self.db.flush()  # what it kept in memory on a full disk lands before it ends
             self._record_state_waits()
+            if self.notifier.sinks:  # the deliveries under way get a last, bounded wait
+                self.notifier.close(self.db.get_job(self.job_id))
 
     def _drive(self) -> str:
         self.plan.start_clock()
@@ -100,6 +104,7 @@ class Controller:
             self.db.add_event(self.job_id, "resumed", "paused job resumed")
         while True:
             job = self.db.get_job(self.job_id)
+            self.notifier.poll(job)
             state = JobState(job["state"])
             if state.is_terminal():
                 job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)
@@ -211,6 +216,8 @@ class Controller:
             return
         if self.rules.over_budget_limit(attempt, progress):
             self.backend.stop(handle, grace_s=0.0)
+            return
+        if not watch.switching and self.rules.team_budget_while_running(attempt, progress):
             return
         if watch.stop_sent is not None and time.time() - watch.stop_sent > STOP_GRACE_S:
             watch.stop_sent = None

@@ -48,6 +48,20 @@ def webhook_for(state_db, job_id: str, spec_notify) -> str | None:
     return found
 
 
+def sinks() -> list:
+    """The settings file's notification sinks (`notify.sinks`); none when it cannot be read.
+
+    A broken settings file pauses the job at its next launch (`rule_actions`), with the error.
+    """
+    from spotfit.errors import SpotfitError
+    from spotfit.settings import load_settings
+
+    try:
+        return list(load_settings().notify.sinks)
+    except SpotfitError:
+        return []
+
+
 def webhook_url(spec_webhook: str | None) -> str | None:
     """The webhook to use: `spec_webhook`, else the user config's, else none."""
     if spec_webhook:
@@ -82,4 +96,18 @@ def send(url: str, payload: dict, timeout_s: float = 5.0) -> str | None:
 def rule_fired(state_db, job_id: str, url: str | None, verdict, message: str) -> None:
     """Tell the job's webhook (if any) that a rule fired; a failed delivery is an event, never an error."""
     if url and (error := send(url, rule_payload(job_id, verdict, message))):
+        state_db.add_event(job_id, "notify_failed", f"webhook delivery failed: {error}")
+
+
+_WINDOW = {"day": "1d", "week": "7d", "month": "31d"}  # `cost --all --since` covering a budget's period
+
+
+def team_budget(state_db, job_id: str, url: str | None, crossing) -> None:
+    """Tell the webhook (if any) that a job's launch passed a budget over many jobs (`team_budget.Crossing`)."""
+    payload = {"text": f"spotfit job {job_id}: {crossing.message}", "job": job_id, "rule": "team_budget",
+               "budget": crossing.budget.name, "percent": crossing.percent, "action": crossing.action,
+               "spent_usd": round(crossing.spent_usd, 6), "usd": crossing.budget.usd,
+               "look": f"spotfit budget list; spotfit cost --all --since {_WINDOW[crossing.budget.period]} --by "
+                       f"{next(iter(crossing.budget.labels), 'project')}"}
+    if url and (error := send(url, payload)):
         state_db.add_event(job_id, "notify_failed", f"webhook delivery failed: {error}")

@@ -16,17 +16,20 @@ import time
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle
-from spotfit.controller import budget, notify
+from spotfit.controller import budget, notify, team_budget
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
+from spotfit.errors import SpotfitError
+from spotfit.settings import load_settings
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState, Market
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
+TEAM_CHECK_S = 10.0  # how often a running attempt's cost is checked against the budgets over many jobs
 
 
 class RuleActions:
@@ -47,6 +50,7 @@ class RuleActions:
         self.halt: tuple[JobState, str] | None = None  # (state, message) once a rule paused or stopped
         self.price_paused = False
         self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
+        self._next_team_check = 0.0  # monotonic time of the next look at the team budgets while an attempt runs
 
     def _handle(self, attempt: dict) -> Handle:
         return self.backend.load_handle(attempt["handle"])
@@ -64,11 +68,68 @@ class RuleActions:
                 self.db.add_event(self.job_id, "rule", message, rule="budget", index=index, action=rule.action)
                 self.halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
         if self.halt is None:
+            self.halt = self._team_budget_halt()
+        if self.halt is None:
             return False
         state, why = self.halt
         self.halt = None
         self.db.update_job(self.job_id, state=state, message=why)
         return True
+
+    def _team_budget_halt(self, running: dict | None = None) -> tuple[JobState, str] | None:
+        """The budgets over many jobs (config.yaml) this job passes: notify (once), or pause.
+
+        Before a launch; with `running` (the live attempt), its cost so far counts too.
+        """
+        try:
+            budgets = load_settings().budgets
+        except SpotfitError as err:  # edited since `spotfit run` checked it: no launch on an unknown budget
+            if running is not None:
+                return None  # the attempt goes on; the next launch pauses on the error
+            message = f"team_budget: the settings file is invalid ({err.message}) -> pause"
+            self.db.add_event(self.job_id, "team_budget", message, rule="team_budget", action="pause")
+            return JobState.PAUSED, f"{message}; fix it, then `spotfit resume {self.job_id}`"
+        if not budgets:
+            return None
+        live_usd = self.plan.bill(running)[1] if running is not None else 0.0
+        found = team_budget.crossings(budgets, self.spec.labels,
+                                      lambda start_s: [*self._billed_since(start_s), (self.spec.labels, live_usd)],
+                                      time.time())
+        told = {(e["data"].get("budget"), e["data"].get("percent"), e["data"].get("period_start_s"))
+                for e in self.db.events(self.job_id) if e["kind"] == "team_budget"}
+        for crossing in found:
+            key = (crossing.budget.name, crossing.percent, crossing.period_start_s)
+            if crossing.action == "notify" and key in told:
+                continue
+            self.db.add_event(self.job_id, "team_budget", crossing.message, rule="team_budget",
+                              budget=crossing.budget.name, percent=crossing.percent, action=crossing.action,
+                              period_start_s=crossing.period_start_s, spent_usd=round(crossing.spent_usd, 6),
+                              **({"attempt": running["number"]} if running is not None else {}))
+            notify.team_budget(self.db, self.job_id, self.webhook, crossing)
+            if crossing.action == "pause":
+                when = "checked before launching" if running is None else f"attempt {running['number']} running"
+                return JobState.PAUSED, f"{crossing.message} ({when}); `spotfit resume {self.job_id}` once the " \
+                                        "budget allows"
+        return None
+
+    def team_budget_while_running(self, attempt: dict, progress: dict) -> bool:
+        """Every `TEAM_CHECK_S`: a team budget passed with the attempt's cost so far pauses the job.
+
+        The attempt is asked to save a checkpoint and stop, as a rule's pause asks it; the job
+        pauses when it has ended.
+        """
+        if self.halt is not None or time.monotonic() < self._next_team_check:
+            return False
+        self._next_team_check = time.monotonic() + TEAM_CHECK_S
+        halt = self._team_budget_halt(running=attempt)
+        if halt is None:
+            return False
+        self.halt = halt
+        self.request_stop(attempt, progress, halt[1])
+        return True
+
+    def _billed_since(self, start_s: float) -> list[tuple[dict, float]]:
+        return [(json.loads(spec_json).get("labels") or {}, usd) for spec_json, usd in self.db.billed_since(start_s)]
 
     def cap_at_budget(self, attempt: dict) -> None:
         """Once per attempt: the trace second its smallest holding budget is spent caps the clock.

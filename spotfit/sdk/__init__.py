@@ -1,15 +1,17 @@
 """What the CLI and scripts call: one function per verb, returning plain data.
 
-Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost. Market and
+Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost, cost_all; budgets:
+budget_list, budget_set, budget_rm. Market and
 tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard, ui (the web dashboard).
 Interactive work (notebooks, ssh, port-forward) is in `spotfit.interactive`.
 
 Each function takes plain arguments and returns plain data (dicts that are also the `--json`
 documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
 This module holds a job's lifecycle (run, resume, cancel, wait) and names every verb; the others
-live by family: `submit` (validate, submit), `reports` (status, list, events, logs, cost),
-`market` (plan, catalog, simulate, market record) and `tools` (dry run, gc, doctor, TensorBoard,
-dashboard), over `context` (which state DB the verbs read).
+live by family: `submit` (validate, submit), `reports` (status, list, events, logs), `costs` (cost,
+cost_all), `budgets` (budget_list, budget_set, budget_rm), `market` (plan, catalog, simulate,
+market record) and `tools` (dry run, gc, doctor, TensorBoard, dashboard), over `context` (which
+state DB the verbs read).
 
 A job runs with `sdk.run_job(sdk.submit("examples/digits/spotfit.yaml"))` (it trains, so it is
 not a docstring example). Example:
@@ -34,19 +36,22 @@ from spotfit import arguments, job_secrets
 from spotfit.attempt.layout import boot_log as boot_log_key
 from spotfit.errors import UsageError
 from spotfit.home import home, state_is_shared, state_target
+from spotfit.sdk.budgets import budget_list, budget_rm, budget_set
 from spotfit.sdk.context import controller_alive, db, find_job, live_controllers, reading_from
+from spotfit.sdk.costs import cost, cost_all
 from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulate
-from spotfit.sdk.reports import BOOT_LOG_LINES, cost, events, list_jobs, logs, status
+from spotfit.sdk.reports import BOOT_LOG_LINES, events, list_jobs, logs, status
 from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
 from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard, ui
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState, StopRequest
 
 __all__ = [
-    "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "cancel", "catalog", "controller_alive", "cost", "db",
-    "doctor", "dry_run", "duplicate_error", "events", "find_job", "gc", "list_jobs", "live_controllers", "logs",
-    "market_record", "parse_preempt_at", "plan", "reading_from", "resume", "run_job", "serve_controller",
-    "simulate", "start_detached", "status", "submit", "submit_spec", "tensorboard", "ui", "validate", "wait",
+    "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "budget_list", "budget_rm", "budget_set", "cancel", "catalog",
+    "controller_alive", "cost", "cost_all", "db", "doctor", "dry_run", "duplicate_error", "events", "find_job", "gc",
+    "list_jobs", "live_controllers", "logs", "market_record", "parse_preempt_at", "plan", "reading_from", "resume",
+    "run_job", "serve_controller", "simulate", "start_detached", "status", "submit", "submit_spec", "tensorboard",
+    "ui", "validate", "wait",
 ]
 
 
@@ -109,13 +114,25 @@ def start_detached(job_id: str) -> int | None:
 
 
 def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 32,
-                     log: Callable[[str], None] = print) -> None:
-    """Run a long-running controller on this state until the process ends (`spotfit controller`)."""
+                     log: Callable[[str], None] = print, metrics_port: int | None = None,
+                     metrics_host: str = "127.0.0.1") -> None:
+    """Run a long-running controller on this state until the process ends (`spotfit controller`).
+
+    With `metrics_port`, it also serves the state's Prometheus metrics on `metrics_host:metrics_port/metrics`
+    (`spotfit/metrics.py`).
+    """
     from spotfit.controller.service import Service
 
     arguments.number("--scan-s", scan_s, low=0, high=3600, low_open=True, hint="Pass --scan-s 2.")
     arguments.number("--poll-s", poll_s, low=0, high=60, low_open=True, hint="Pass --poll-s 1.")
     arguments.number("--max-jobs", max_jobs, low=1, high=10_000, hint="Pass --max-jobs 32.")
+    if metrics_port is not None:
+        from spotfit import metrics
+
+        arguments.number("--metrics-port", metrics_port, low=1, high=65_535, hint="Pass --metrics-port 9464.")
+        arguments.text("--metrics-host", metrics_host, hint="Pass --metrics-host 127.0.0.1 (0.0.0.0 in a pod).")
+        server = metrics.serve(str(state_target()), metrics_host, metrics_port)
+        log(f"metrics on http://{metrics_host}:{server.server_port}/metrics")
     Service(state_target(), scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, log=log).run()
 
 

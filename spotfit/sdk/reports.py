@@ -1,4 +1,4 @@
-"""Reading a job back: its status document, list, events, logs and cost ledger."""
+"""Reading a job back: its status document, list, events and logs (its costs: `costs.py`)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def _paused(state_db: StateDB, job: dict) -> dict | None:
     """For a paused job: the rule that paused it, why, and how to resume it."""
     if job["state"] != JobState.PAUSED:
         return None
-    last = state_db.last_event(job["id"], ("rule", "budget_limit", "store_paused"))
+    last = state_db.last_event(job["id"], ("rule", "budget_limit", "store_paused", "team_budget"))
     if last is not None and last["kind"] == "store_paused":
         return {"rule": "store full", "reason": job["message"],
                 "resume": None if controller_alive(job, state_db) else f"spotfit resume {job['id']}"}
@@ -143,34 +143,4 @@ def logs(ref: str, attempt: int | None = None) -> dict:
 
 BOOT_LOG_LINES = 40
 
-
-
-def cost(ref: str | None = None) -> dict:
-    """The job's cost ledger (the latest job when `ref` is None): rows, totals, savings, waste, regret.
-
-    `totals` also holds, for the job's own market window, the hindsight optimum (`optimum_usd`),
-    what every online policy would have paid (`policies`) and `regret` (spent ÷ optimum);
-    `hindsight` gives that window, or a `note` saying why a job has none.
-    """
-    from spotfit.controller.hindsight import hindsight
-    from spotfit.controller.ledger import ledger
-    from spotfit.market.policies.base import ALIASES
-    from spotfit.spec import JobSpec
-
-    state_db = db()
-    job = find_job(state_db, ref)
-    attempts = state_db.attempts(job["id"])
-    doc = ledger(attempts, job["total_steps"])
-    totals = doc["totals"]
-    origin_s = job["trace_origin_s"] if job["trace_origin_s"] is not None else next(
-        (a["trace_start_s"] for a in attempts if a["trace_start_s"] is not None), None)
-    try:
-        spec: JobSpec | None = JobSpec.model_validate(json.loads(job["spec_json"]))
-    except ValueError:  # recorded by a spotfit whose spec differs: the ledger stands without hindsight
-        spec = None
-    seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"])
-    totals.update(optimum_usd=seen["optimum_usd"], policies=seen["policies"], regret=seen["regret"])
-    policy = ALIASES.get(spec.market.policy, spec.market.policy) if spec else None
-    return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": policy, **doc,
-            "hindsight": {"window": seen["window"], "note": seen["note"]}}
 

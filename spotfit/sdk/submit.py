@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import time
@@ -90,6 +91,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     """
     from spotfit.backends.base import registered_backends
     from spotfit.controller import waits
+    from spotfit.settings import load_settings
     from spotfit.stores import child, open_store
 
     chosen = spec.backend if backend is None else backend
@@ -105,6 +107,8 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
         scriptcheck.check_syntax(spec.script_path, spec.script)
     notes = _backend_preflight(spec)
     waits.scale()  # a bad SPOTFIT_WAIT_SCALE is refused before anything is recorded
+    load_settings()  # so is a bad $SPOTFIT_HOME/config.yaml (the budgets the controller enforces)
+    _check_sink_secrets(spec)
     if preempt_at is not None:
         spec.market.preemptions = [*spec.market.preemptions, *parse_preempt_at(preempt_at)]
     values = job_secrets.read_from_shell(spec.secrets)  # before anything is recorded
@@ -144,3 +148,15 @@ def _backend_preflight(spec: JobSpec) -> list[str]:
     check = getattr(make_backend(spec.backend), "preflight", None)
     return check(spec) if check is not None else []
 
+
+def _check_sink_secrets(spec: JobSpec) -> None:
+    """Each `notify.sinks` URL the spec names as `{secret: NAME}` is set here, as `secrets:` must be."""
+    from spotfit.settings import SecretRef
+
+    for i, sink in enumerate(spec.notify.sinks if spec.notify else []):
+        ref = sink.slack or sink.webhook
+        if isinstance(ref, SecretRef) and ref.secret not in os.environ:
+            raise UsageError(f"Secret `{ref.secret}` (spec `notify.sinks[{i}].{sink.kind}`) is not set in this shell: "
+                             "expected the URL in the environment.",
+                             hint=f"Run `read -s {ref.secret}; export {ref.secret}` before `spotfit run`; the "
+                                  "controller needs it too.")

@@ -8,11 +8,13 @@
 | `/api/jobs/{job}` | `spotfit status JOB --json` |
 | `/api/jobs/{job}/cost` | `spotfit cost JOB --json` |
 | `/api/jobs/{job}/logs?attempt=N` | `spotfit logs JOB --json` |
+| `/api/costs?since=30d&by=project` | `spotfit cost --all --since 30d --by project --json` |
 | `POST /api/plan?trace=NAME` (the spec's YAML as the body) | `spotfit plan SPEC --json` |
 | `/api/plan?job=JOB&trace=NAME` | `spotfit plan` of the job's recorded spec |
 | `/api/sweeps` | every sweep's `spotfit sweep status SWEEP --json`, newest first |
 | `/api/sweeps/{sweep}` | `spotfit sweep status SWEEP --json` |
 | `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
+| `/metrics` | the state's Prometheus metrics (`spotfit/metrics.py`), as `spotfit controller --metrics-port` does |
 
 Every request reads the state DB (a SQLite file, or a team's PostgreSQL where `SPOTFIT_STATE_URL`
 points) through its own read-only connection (`ReadOnlyStateDB`),
@@ -203,6 +205,22 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
         doc = await run_in_threadpool(planning.plan_content, content.encode(), trace or None)
         return plan_page_of(request, doc, content=content, trace=trace or "")
 
+    def spend(since: str, by: str) -> dict:
+        """`spotfit cost --all`'s document, each job's ledger and hindsight from the page cache."""
+        db = ReadOnlyStateDB.open(target)
+        if db is None:  # no job has run with this state yet
+            return sdk.cost_all(since, by, jobs=[])
+        try:
+            with sdk.reading_from(db):
+                return sdk.cost_all(since, by, costs=costs.get)
+        finally:
+            db.close()
+
+    @app.get("/costs", response_class=HTMLResponse)
+    def costs_page(request: Request, since: str = "30d", by: str = "project") -> HTMLResponse:
+        doc = spend(since, by)
+        return page(request, "costs.html", spend=doc, figures={"spend": charts.spend_figure(doc)})
+
     @app.get("/sweeps", response_class=HTMLResponse)
     def sweeps_page(request: Request) -> HTMLResponse:
         with reading_sweeps() as dbs:
@@ -271,6 +289,17 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
     def api_logs(ref: str, attempt: int | None = None) -> Response:
         with reading():
             return _json(sdk.logs(ref, attempt))
+
+    @app.get("/api/costs")
+    def api_costs(since: str = "30d", by: str = "project") -> Response:
+        return _json(spend(since, by))
+
+    @app.get("/metrics")
+    def prometheus_metrics() -> Response:
+        from spotfit import metrics
+
+        return Response(metrics.exposition(lambda: ReadOnlyStateDB.open(target)),
+                        media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.get("/api/sweeps")
     def api_sweeps() -> Response:

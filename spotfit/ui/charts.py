@@ -50,6 +50,17 @@ def cost_figure(curve: dict) -> dict:
                                             xaxis={"type": "date", "title": {"text": "trace time (UTC)"}})}
 
 
+def spend_figure(doc: dict) -> dict:
+    """`spotfit cost --all`'s spend per UTC day, one stacked bar per group (the document's `days`)."""
+    days = sorted({d["day"] for d in doc["days"]})
+    spent = {(d["day"], d["group"]): d["spent_usd"] for d in doc["days"]}
+    data = [{"type": "bar", "name": g["group"], "x": days, "y": [spent.get((day, g["group"]), 0.0) for day in days],
+             "hovertemplate": "%{x}<br>$%{y:.4f}<extra>" + g["group"] + "</extra>"} for g in doc["groups"]]
+    return {"data": data, "layout": _layout(f"Spend per day by {doc['by']} (USD, the day each attempt was launched)",
+                                            barmode="stack", yaxis={"title": {"text": "USD"}, "rangemode": "tozero"},
+                                            xaxis={"type": "category", "title": {"text": "day (UTC)"}})}
+
+
 def timeline_figure(tl: dict) -> dict:
     """Attempts (one bar each) on their rows over the zones' spot availability, with markers."""
     ms = 1000.0

@@ -33,7 +33,7 @@ from spotfit.market.trace import Trace, load_trace, resolve_trace
 
 ON_DEMAND_ROW = "on-demand"
 MARGIN_TICKS = 4  # market shown either side of the job's span, for context
-RULE_EVENTS = ("rule", "budget_limit")
+RULE_EVENTS = ("rule", "budget_limit", "team_budget")
 
 
 @lru_cache(maxsize=4)

@@ -21,12 +21,16 @@ SPEC = JobSpec.model_validate({"name": "seeded", "script": "train.py", "work_h":
                                "market": {"trace": "aws-v100", "zones": [ZONE], "start": START, "time_scale": 2000.0}})
 
 
-def seed_jobs(path: Path, count: int, running_every: int = 10) -> list[str]:
-    """`count` jobs in the state DB at `path` (newest last); returns their ids."""
+def seed_jobs(path: Path | str, count: int, running_every: int = 10, labels: list[dict] | None = None) -> list[str]:
+    """`count` jobs in the state DB at `path` (a file or a URL; newest last); returns their ids.
+
+    `labels`: the spec labels of job i are `labels[i % len(labels)]`.
+    """
     db = StateDB(path)
-    spec_json = json.dumps(SPEC.model_dump(mode="json"))
     ids = []
     for i in range(count):
+        spec = SPEC.model_copy(update={"labels": labels[i % len(labels)]}) if labels else SPEC
+        spec_json = json.dumps(spec.model_dump(mode="json"))
         job_id = f"seeded-{i:05d}"
         running = running_every and i % running_every == running_every - 1
         db.create_job(job_id, f"seeded-{i % 7}", spec_json, f"memory://seeded/{job_id}")

@@ -1,0 +1,207 @@
+"""The user's (or team's) settings file, `$SPOTFIT_HOME/config.yaml`: budgets over many jobs and the webhook.
+
+Validated like a job spec: unknown keys get a did-you-mean, every problem is one `SpecError`
+line naming the file, the field, the value and what was expected. A missing file is empty
+settings. `docs/costs.md` documents the budgets.
+
+```yaml
+notify:
+  webhook: https://hooks.slack.com/services/...   # rule firings (docs/rules.md)
+  sinks:                                          # notifications of job events (docs/costs.md)
+    - {slack: https://hooks.slack.com/services/..., events: [failed, preempted, paused, budget]}
+    - {email: {to: [ops@example.com], sender: spotfit@example.com, host: smtp.example.com}, events: [failed]}
+budgets:
+  - name: nlp-monthly
+    labels: {project: nlp}       # the jobs it covers: those with every label given ({} = every job)
+    usd: 500
+    period: month                # day, week or month (UTC calendar)
+    at_80_percent: notify        # none, notify or pause
+    at_100_percent: pause        # none, notify or pause
+```
+
+Example:
+
+>>> s = Settings.model_validate({"budgets": [{"name": "nlp", "labels": {"project": "nlp"}, "usd": 500}]})
+>>> s.budgets[0].period, s.budgets[0].at_80_percent, s.budgets[0].at_100_percent
+('month', 'notify', 'pause')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from spotfit import labels
+from spotfit.errors import SpecError
+from spotfit.home import home
+from spotfit.specbase import _Section, matching
+
+DOCS = "docs/costs.md"
+Action = Literal["none", "notify", "pause"]
+
+
+class TeamBudget(_Section):
+    """A budget over every job whose labels match, per calendar period."""
+
+    name: str = Field(description="the budget's name: letters, digits, `-`, `_`, `.`")
+    labels: dict[str, str] = Field(default_factory=dict, description="the jobs it covers ({} = every job)")
+    usd: float = Field(gt=0, le=1e9, description="USD per period")
+    period: Literal["day", "week", "month"] = "month"
+    at_80_percent: Action = "notify"
+    at_100_percent: Action = "pause"
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        return matching(value, r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}",
+                        "1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, value: Any) -> Any:
+        return labels.check(value) if isinstance(value, dict) else value
+
+
+NotifyEvent = Literal["completed", "failed", "preempted", "relaunched", "paused", "budget", "rule", "stalled"]
+NOTIFY_EVENTS: tuple[str, ...] = NotifyEvent.__args__  # type: ignore[attr-defined]
+_URL = r"https?://[^/\s]+.*"
+
+
+class Email(_Section):
+    """Mail over SMTP, with STARTTLS unless `starttls: false`; the password from the environment."""
+
+    to: list[str] = Field(min_length=1, description="recipients")
+    sender: str = Field(description="the From address")
+    host: str = Field(description="the SMTP server")
+    port: int = Field(587, ge=1, le=65_535)
+    starttls: bool = True
+    user: str | None = None
+    password_env: str | None = Field(None, description="the variable holding the password (never the password)")
+    ca_file: str | None = Field(None, description="a CA bundle for a server whose certificate a private CA signed")
+
+    @field_validator("to")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        for address in value:
+            matching(address, r"[^@\s]+@[^@\s]+", "e-mail addresses such as ops@example.com")
+        return value
+
+
+class SecretRef(_Section):
+    """`{secret: NAME}`: the value is the environment variable `NAME` of the controller (and `spotfit run`)."""
+
+    secret: str
+
+    @field_validator("secret")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return matching(value, r"[A-Za-z_][A-Za-z0-9_]{0,127}", "an environment variable name (letters, digits, `_`)")
+
+
+class Sink(_Section):
+    """One place notifications go (exactly one of `slack`, `webhook`, `email`) and the events it wants."""
+
+    slack: SecretRef | str | None = Field(None, description="a Slack incoming-webhook URL (a POST of {text})")
+    webhook: SecretRef | str | None = Field(None, description="a URL that takes the notification as JSON")
+    email: Email | None = None
+    events: list[NotifyEvent] = Field(default_factory=lambda: cast("list[NotifyEvent]", list(NOTIFY_EVENTS)))
+
+    @field_validator("slack", "webhook")
+    @classmethod
+    def _url(cls, value: SecretRef | str | None) -> SecretRef | str | None:
+        return matching(value, _URL, "an http(s):// URL or {secret: NAME}") if isinstance(value, str) else value
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ("slack", "webhook", "email") if getattr(self, k) is not None)
+
+    def url(self, environ: dict[str, str]) -> str:
+        """The slack or webhook URL, a secret's read from `environ`; `ValueError` naming the variable when unset."""
+        value = self.slack or self.webhook
+        if isinstance(value, SecretRef):
+            if value.secret not in environ:
+                raise ValueError(f"`{value.secret}` is not set in the controller's environment")
+            return environ[value.secret]
+        assert value is not None
+        return value
+
+
+class JobSink(Sink):
+    """A sink in a job spec's `notify.sinks`: its URL only as `{secret: NAME}` (the spec is stored and shown)."""
+
+    @field_validator("slack", "webhook")
+    @classmethod
+    def _secret_only(cls, value: SecretRef | str | None) -> SecretRef | str | None:
+        if isinstance(value, str):
+            raise ValueError("expected {secret: NAME} (the URL in the environment variable NAME): a spec is stored "
+                             "and shown, a URL in it would be too; or put the sink in $SPOTFIT_HOME/config.yaml")
+        return value
+
+
+def one_target(sinks: list) -> list:
+    """`sinks` when each has exactly one of `slack`, `webhook` or `email` (a field validator of `sinks:`)."""
+    for i, sink in enumerate(sinks):
+        if sum(getattr(sink, k) is not None for k in ("slack", "webhook", "email")) != 1:
+            raise ValueError(f"expected exactly one of `slack`, `webhook` or `email` in sink [{i}]")
+    return sinks
+
+
+class NotifySettings(_Section):
+    webhook: str | None = Field(None, description="an http(s):// URL that takes a JSON POST (rule firings)")
+    sinks: list[Sink] = Field(default_factory=list, description="where each notification event goes")
+
+    _one_target = field_validator("sinks")(one_target)
+
+
+class Settings(_Section):
+    """The whole file."""
+
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    budgets: list[TeamBudget] = Field(default_factory=list)
+
+    @field_validator("budgets")
+    @classmethod
+    def _unique_names(cls, value: list[TeamBudget]) -> list[TeamBudget]:
+        names = [b.name for b in value]
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"expected each budget name once ({', '.join(twice)} appears more than once)")
+        return value
+
+
+def settings_path() -> Path:
+    return home() / "config.yaml"
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """The settings at `path` (default `$SPOTFIT_HOME/config.yaml`); empty ones when there is no file."""
+    from spotfit.spec import _to_spec_error
+    from spotfit.specfile import read_spec_file
+
+    path = path or settings_path()
+    if not path.is_file():
+        return Settings()
+    raw = read_spec_file(path)  # bounded in size, depth and values, like a job spec
+    if raw is None:
+        return Settings()
+    if not isinstance(raw, dict):
+        raise SpecError(f"Settings file {path} must be a mapping of fields, received {type(raw).__name__}.",
+                        hint=f"Start from the example in {DOCS}.")
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise _to_spec_error(exc, raw, str(path), root=Settings, docs=DOCS) from None
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> Path:
+    """Write `settings` (comments in the file are not kept); returns the path."""
+    path = path or settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(settings.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path
