@@ -47,7 +47,7 @@ def test_a_missing_module_counts_as_missing():
 def test_importing_the_runtime_against_a_keras_without_a_patched_name_fails_at_import():
     code = ("import keras.src.backend.tensorflow.trainer as t\n"
             "del t.TFEpochIterator\n"
-            "import spotfit.runtime.instrument\n")
+            "import spotfit.runtime.fit_wrapper\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
