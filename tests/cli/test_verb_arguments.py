@@ -103,7 +103,8 @@ def test_an_empty_reference_does_not_match_every_job(seeded_home, refused):
 
 
 BUNDLED_TRACE = ["aws-v100", "aws_p3.2xlarge_v100_avail_2023-02-15_9zones.csv.gz"]
-POLICIES = ["all", "default", "greedy", "mdp", "on_demand", "optimum", "rollout", "spotfit", "uniform_progress"]
+POLICIES = ["all", "default", "greedy", "greedy_first", "mdp", "on_demand", "optimum", "rollout", "spotfit",
+            "uniform_progress", "uniform_progress_first"]
 ACCELERATORS = ["a10", "a100", "a100-80gb", "a10g", "h100", "k80", "l4", "l40s", "p4", "t4", "v100", "v100-32gb"]
 REGION_RE = r"[a-z]{2}(-[a-z]+)+-\d{1,2}"
 URL_RE = r"[a-z0-9]+://\S*"

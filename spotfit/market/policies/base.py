@@ -28,7 +28,7 @@ Example:
 
 >>> p = make_policy("on_demand")
 >>> p.name, sorted(POLICIES)[:2]
-('on_demand', ['greedy', 'mdp'])
+('on_demand', ['greedy', 'greedy_first'])
 """
 
 from __future__ import annotations
@@ -190,6 +190,17 @@ def first_spot(ctx: Context) -> Decision | None:
     return next((spot(z) for z in ctx.zones if ctx.market.is_available(z)), None)
 
 
+def cheapest_spot(ctx: Context) -> Decision | None:
+    """Spot as a multi-region baseline a reader trusts takes it: the running spot launch while
+    its zone is up, else the up zone with the lowest spot price now (ties: the job's order),
+    else None. Where prices differ across zones, the first up zone in order can cost several
+    times the cheapest; one zone: that zone if up."""
+    if ctx.mode.kind is Kind.SPOT and ctx.market.is_available(str(ctx.mode.zone)):
+        return ctx.mode
+    up = [z for z in ctx.zones if ctx.market.is_available(z)]
+    return spot(min(up, key=ctx.market.spot_usd_per_h)) if up else None
+
+
 def gain_if_continued(ctx: Context) -> float:
     """Progress this tick if the current launch keeps running."""
     if ctx.mode.kind is Kind.NONE:
@@ -205,7 +216,9 @@ def gain_if_launched(ctx: Context) -> float:
 POLICIES: dict[str, str] = {
     "on_demand": "spotfit.market.policies.on_demand:OnDemand",
     "greedy": "spotfit.market.policies.greedy:Greedy",
+    "greedy_first": "spotfit.market.policies.greedy:GreedyFirst",
     "uniform_progress": "spotfit.market.policies.uniform_progress:UniformProgress",
+    "uniform_progress_first": "spotfit.market.policies.uniform_progress:UniformProgressFirst",
     "spotfit": "spotfit.market.policies.spotfit:Spotfit",
     "rollout": "spotfit.market.policies.rollout:Rollout",
     "mdp": "spotfit.market.policies.mdp:Mdp",
