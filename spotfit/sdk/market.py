@@ -47,6 +47,7 @@ def plan_spec(spec: JobSpec, trace: str | None = None, all_clouds: bool = False)
         zones=list(market.zones or []) or None,
         start=market.start,
         overhead_h=market.overhead_h,
+        max_overpay=market.max_overpay,
         policy=market.policy,
         all_clouds=all_clouds,
         trace_required=trace is not None,
