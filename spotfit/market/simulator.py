@@ -67,8 +67,8 @@ class Job:
                              hint="Pass --overhead-h 0.2 (hours of start-up per launch).")
         if not max_overpay >= 0:
             raise UsageError(f"Invalid `max_overpay`: received {max_overpay}, expected a number >= 0.",
-                             hint="Use 0.05 (at most 5% above all-on-demand) or 0 (never above it, in the "
-                                  "policy's model).")
+                             hint="Pass --max-overpay 0.05 (at most 5% above all-on-demand) or 0 (never above "
+                                  "it, in the policy's model).")
         return cls(work_h * 3600.0, deadline_h * 3600.0, round(overhead_h * 3600.0, 6), max_overpay)
 
 

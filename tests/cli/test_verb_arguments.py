@@ -65,6 +65,7 @@ NUMERIC_FLAGS = [
     (["simulate"], "--overhead-h", False, 0, 87_600, False),
     (["simulate"], "--starts", True, 1, 1_000, False),
     (["simulate"], "--gap-s", True, 1, 86_400, False),
+    (["simulate"], "--max-overpay", False, 0, 10, False),
     (["catalog"], "--count", True, 1, 16, False),
     (["tensorboard", JOB_ID], "--port", True, 1, 65_535, False),
     (RECORD, "--hours", False, 0.1, 2160, False),
