@@ -54,7 +54,9 @@ TARGETS_NOTE = [
     'the floor 1.102 and 1.094). The mean over the 48 h grid is unchanged (1.065 and 1.112: met).',
     'The worst window is above 1.5 × the optimum on every set with or without the floor (not met),',
     'and on demo-sized jobs the floor makes it worse (1.85 → 2.06 on February, 4.22 → 7.76 on',
-    'August: windows where it stopped taking spot that then ran cheaply). Its price on demo-sized',
+    'August: a 2 h job that started on on-demand, spot down, and was kept there while spot then',
+    'ran cheaply: the way back to spot risks a second on-demand start-up, more than its allowance).',
+    'Its price on demo-sized',
     'jobs: 0.007 × the optimum on February, 0.138 on August (saving 42.2% → 39.3%).',
 ]
 
