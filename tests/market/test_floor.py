@@ -51,11 +51,14 @@ def test_without_a_floor_a_flapping_zone_costs_more_than_on_demand_and_with_it_n
     assert runs[0.05].cost_usd <= runs[math.inf].cost_usd
 
 
-def test_the_floor_leaves_a_steady_spot_market_alone():
+def test_the_floor_leaves_a_steady_spot_market_alone_and_0_never_bets():
     trace = make_trace([[1] * 300], spot=1.0, on_demand=3.0, gap_s=60)
     costs = {b: simulate(DEFAULT_POLICY, trace, Job(60 * 60.0, 90 * 60.0, 120.0, b), 0).cost_usd
              for b in (math.inf, 0.0, 0.05)}
-    assert costs[0.05] == costs[math.inf] < simulate("on_demand", trace, Job(3600.0, 5400.0, 120.0), 0).cost_usd
+    on_demand = simulate("on_demand", trace, Job(3600.0, 5400.0, 120.0), 0).cost_usd
+    assert costs[0.05] == costs[math.inf] < on_demand
+    # 0: a spot start-up is billed before any progress, so the job never risks one.
+    assert costs[0.0] == on_demand
 
 
 def test_the_spec_default_is_the_policy_default():
