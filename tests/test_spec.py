@@ -58,6 +58,7 @@ def test_minimal_spec_gets_defaults():
     assert spec.market.zones == [] and spec.market.preemptions == []
     assert spec.market.start is None and spec.market.gap_s is None
     assert (spec.market.time_scale, spec.market.policy, spec.market.overhead_h) == (600.0, "default", 0.2)
+    assert spec.market.max_overpay == 0.05
     assert spec.checkpoint.model_dump() == {"store": None, "interval": "auto", "keep": 2, "full_wait_s": 600.0}
     assert spec.training.model_dump() == {
         "strategy": "auto", "mixed_precision": "auto", "xla": "auto", "auto_apply": False, "seed": 0,
@@ -137,7 +138,7 @@ FULL = {
     "market": {
         "trace": "aws-v100", "zones": ["us-west-2a", "us-west-2b"], "start": "2023-02-19T19:02:01",
         "time_scale": 100, "gap_s": 120, "policy": "greedy", "overhead_h": 0.1,
-        "preemptions": [{"at_step": 10, "notice_s": 2.5}],
+        "max_overpay": 0.1, "preemptions": [{"at_step": 10, "notice_s": 2.5}],
     },
     "checkpoint": {"store": "memory://ckpt", "interval": {"seconds": 30}, "keep": 3},
     "training": {"strategy": "mirrored", "mixed_precision": "mixed_bfloat16", "xla": "on", "seed": 7,

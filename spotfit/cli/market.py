@@ -23,13 +23,15 @@ def simulate(
     starts: Annotated[int, typer.Option("--starts", help="Start ticks evenly spaced over the trace.")] = 6,
     policy: Annotated[str, typer.Option("--policy", help="A policy name, 'default', or 'all'.")] = "all",
     gap_s: Annotated[int | None, typer.Option("--gap-s", help="Tick length; inferred if omitted.")] = None,
+    max_overpay: Annotated[float, typer.Option(
+        "--max-overpay", help="The default policy's floor: at most this share above all-on-demand.")] = 0.05,
     json_: JsonFlag = False,
 ) -> None:
     """Replay the trace: what each policy pays, and whether it meets the deadline."""
     if zones is not None:
         zones = [zone.strip() for given in zones for zone in given.split(",")]
     doc = sdk.simulate(trace, work_h=work_h, deadline_h=deadline_h, overhead_h=overhead_h, zones=zones,
-                       starts=starts, policy=policy, gap_s=gap_s)
+                       starts=starts, policy=policy, gap_s=gap_s, max_overpay=max_overpay)
     if json_:
         print_json(doc)
     else:

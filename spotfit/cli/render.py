@@ -206,18 +206,24 @@ def print_plan(console: Console, doc: dict) -> None:
 
 def _plan_table(title: str, offers: list[dict]) -> Table:
     table = Table(title=title, title_justify="left")
+    risk = any(o["worst_cost_usd"] is not None for o in offers)
+    right = ["#", "spot $/h", "on-demand $/h", "expected $", *(_RISK if risk else []), "preemptions", "finish h"]
     for col in ("#", "cloud", "region", "zones", "instance", "spot $/h", "on-demand $/h", "expected $",
-                "preemptions", "finish h", "policy", "launch"):
-        table.add_column(col, justify="right" if col in ("#", "spot $/h", "on-demand $/h", "expected $",
-                                                         "preemptions", "finish h") else "left")
+                *(_RISK if risk else []), "preemptions", "finish h", "policy", "launch"):
+        table.add_column(col, justify="right" if col in right else "left")
     for o in offers:
         zones = "all" if len(o["zones"]) > 3 else ",".join(o["zones"])
         pre = "?" if o["expected_preemptions"] is None else f"{o['expected_preemptions']:.1f}"
+        spread = [f"{o['cost_p10_usd']:.2f}-{o['cost_p90_usd']:.2f}", f"{o['worst_cost_usd']:.2f}",
+                  f"{o['above_on_demand_share']:.0%}"] if risk else []
         table.add_row(str(o["rank"]), o["cloud"], o["region"], zones, o["instance_type"] or "",
                       _money(o["spot_usd_per_h"]), _money(o["on_demand_usd_per_h"]),
-                      f"{o['expected_cost_usd']:.2f}", pre, f"{o['finish_h']:.1f}", o["policy"],
+                      f"{o['expected_cost_usd']:.2f}", *spread, pre, f"{o['finish_h']:.1f}", o["policy"],
                       "yes" if o["launchable"] else "no")
     return table
+
+
+_RISK = ("p10-p90 $", "worst $", "> on-demand")  # over the history windows simulated
 
 
 def print_cost(console: Console, doc: dict) -> None:

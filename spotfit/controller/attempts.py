@@ -194,10 +194,19 @@ class AttemptPlanner:
         attempts = self.db.attempts(self.job_id)
         preempted = (attempt is None and bool(attempts)
                      and attempts[-1]["state"] in (AttemptState.PREEMPTED, AttemptState.KILLED))
+        # What the job has been billed: the ended attempts' bills and the live one's so far. The
+        # default policy's floor (`market.max_overpay`) bounds it by all-on-demand for the work,
+        # so it holds only where the work is known in advance (`work_h`): an estimate that grows
+        # as steps are timed would move the bound under the job.
+        floor = self.spec.market.max_overpay if self.spec.work_h else None
+        spent = sum(a["cost_usd"] or 0.0 for a in attempts if attempt is None or a["number"] != attempt["number"])
+        if attempt is not None:
+            spent += self.bill(attempt, at_s)[1]
         gap_s, zones, view = self.market.policy_market(at_s, self._blocked())
         return Context(now_s=at_s - self._trace_origin, gap_s=gap_s, work_s=work_s,
                        work_done_s=min(done, work_s), deadline_s=deadline_s, overhead_s=self.overhead_s(),
-                       mode=mode, overhead_left_s=left, market=view, zones=zones, preempted=preempted)
+                       mode=mode, overhead_left_s=left, market=view, zones=zones, preempted=preempted,
+                       spent_usd=spent, max_overpay=floor)
 
     def decide(self, attempt: dict | None, progress: dict, at_s: float | None = None) -> Launch | None:
         """(market, zone) to run on now (or at trace second `at_s`), or None to wait."""

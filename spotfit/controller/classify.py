@@ -16,8 +16,9 @@ Example:
 >>> try:
 ...     check_policy(spec)
 ... except ConfigError as err:
-...     print(err.hint)
-Set `market.policy:` to one of default, greedy, mdp, on_demand, rollout, spotfit, uniform_progress, or leave it out.
+...     print(err.hint)  # doctest: +NORMALIZE_WHITESPACE
+Set `market.policy:` to one of default, greedy, greedy_first, mdp, on_demand, rollout, spotfit,
+uniform_progress, uniform_progress_first, or leave it out.
 """
 
 from __future__ import annotations

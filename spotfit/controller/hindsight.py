@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -48,7 +49,8 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
     first_s = trace.start.replace(tzinfo=UTC).timestamp() if trace.start.tzinfo is None else trace.start.timestamp()
     start_tick = max(0, int((origin_s - first_s) // trace.gap_s))
     deadline_s = spec.deadline_h * 3600.0 if spec.deadline_h else 2 * work_s + _NO_DEADLINE_S
-    job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)))
+    floor = spec.market.max_overpay if spec.work_h else math.inf  # as the job's policy held it (attempts.py)
+    job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)), floor)
     runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in POLICIES}
     optimum = runs.pop("optimum")
     return {

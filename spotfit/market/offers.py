@@ -4,8 +4,10 @@ Two kinds of offers, ranked together by expected cost and shown apart (`basis`):
 
 - `history`: offers whose instance type the market trace records are replayed with the job's
   policy from several start points of the history, for this job's work and deadline; their
-  expected cost, preemptions and finish time are means over those replays, and a multi-zone
-  offer (the matched zones together) is added for a multi-zone policy.
+  expected cost, preemptions and finish time are means over those replays; the risk is shown
+  beside them: the cost's 10th and 90th percentiles and worst over the replays, and the share
+  of replays that cost more than all-on-demand from the same start. A multi-zone offer (the
+  matched zones together) is added for a multi-zone policy.
 - `catalog`: every other offer has catalog prices only. Its expected cost assumes spot can be
   had a share `AVAILABILITY_PRIOR` of the time and on-demand runs the rest (one start-up
   overhead, unknown preemptions). The prior is the lowest spot availability of any zone in the
@@ -40,7 +42,7 @@ import numpy as np
 
 from spotfit.errors import UsageError
 from spotfit.market.catalog import CATALOGS, CatalogOffer, load_catalog
-from spotfit.market.policies.base import ALIASES, DEFAULT_POLICY, POLICIES, make_policy
+from spotfit.market.policies.base import ALIASES, DEFAULT_MAX_OVERPAY, DEFAULT_POLICY, POLICIES, make_policy
 from spotfit.market.simulator import Job, simulate, start_ticks
 from spotfit.market.trace import Trace, load_trace
 
@@ -71,6 +73,10 @@ class PlanOffer:
     spot_usd_per_h: float | None
     on_demand_usd_per_h: float | None
     expected_cost_usd: float
+    cost_p10_usd: float | None  # over the history windows simulated (None: a catalog offer)
+    cost_p90_usd: float | None
+    worst_cost_usd: float | None
+    above_on_demand_share: float | None  # windows that cost more than all-on-demand in the same window
     expected_preemptions: float | None
     finish_h: float
     finish_at: datetime | None
@@ -111,7 +117,8 @@ def plan(accelerator: str, count: int = 1, work_h: float | None = None,
          deadline_h: float | None = None, spot: bool = True, trace: str | Trace | None = None,
          zones: list[str] | None = None, start: datetime | None = None,
          overhead_h: float = 0.2, starts: int = 3, policy: str = DEFAULT_POLICY,
-         all_clouds: bool = False, trace_required: bool = False) -> Plan:
+         all_clouds: bool = False, trace_required: bool = False,
+         max_overpay: float = DEFAULT_MAX_OVERPAY) -> Plan:
     """Rank the offers for `accelerator` × `count` by expected cost for this job.
 
     `trace_required`: the trace was asked for explicitly (`plan --trace`), so a trace that
@@ -119,7 +126,7 @@ def plan(accelerator: str, count: int = 1, work_h: float | None = None,
     """
     policy = _online_policy(policy)
     work_h, deadline_h = _work_and_deadline(work_h, deadline_h)
-    job = Job.from_hours(work_h, deadline_h, overhead_h)
+    job = Job.from_hours(work_h, deadline_h, overhead_h, max_overpay)
     catalog = load_catalog(accelerator=accelerator, count=count)
     if not catalog:
         raise UsageError(f"No catalog offer for accelerator {accelerator!r} × {count}: expected "
@@ -232,6 +239,8 @@ def _history_rows(market: Trace, job: Job, recorded: dict[str, CatalogOffer], st
     rows = []
     for group in groups:
         runs = [simulate(policy, usable, job, s, group) for s in ticks]
+        costs = np.array([r.cost_usd for r in runs])
+        on_demand = np.array([simulate("on_demand", usable, job, s, group).cost_usd for s in ticks])
         offer = recorded[group[0]]
         rows_idx = [usable.zone_index(z) for z in group]
         rows.append(dict(
@@ -241,7 +250,11 @@ def _history_rows(market: Trace, job: Job, recorded: dict[str, CatalogOffer], st
             instance_type=offer.instance_type,
             spot_usd_per_h=float(np.mean(usable.spot_usd_per_h[rows_idx, -1])),
             on_demand_usd_per_h=float(np.min(usable.on_demand_usd_per_h[rows_idx, -1])),
-            expected_cost_usd=float(np.mean([r.cost_usd for r in runs])),
+            expected_cost_usd=float(np.mean(costs)),
+            cost_p10_usd=float(np.percentile(costs, 10)),
+            cost_p90_usd=float(np.percentile(costs, 90)),
+            worst_cost_usd=float(np.max(costs)),
+            above_on_demand_share=float(np.mean(costs > on_demand + 1e-9)),
             expected_preemptions=float(np.mean([r.preemptions for r in runs])),
             finish_h=float(np.mean([r.finish_h for r in runs])),
             deadline_met_share=float(np.mean([r.met_deadline for r in runs])),
@@ -293,6 +306,7 @@ def _catalog_rows(catalog: list[CatalogOffer], job: Job, spot: bool, policy: str
             cloud=o.cloud, region=o.region, zones=[o.zone] if o.zone else [],
             instance_type=o.instance_type, spot_usd_per_h=o.spot_usd_per_h,
             on_demand_usd_per_h=o.on_demand_usd_per_h, expected_cost_usd=rate * hours,
+            cost_p10_usd=None, cost_p90_usd=None, worst_cost_usd=None, above_on_demand_share=None,
             expected_preemptions=None, finish_h=hours, deadline_met_share=None,
             policy=policy if use_spot else "on_demand", basis="catalog",
             availability_prior=AVAILABILITY_PRIOR if use_spot else None, launchable=o.cloud in launchable,

@@ -32,6 +32,7 @@ import numpy as np
 
 from spotfit.errors import UsageError
 from spotfit.market.policies.base import (
+    DEFAULT_MAX_OVERPAY,
     NONE,
     Context,
     Decision,
@@ -46,14 +47,17 @@ from spotfit.market.view import MarketView
 
 @dataclass(frozen=True)
 class Job:
-    """Work, deadline and restart overhead of a job, in seconds."""
+    """Work, deadline and restart overhead of a job, in seconds; `max_overpay`: the share above
+    all-on-demand its policy may pay at most (`market.max_overpay`; the default policy holds it)."""
 
     work_s: float
     deadline_s: float
     overhead_s: float
+    max_overpay: float = DEFAULT_MAX_OVERPAY
 
     @classmethod
-    def from_hours(cls, work_h: float, deadline_h: float, overhead_h: float = 0.2) -> Job:
+    def from_hours(cls, work_h: float, deadline_h: float, overhead_h: float = 0.2,
+                   max_overpay: float = DEFAULT_MAX_OVERPAY) -> Job:
         for name, value in (("work_h", work_h), ("deadline_h", deadline_h)):
             if not value > 0:
                 raise UsageError(f"Invalid `{name}`: received {value}, expected a number > 0.",
@@ -61,7 +65,11 @@ class Job:
         if overhead_h < 0:
             raise UsageError(f"Invalid `overhead_h`: received {overhead_h}, expected a number >= 0.",
                              hint="Pass --overhead-h 0.2 (hours of start-up per launch).")
-        return cls(work_h * 3600.0, deadline_h * 3600.0, round(overhead_h * 3600.0, 6))
+        if not max_overpay >= 0:
+            raise UsageError(f"Invalid `max_overpay`: received {max_overpay}, expected a number >= 0.",
+                             hint="Pass --max-overpay 0.05 (at most 5% above all-on-demand) or 0 (never above "
+                                  "it, in the policy's model).")
+        return cls(work_h * 3600.0, deadline_h * 3600.0, round(overhead_h * 3600.0, 6), max_overpay)
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ def simulate(policy: Policy | str, trace: Trace, job: Job, start_tick: int = 0,
             mode, overhead_left, preempted = NONE, 0.0, True
             preemptions += 1
         ctx = Context(t * gap, gap, job.work_s, done, job.deadline_s, job.overhead_s, mode,
-                      overhead_left, view, zones, preempted)
+                      overhead_left, view, zones, preempted, cost, job.max_overpay)
         decision = policy.decide(ctx)
         if decision.kind is Kind.NONE:
             mode, overhead_left = NONE, 0.0

@@ -47,6 +47,7 @@ def plan_spec(spec: JobSpec, trace: str | None = None, all_clouds: bool = False)
         zones=list(market.zones or []) or None,
         start=market.start,
         overhead_h=market.overhead_h,
+        max_overpay=market.max_overpay,
         policy=market.policy,
         all_clouds=all_clouds,
         trace_required=trace is not None,
@@ -77,8 +78,10 @@ def catalog(accelerator: str | None = None, count: float | None = None, cloud: s
 
 def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 52.0, overhead_h: float = 0.2,
              zones: list[str] | None = None, starts: int = 6, policy: str = "all",
-             gap_s: int | None = None) -> dict:
-    """Replay a trace: what each policy pays and whether it meets the deadline (`spotfit simulate`)."""
+             gap_s: int | None = None, max_overpay: float = 0.05) -> dict:
+    """Replay a trace: what each policy pays and whether it meets the deadline (`spotfit simulate`).
+
+    `max_overpay` is `market.max_overpay`: the default policy's floor (the others have none)."""
     from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
     from spotfit.market.simulator import Job, run_grid, summarize
     from spotfit.market.trace import load_trace
@@ -92,6 +95,8 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
         arguments.number(flag, hours, low=0, high=MAX_HOURS, low_open=True, hint=f"Pass {flag} {default} (hours).")
     arguments.number("--overhead-h", overhead_h, low=0, high=MAX_HOURS, hint="Pass --overhead-h 0.2 (hours).")
     arguments.number("--starts", starts, low=1, high=MAX_STARTS, hint="Pass --starts 6.")
+    arguments.number("--max-overpay", max_overpay, low=0, high=10, hint="Pass --max-overpay 0.05 (5% above "
+                     "all-on-demand at most) or 0 (never above it, in the policy's model).")
     if gap_s is not None:
         arguments.number("--gap-s", gap_s, low=1, high=86_400, hint="Leave --gap-s out to infer it from the trace.")
     for zone in zones or []:
@@ -99,7 +104,7 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
                        expected="a zone of the trace, e.g. us-east-1a")
     names = list(POLICIES) if policy == "all" else [policy]
     market = load_trace(trace, gap_s=gap_s)
-    runs = run_grid(market, Job.from_hours(work_h, deadline_h, overhead_h), names, starts, zones)
+    runs = run_grid(market, Job.from_hours(work_h, deadline_h, overhead_h, max_overpay), names, starts, zones)
     return {"default_policy": DEFAULT_POLICY, "trace": market.source, "runs": [r.to_json() for r in runs],
             "summary": summarize(runs)}
 

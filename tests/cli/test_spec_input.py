@@ -28,8 +28,8 @@ NAME_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
 
 # Numeric fields of the spec, with what makes each valid (bases add the sections they need).
 NUMBER_FIELDS = ["resources.count", "resources.workers", "market.time_scale", "market.gap_s", "market.overhead_h",
-                 "checkpoint.keep", "training.seed", "training.histogram_freq", "deadline_h", "work_h",
-                 "budget_usd", "max_failures", "data.workers", "data.cache_limit_gib", "aws.worker_port"]
+                 "market.max_overpay", "checkpoint.keep", "training.seed", "training.histogram_freq", "deadline_h",
+                 "work_h", "budget_usd", "max_failures", "data.workers", "data.cache_limit_gib", "aws.worker_port"]
 TEXT_FIELDS = ["name", "script", "resources.accelerator", "market.trace", "market.policy", "checkpoint.store",
                "data.source", "data.cache_dir", "export.registry", "aws.region", "aws.instance_type", "aws.ami",
                "backend"]

@@ -65,6 +65,7 @@ NUMERIC_FLAGS = [
     (["simulate"], "--overhead-h", False, 0, 87_600, False),
     (["simulate"], "--starts", True, 1, 1_000, False),
     (["simulate"], "--gap-s", True, 1, 86_400, False),
+    (["simulate"], "--max-overpay", False, 0, 10, False),
     (["catalog"], "--count", True, 1, 16, False),
     (["tensorboard", JOB_ID], "--port", True, 1, 65_535, False),
     (RECORD, "--hours", False, 0.1, 2160, False),
@@ -103,7 +104,8 @@ def test_an_empty_reference_does_not_match_every_job(seeded_home, refused):
 
 
 BUNDLED_TRACE = ["aws-v100", "aws_p3.2xlarge_v100_avail_2023-02-15_9zones.csv.gz"]
-POLICIES = ["all", "default", "greedy", "mdp", "on_demand", "optimum", "rollout", "spotfit", "uniform_progress"]
+POLICIES = ["all", "default", "greedy", "greedy_first", "mdp", "on_demand", "optimum", "rollout", "spotfit",
+            "uniform_progress", "uniform_progress_first"]
 ACCELERATORS = ["a10", "a100", "a100-80gb", "a10g", "h100", "k80", "l4", "l40s", "p4", "t4", "v100", "v100-32gb"]
 REGION_RE = r"[a-z]{2}(-[a-z]+)+-\d{1,2}"
 URL_RE = r"[a-z0-9]+://\S*"

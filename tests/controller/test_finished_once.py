@@ -3,7 +3,10 @@ trained the last step, never overwritten, and nothing is trained or billed twice
 
 The window: us-west-2b from 2023-02-27T00:25:16, 3 h of work, 4 h deadline. The default policy
 waits 5 ticks, runs on-demand, switches to spot when spot returns (at the 15th tick, step ~21
-of 188 on the modeled instance), is reclaimed 2 ticks later and finishes on-demand. The trace
+of 188 on the modeled instance), is reclaimed 2 ticks later and finishes on-demand. That
+schedule costs 1.06 × all-on-demand ($10.54 against $9.94): under the default floor
+(`market.max_overpay: 0.05`) the policy stays on on-demand, one attempt, so these jobs set the
+floor to 0.1, which keeps the switches this file is about. The trace
 clock runs on the steps (`work_h`), so every figure below is the same on any machine.
 
 - undisturbed, the job is billed as the simulator bills that schedule;
@@ -53,7 +56,7 @@ name: {name}
 script: market_train.py
 resources: {{workers: {workers}}}
 args: ["--epochs", "4", "--pause-at", "{pause_at}", "--pause-dir", "{pause_dir}"]
-market: {{trace: aws-v100, zones: [us-west-2b], start: "2023-02-27T00:25:16", time_scale: 600}}
+market: {{trace: aws-v100, zones: [us-west-2b], start: "2023-02-27T00:25:16", time_scale: 600, max_overpay: 0.1}}
 checkpoint: {{interval: {{steps: 25}}, keep: 2}}
 training: {{seed: 0, deterministic: true}}
 work_h: 3

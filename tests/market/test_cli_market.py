@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 import spotfit.cli.market  # noqa: F401  (registers the verbs)
@@ -104,6 +105,10 @@ def test_plan_trace_flag_replays_that_file(tmp_path):
     history = [o for o in doc["offers"] if o["basis"] == "history"]
     assert {tuple(o["zones"]) for o in history} == {("us-east-1a",), ("us-east-1b",), ("us-east-1a", "us-east-1b")}
     assert all(o["instance_type"] == "p3.2xlarge" and o["availability_prior"] is None for o in history)
+    # Spot never falls: every replay costs the same, below on-demand.
+    for o in history:
+        assert o["cost_p10_usd"] == o["cost_p90_usd"] == o["worst_cost_usd"] == pytest.approx(o["expected_cost_usd"])
+        assert o["above_on_demand_share"] == 0.0
     assert doc["recommended"]["basis"] == "history" and doc["recommended"]["launchable"]
 
 
@@ -111,6 +116,7 @@ def test_plan_shows_simulated_and_catalog_offers_apart(tmp_path):
     result = runner.invoke(app, ["plan", str(plan_spec(tmp_path))])
     assert result.exit_code == 0, result.output
     assert "simulated on aws_p3.2xlarge_v100" in result.stdout
+    assert all(col in result.stdout for col in ("p10-p90 $", "worst $", "on-demand"))
     assert "no history, catalog prices, spot available 17% of the time (prior)" in result.stdout
     assert "recommended: #1 aws us-west-2 p3.2xlarge" in result.stdout
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import numpy as np
 import pytest
 
 from spotfit.errors import UsageError
 from spotfit.market.offers import AVAILABILITY_PRIOR, launchable_clouds, plan
 from spotfit.market.policies.base import DEFAULT_POLICY
+from spotfit.market.simulator import Job, simulate, start_ticks
 from spotfit.market.trace import load_trace, zone_stats
 
 
@@ -111,3 +113,24 @@ def test_the_job_policy_is_the_one_simulated(policy, offers):
     assert {o.policy for o in history} == {policy} and p.policy == policy
     # greedy takes several zones together (one more offer over both); on_demand is single-zone
     assert len(history) == offers
+
+
+def test_history_offers_show_the_risk_over_the_windows_simulated():
+    # us-east-1a has spot 17% of the time, the zone where spot is the hardest bet to win.
+    zone, job = "us-east-1a", Job.from_hours(3, 4, 0.2)
+    p = plan("V100", work_h=3, deadline_h=4, zones=[zone], starts=8)
+    (offer,) = [o for o in p.offers if o.basis == "history"]
+    trace = load_trace("aws-v100").select([zone])
+    ticks = start_ticks(trace, job, 8)
+    costs = [simulate(DEFAULT_POLICY, trace, job, s).cost_usd for s in ticks]
+    on_demand = [simulate("on_demand", trace, job, s).cost_usd for s in ticks]
+    assert offer.cost_p10_usd == pytest.approx(float(np.percentile(costs, 10)))
+    assert offer.cost_p90_usd == pytest.approx(float(np.percentile(costs, 90)))
+    assert offer.worst_cost_usd == pytest.approx(max(costs))
+    above = [c > o + 1e-9 for c, o in zip(costs, on_demand, strict=True)]
+    assert offer.above_on_demand_share == pytest.approx(np.mean(above))
+    assert offer.cost_p10_usd <= offer.cost_p90_usd <= offer.worst_cost_usd
+    # The default floor: no window costs more than 1.05 × all-on-demand from its start.
+    assert all(c <= 1.05 * o + 1e-9 for c, o in zip(costs, on_demand, strict=True))
+    catalog = [o for o in p.to_json()["offers"] if o["basis"] == "catalog"]
+    assert catalog and all(o["worst_cost_usd"] is None and o["above_on_demand_share"] is None for o in catalog)

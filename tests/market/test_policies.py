@@ -35,7 +35,8 @@ def test_registry_makes_protocol_policies(name):
 
 
 def test_unknown_policy_lists_valid_names():
-    with pytest.raises(UsageError, match="greedy, mdp, on_demand, optimum, rollout, spotfit, uniform_progress"):
+    with pytest.raises(UsageError, match="greedy, greedy_first, mdp, on_demand, optimum, rollout, spotfit, "
+                                       "uniform_progress, uniform_progress_first"):
         make_policy("cheapest")
     assert make_policy("default").name == "mdp"
 

@@ -14,7 +14,10 @@ A policy is asked at the start of every tick what the job should run on now::
   with `preempted=True`); `overhead_left_s`: start-up still to pay in the current launch;
 - `market`: a `MarketView` of every zone up to now (`is_available`, `spot_usd_per_h`,
   `on_demand_usd_per_h`, `run_ticks`, `mean_up_ticks`, `mean_down_ticks`, `history`);
-- `zones`: the zones the job may use (one for a single-zone job).
+- `zones`: the zones the job may use (one for a single-zone job);
+- `spent_usd`: what the job has been billed so far, and `max_overpay`: the share above
+  all-on-demand the job may pay at most (`market.max_overpay`); None where not known (then no
+  policy holds a floor).
 
 The answer is a `Decision`: `NONE` (wait, nothing billed), `spot(zone)` (the zone's spot must be
 available now) or `ON_DEMAND`. Returning the current mode continues it; anything else is a fresh
@@ -28,7 +31,7 @@ Example:
 
 >>> p = make_policy("on_demand")
 >>> p.name, sorted(POLICIES)[:2]
-('on_demand', ['greedy', 'mdp'])
+('on_demand', ['greedy', 'greedy_first'])
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ class Context:
     market: MarketView
     zones: tuple[str, ...]
     preempted: bool = False
+    spent_usd: float | None = None
+    max_overpay: float | None = None
 
     @property
     def work_left_s(self) -> float:
@@ -144,6 +149,37 @@ def safe_off_on_demand(ctx: Context, gain_s: float) -> bool:
     return ctx.now_s + ctx.gap_s + ctx.overhead_s + left_s <= ctx.deadline_s + 1e-6
 
 
+def on_demand_usd(ctx: Context, work_s: float) -> float:
+    """What a fresh on-demand launch that does `work_s` of work costs at today's on-demand price:
+    the restart overhead and the work, billed in whole ticks as the simulator bills them."""
+    if work_s <= 1e-9:
+        return 0.0
+    ticks = math.ceil((work_s + ctx.overhead_s) / ctx.gap_s - 1e-9)
+    return ctx.market.on_demand_usd_per_h(ctx.zones) * ticks * ctx.gap_s / 3600.0
+
+
+def within_floor(ctx: Context, price_usd_per_h: float, overhead_left_s: float) -> bool:
+    """True when running at `price_usd_per_h` now, with `overhead_left_s` of start-up left, keeps the
+    job within (1 + max_overpay) × all-on-demand from the start however it ends: preempted after
+    any tick of the start-up (billed, no progress) or after the first tick that makes progress,
+    then on-demand to the end. True where `ctx` gives no spend or no bound.
+
+    This is a hedge against on-demand, not a forecast: whatever the market does next, on-demand
+    from the next tick finishes within the bound, so keeping this true at every tick keeps the
+    whole job within it; what the job may lose on spot launches is the bound's allowance plus
+    what spot has saved so far. Prices are those of now (on-demand stays put in every bundled
+    trace; a spot price is billed at the tick it is read).
+    """
+    if ctx.spent_usd is None or ctx.max_overpay is None:
+        return True
+    tick_usd = price_usd_per_h * ctx.gap_s / 3600.0
+    ticks = max(1, math.ceil(overhead_left_s / ctx.gap_s - 1e-9))
+    gain_s = ticks * ctx.gap_s - overhead_left_s
+    worst = ctx.spent_usd + max((ticks - 1) * tick_usd + on_demand_usd(ctx, ctx.work_left_s),
+                                ticks * tick_usd + on_demand_usd(ctx, ctx.work_left_s - gain_s))
+    return worst <= (1.0 + ctx.max_overpay) * on_demand_usd(ctx, ctx.work_s) + 1e-9
+
+
 def start_up_safe(ctx: Context) -> bool:
     """True when a fresh spot launch now can finish its start-up before `safe_off_on_demand`
     would stop it: a launch stopped in its start-up is billed and makes no progress.
@@ -190,6 +226,17 @@ def first_spot(ctx: Context) -> Decision | None:
     return next((spot(z) for z in ctx.zones if ctx.market.is_available(z)), None)
 
 
+def cheapest_spot(ctx: Context) -> Decision | None:
+    """Spot as a multi-region baseline a reader trusts takes it: the running spot launch while
+    its zone is up, else the up zone with the lowest spot price now (ties: the job's order),
+    else None. Where prices differ across zones, the first up zone in order can cost several
+    times the cheapest; one zone: that zone if up."""
+    if ctx.mode.kind is Kind.SPOT and ctx.market.is_available(str(ctx.mode.zone)):
+        return ctx.mode
+    up = [z for z in ctx.zones if ctx.market.is_available(z)]
+    return spot(min(up, key=ctx.market.spot_usd_per_h)) if up else None
+
+
 def gain_if_continued(ctx: Context) -> float:
     """Progress this tick if the current launch keeps running."""
     if ctx.mode.kind is Kind.NONE:
@@ -205,7 +252,9 @@ def gain_if_launched(ctx: Context) -> float:
 POLICIES: dict[str, str] = {
     "on_demand": "spotfit.market.policies.on_demand:OnDemand",
     "greedy": "spotfit.market.policies.greedy:Greedy",
+    "greedy_first": "spotfit.market.policies.greedy:GreedyFirst",
     "uniform_progress": "spotfit.market.policies.uniform_progress:UniformProgress",
+    "uniform_progress_first": "spotfit.market.policies.uniform_progress:UniformProgressFirst",
     "spotfit": "spotfit.market.policies.spotfit:Spotfit",
     "rollout": "spotfit.market.policies.rollout:Rollout",
     "mdp": "spotfit.market.policies.mdp:Mdp",
@@ -213,6 +262,7 @@ POLICIES: dict[str, str] = {
 }
 
 DEFAULT_POLICY = "mdp"
+DEFAULT_MAX_OVERPAY = 0.05  # `market.max_overpay`: the default policy's floor (`within_floor`)
 ALIASES = {"default": DEFAULT_POLICY}
 
 

@@ -55,6 +55,7 @@ from spotfit.market.policies.base import (
     safe_off_on_demand,
     spot,
     start_up_safe,
+    within_floor,
 )
 from spotfit.market.policies.futures import PRIOR_DOWN_H, PRIOR_RUNS, PRIOR_UP_H
 from spotfit.market.policies.spotfit import effective_usd_per_h, rest_h
@@ -111,6 +112,8 @@ class Mdp(BasePolicy):
         mode, market = ctx.mode, ctx.market
         riding = mode.kind is Kind.SPOT and market.is_available(str(mode.zone))
         up = [z for z in ctx.zones if market.is_available(z)]
+        if not self._floor_allows_spot(ctx, riding, up):
+            return ON_DEMAND
         spot_ok = bool(up) and (safe_off_on_demand(ctx, gain_if_continued(ctx)) if riding else
                                 safe_off_on_demand(ctx, gain_if_launched(ctx)) and start_up_safe(ctx))
         idle_ok = not spot_ok and safe_off_on_demand(ctx, 0.0)  # never idle while spot can be had
@@ -123,8 +126,20 @@ class Mdp(BasePolicy):
         if best is Kind.SPOT and riding:
             return self._cheaper_zone(ctx, runs, up) or mode
         if best is Kind.SPOT:
-            return spot(min(up, key=lambda z: effective_usd_per_h(ctx, z)))
+            allowed = [z for z in up if within_floor(ctx, ctx.market.spot_usd_per_h(z), ctx.overhead_s)]
+            return spot(min(allowed, key=lambda z: effective_usd_per_h(ctx, z)))
         return ON_DEMAND if best is Kind.ON_DEMAND else NONE
+
+    @staticmethod
+    def _floor_allows_spot(ctx: Context, riding: bool, up: list[str]) -> bool:
+        """The floor (`within_floor`): spot may still be ridden, or launched at the cheapest price
+        it can be had now (the cheapest zone's, when none is up: waiting for spot that the floor
+        will not let the job launch only loses time). Where it may not, the job finishes on
+        on-demand: what it may still lose on spot is spent."""
+        if riding:
+            return within_floor(ctx, ctx.market.spot_usd_per_h(str(ctx.mode.zone)), ctx.overhead_left_s)
+        price = min(ctx.market.spot_usd_per_h(z) for z in (up or ctx.zones))
+        return within_floor(ctx, price, ctx.overhead_s)
 
     def _cheaper_zone(self, ctx: Context, runs: _Runs, up: list[str]) -> Decision | None:
         """Riding spot in one of several zones: hop to a cheaper up zone when the price saved over
@@ -135,6 +150,7 @@ class Mdp(BasePolicy):
         others = [z for z in up if z != here and ctx.market.spot_usd_per_h(z) < ctx.market.spot_usd_per_h(here)]
         if not others or not (safe_off_on_demand(ctx, gain_if_launched(ctx)) and start_up_safe(ctx)):
             return None
+        others = [z for z in others if within_floor(ctx, ctx.market.spot_usd_per_h(z), ctx.overhead_s)]
         launch_usd = self._launch_usd(ctx, runs)
         work_h = ctx.work_left_s / 3600.0
         rest_here = rest_h(ctx, here, typical=True)

@@ -16,17 +16,20 @@ Times in rules 4 and 5 are counted in whole ticks as the published simulator cou
 time left rounded down, the work left plus overheads rounded up. Nothing is added to these
 rules, so that the figures of this baseline compare with the paper's.
 
-Several zones (the multi-region Uniform Progress of the ADRS study's starting program): spot is
-available when any zone is up; a spot launch goes to the first up zone in the job's order and
-rides until that zone goes down (`first_spot`). With one zone this is the policy above.
+Several zones: spot is available when any zone is up; a spot launch goes to the cheapest up
+zone and rides until that zone goes down (`cheapest_spot`). `uniform_progress_first` is the
+multi-region Uniform Progress of the ADRS study's starting program as published: a launch goes to
+the first up zone in the job's order (`first_spot`). With one zone both are the policy above.
 
 Example:
 
->>> UniformProgress().name
-'uniform_progress'
+>>> UniformProgress().name, UniformProgressFirst().name
+('uniform_progress', 'uniform_progress_first')
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from spotfit.market.policies.base import (
     NONE,
@@ -35,6 +38,7 @@ from spotfit.market.policies.base import (
     Context,
     Decision,
     Kind,
+    cheapest_spot,
     deadline_safety,
     first_spot,
 )
@@ -43,9 +47,10 @@ from spotfit.market.policies.base import (
 class UniformProgress(BasePolicy):
     name = "uniform_progress"
     multi_zone = True
+    pick_spot: ClassVar = staticmethod(cheapest_spot)
 
     def decide(self, ctx: Context) -> Decision:
-        spot_choice = first_spot(ctx)
+        spot_choice = self.pick_spot(ctx)
         has_spot = spot_choice is not None
         mode = ctx.mode.kind
         rate = ctx.work_s / ctx.deadline_s
@@ -56,3 +61,11 @@ class UniformProgress(BasePolicy):
         if mode is Kind.ON_DEMAND and (not has_spot or ctx.work_done_s < rate * (ctx.now_s + 2 * d)):
             choice = ON_DEMAND
         return deadline_safety(ctx, choice, spot_choice)
+
+
+class UniformProgressFirst(UniformProgress):
+    """`uniform_progress` launching in the first up zone of the job's order (the published
+    multi-region starting program)."""
+
+    name = "uniform_progress_first"
+    pick_spot: ClassVar = staticmethod(first_spot)

@@ -1,0 +1,65 @@
+"""The default policy's floor (`market.max_overpay`): whatever the market does, the job pays at
+most (1 + max_overpay) × all-on-demand (prices known when billed, on-demand steady), without
+missing a deadline that on-demand makes; and the floor costs nothing where spot goes well."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from spotfit.market.policies.base import DEFAULT_MAX_OVERPAY, DEFAULT_POLICY
+from spotfit.market.simulator import Job, simulate
+from spotfit.spec import Market
+from tests.market.test_policies import random_trace
+from tests.support.traces import make_trace
+
+
+@pytest.mark.parametrize("max_overpay", [0.0, 0.05])
+def test_the_default_policy_never_pays_more_than_the_floor_on_random_markets(max_overpay):
+    rng = random.Random(f"floor-{max_overpay}")
+    above_without = 0
+    for _ in range(30):
+        trace = random_trace(rng, rng.choice([1, 1, 3]), 300)
+        gap = trace.gap_s
+        overhead = rng.choice([0, gap // 2, 3 * gap + 15])
+        work = rng.randint(10, 60) * gap
+        job = Job(work, work + overhead + rng.randint(0, 60) * gap, overhead, max_overpay)
+        start = rng.randint(0, 100)
+        run = simulate(DEFAULT_POLICY, trace, job, start)
+        on_demand = simulate("on_demand", trace, job, start).cost_usd
+        assert run.met_deadline
+        assert run.cost_usd <= (1 + max_overpay) * on_demand + 1e-9, (job, start, run, on_demand)
+        unbounded = Job(job.work_s, job.deadline_s, job.overhead_s, math.inf)
+        above_without += simulate(DEFAULT_POLICY, trace, unbounded, start).cost_usd > (1 + max_overpay) * on_demand
+    assert above_without >= 1  # not vacuous: without the floor some of these markets cost more
+
+
+def test_without_a_floor_a_flapping_zone_costs_more_than_on_demand_and_with_it_never():
+    # Spot ($1/h, on-demand $3/h) up for one tick in three: each launch pays its 2-tick start-up
+    # and is preempted before any progress. The floor stops launching once a launch could push
+    # the bill past the bound; the job then finishes on on-demand.
+    trace = make_trace([[1, 0, 0] * 200], spot=1.0, on_demand=3.0, gap_s=60)
+    runs = {}
+    for bound in (math.inf, 0.05):
+        job = Job(30 * 60.0, 300 * 60.0, 120.0, bound)
+        runs[bound] = simulate(DEFAULT_POLICY, trace, job, 0)
+    on_demand = simulate("on_demand", trace, Job(30 * 60.0, 300 * 60.0, 120.0), 0).cost_usd
+    assert all(r.met_deadline for r in runs.values())
+    assert runs[0.05].cost_usd <= 1.05 * on_demand + 1e-9
+    assert runs[0.05].cost_usd <= runs[math.inf].cost_usd
+
+
+def test_the_floor_leaves_a_steady_spot_market_alone_and_0_never_bets():
+    trace = make_trace([[1] * 300], spot=1.0, on_demand=3.0, gap_s=60)
+    costs = {b: simulate(DEFAULT_POLICY, trace, Job(60 * 60.0, 90 * 60.0, 120.0, b), 0).cost_usd
+             for b in (math.inf, 0.0, 0.05)}
+    on_demand = simulate("on_demand", trace, Job(3600.0, 5400.0, 120.0), 0).cost_usd
+    assert costs[0.05] == costs[math.inf] < on_demand
+    # 0: a spot start-up is billed before any progress, so the job never risks one.
+    assert costs[0.0] == on_demand
+
+
+def test_the_spec_default_is_the_policy_default():
+    assert Market().max_overpay == DEFAULT_MAX_OVERPAY == Job(1.0, 2.0, 0.0).max_overpay
