@@ -146,7 +146,7 @@ def test_a_webhook_named_as_a_secret_is_read_from_the_environment(tmp_path, spot
         job_secrets.keep_webhook("j-1", notify_spec, shared=False)
     monkeypatch.setenv("SPOTFIT_TEST_HOOK", HOOK)
     job_secrets.keep_webhook("j-1", notify_spec, shared=False)
-    assert notify_spec.model_dump() == {"webhook": {"secret": "SPOTFIT_TEST_HOOK"}, "sinks": []}  # not resolved into the spec
+    assert notify_spec.model_dump() == {"webhook": {"secret": "SPOTFIT_TEST_HOOK"}, "sinks": []}  # unresolved
     db = sdk.db()
     db.create_job("j-1", "j", "{}", "memory://x", "pending")
     assert notify.webhook_for(db, "j-1", notify_spec) == HOOK
