@@ -6,8 +6,9 @@ runtime wraps Keras 3's `BaseOptimizer.apply` for the rest of the process; after
 outside `fit` and `spotfit.loop` it drives the same `SpotfitCallback` that `spotfit.loop` drives
 (custom_loop.py): progress, periodic saves, holds for `--preempt-at`, stop requests, and on a
 notice a save followed by the "preempted" exit. Inside a `tf.function` the step's work runs in
-a `tf.py_function` placed after the update; a `Preempted` raised there reaches the script as a
-TensorFlow error, which `stop_code()` lets the runtime turn back into the exit.
+a `tf.py_function` that waits for reads of every variable the update wrote; a `Preempted` raised
+there reaches the script as a TensorFlow error, which `stop_code()` lets the runtime turn back
+into the exit.
 
 The loop's unit is the optimizer. The first apply of an optimizer begins a loop (one more "fit
 call" of the job, fit_calls.py); the previous loop ends there, at a `fit` or `spotfit.loop`
@@ -240,7 +241,13 @@ def _apply(self, grads, trainable_variables=None):
             hook.after_apply(self, variables)
             return []
 
-        tf.py_function(step, [], [])  # stateful: automatic control dependencies run it after the update
+        # The step's work saves (or, on resume, restores) these variables from Python, on another
+        # thread: it must run once the update has written them. A py_function touches no resource,
+        # so automatic control dependencies alone do not order it after the assignments; reads of
+        # every written variable do (they follow the writes), and the py_function waits for them.
+        written = [*variables, *self.variables]
+        with tf.control_dependencies([tf.convert_to_tensor(v) for v in written]):
+            tf.py_function(step, [], [])
     return result
 
 
