@@ -29,15 +29,14 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from spotfit import labels
 from spotfit.errors import SpecError
 from spotfit.home import home
-from spotfit.specbase import _Section, matching
+from spotfit.specbase import Labels, Slug, _Section, matching
 
 DOCS = "docs/costs.md"
 Action = Literal["none", "notify", "pause"]
@@ -46,23 +45,12 @@ Action = Literal["none", "notify", "pause"]
 class TeamBudget(_Section):
     """A budget over every job whose labels match, per calendar period."""
 
-    name: str = Field(description="the budget's name: letters, digits, `-`, `_`, `.`")
-    labels: dict[str, str] = Field(default_factory=dict, description="the jobs it covers ({} = every job)")
+    name: Slug = Field(description="the budget's name: letters, digits, `-`, `_`, `.`")
+    labels: Labels = Field(default_factory=dict, description="the jobs it covers ({} = every job)")
     usd: float = Field(gt=0, le=1e9, description="USD per period")
     period: Literal["day", "week", "month"] = "month"
     at_80_percent: Action = "notify"
     at_100_percent: Action = "pause"
-
-    @field_validator("name")
-    @classmethod
-    def _slug(cls, value: str) -> str:
-        return matching(value, r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}",
-                        "1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
-
-    @field_validator("labels", mode="before")
-    @classmethod
-    def _labels(cls, value: Any) -> Any:
-        return labels.check(value) if isinstance(value, dict) else value
 
 
 NotifyEvent = Literal["completed", "failed", "preempted", "relaunched", "paused", "budget", "rule", "stalled"]

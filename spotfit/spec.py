@@ -30,11 +30,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from spotfit import labels
 from spotfit.backendspec import Aws, Kubernetes
 from spotfit.errors import SpecError
 from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
-from spotfit.specbase import _Section, matching, redact_userinfo
+from spotfit.specbase import Labels, Slug, _Section, redact_userinfo
 from spotfit.specfile import read_spec_file
 
 DOCS = "docs/job-spec.md"
@@ -219,8 +218,8 @@ class Notebook(_Section):
 class JobSpec(_Section):
     """A job: a Keras script (or a notebook) plus where, how and within which limits to run it."""
 
-    name: str = Field(description="job name: letters, digits, `-`, `_`")
-    labels: dict[str, str] = Field(default_factory=dict, description="free `key: value` labels that costs and "
+    name: Slug = Field(description="job name: letters, digits, `-`, `_`")
+    labels: Labels = Field(default_factory=dict, description="free `key: value` labels that costs and "
                                                                       "budgets group by (docs/job-spec.md)")
     kind: JobKind = Field("train", description="train (a Keras script) or notebook (JupyterLab)")
     script: str | None = Field(None, description="path to the Keras script, relative to the spec file "
@@ -250,17 +249,6 @@ class JobSpec(_Section):
 
     # Not part of the YAML: where the spec file lives (script paths are relative to it).
     base_dir: str = Field(".", exclude=True, repr=False)
-
-    @field_validator("name")
-    @classmethod
-    def _slug(cls, value: str) -> str:
-        return matching(value, r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}",
-                        "1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
-
-    @field_validator("labels", mode="before")
-    @classmethod
-    def _labels(cls, value: Any) -> Any:
-        return labels.check(value) if isinstance(value, dict) else value
 
     @field_validator("secrets")
     @classmethod

@@ -16,9 +16,11 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator
+
+from spotfit import labels
 
 MAX_INT = 2**53  # larger integers lose precision in JSON and as floats: no spec field needs one
 # PROTOCOL://USERINFO@...: whatever stands before an `@` in the authority is a credential.
@@ -54,3 +56,18 @@ def matching(value: str, pattern: str, expected: str) -> str:
     if not re.fullmatch(pattern, value):
         raise ValueError(f"expected {expected}")
     return value
+
+
+def _slug(value: str) -> str:
+    return matching(value, r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}",
+                    "1-63 letters, digits, `-`, `_` or `.`, starting with a letter or digit")
+
+
+def _labels(value: Any) -> Any:
+    return labels.check(value) if isinstance(value, dict) else value
+
+
+# A name of a job or a budget (it becomes a file name, a tag and a Kubernetes label value).
+Slug = Annotated[str, AfterValidator(_slug)]
+# Free `key: value` labels (spotfit.labels): costs and budgets group jobs by them.
+Labels = Annotated[dict[str, str], BeforeValidator(_labels)]

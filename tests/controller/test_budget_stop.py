@@ -10,30 +10,20 @@ signal pins that case down.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
 
 from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.loop import Controller
-from spotfit.market.replay import MarketReplay
-from spotfit.market.trace import load_trace, resolve_trace
 from spotfit.spec import JobSpec
+from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 
-ZONE, START = "us-west-2a", "2023-02-17T19:16:00"
 SCRIPT = "import time\ntime.sleep(300)  # never reached in time: the budget ends the job first\n"
-
-
-def _minimum_usd() -> float:
-    """What the replay bills for the first minute of a spot launch in ZONE at START."""
-    replay = MarketReplay(load_trace(resolve_trace("aws-v100")), [ZONE], 60.0, datetime.fromisoformat(START))
-    return replay.cost_usd("spot", ZONE, replay.origin_s, replay.origin_s)[1]
 
 
 @pytest.mark.slow
 def test_a_budget_crossed_during_start_up_stops_the_job_10_times_out_of_10(tmp_path):
-    minimum_usd = _minimum_usd()
+    minimum_usd = first_minute_usd()
     (tmp_path / "train.py").write_text(SCRIPT)
     outcomes = []
     for run in range(10):
@@ -50,45 +40,13 @@ def test_a_budget_crossed_during_start_up_stops_the_job_10_times_out_of_10(tmp_p
         assert [e["data"]["rule"] for e in events if e["kind"] == "rule"] == ["budget"], outcomes
 
 
-class _Handle(str):
-    def to_json(self) -> str:
-        return str(self)
-
-
-class _FailsOnSigterm:
-    """A stand-in attempt that fails (exit 1) when signalled, as an interrupted import does."""
-
-    name = "stand-in"
-
-    def __init__(self):
-        self.launches = 0
-        self.signalled: set[str] = set()
-
-    def launch(self, request):
-        self.launches += 1
-        assert self.launches == 1, "relaunched after the budget stopped the job"
-        return _Handle(f"h{request.attempt}")
-
-    def load_handle(self, text: str) -> _Handle:
-        return _Handle(text)
-
-    def preempt(self, handle, notice_s: float) -> None:
-        self.signalled.add(handle)
-
-    def stop(self, handle, grace_s: float = 10.0) -> None:
-        self.signalled.add(handle)
-
-    def status(self, handle) -> AttemptStatus:
-        return AttemptStatus(running=False, exit_code=1) if handle in self.signalled else AttemptStatus(running=True)
-
-
 def test_an_attempt_that_fails_on_the_budget_stop_ends_the_job_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr("spotfit.controller.classify.check_script", lambda spec, local: None)
-    budget = round(_minimum_usd() * 0.75, 6)
+    budget = round(first_minute_usd() * 0.75, 6)
     spec = JobSpec.model_validate({"name": "fails", "script": "train.py", "budget_usd": budget, "max_failures": 3,
                                    "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
     sdk.db().create_job("fails-1", "fails", spec.model_dump_json(), f"file://{tmp_path}/store")
-    backend = _FailsOnSigterm()
+    backend = RunsUntilSignalled(max_launches=1)
     assert Controller(sdk.db(), "fails-1", backend=backend, poll_s=0.0).run() == "stopped"
     assert backend.launches == 1
     assert [a["state"] for a in sdk.db().attempts("fails-1")] == ["stopped"]

@@ -16,6 +16,7 @@ from spotfit.controller.loop import Controller
 from spotfit.controller.team_budget import crossings, period_start
 from spotfit.settings import TeamBudget
 from spotfit.spec import JobSpec
+from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 from tests.support.webhook import webhook_receiver
 
 NOW = datetime(2026, 12, 2, 8, 30, tzinfo=UTC).timestamp()  # a Wednesday
@@ -137,60 +138,16 @@ def test_a_settings_file_broken_while_the_job_waits_pauses_it(tmp_path, spotfit_
     assert "Unknown field `budgets[0].perod`" in job["message"] and "spotfit resume next-1" in job["message"]
 
 
-ZONE, START = "us-west-2a", "2023-02-17T19:16:00"
-
-
-class _Handle(str):
-    def to_json(self) -> str:
-        return str(self)
-
-
-class _RunsUntilSignalled:
-    """A stand-in attempt that runs until the controller signals it, then ends (exit 1, as a stop can)."""
-
-    name = "stand-in"
-
-    def __init__(self):
-        self.launches = 0
-        self.signalled: set[str] = set()
-
-    def launch(self, request):
-        self.launches += 1
-        return _Handle(f"h{request.attempt}")
-
-    def load_handle(self, text: str) -> _Handle:
-        return _Handle(text)
-
-    def preempt(self, handle, notice_s: float) -> None:
-        self.signalled.add(handle)
-
-    def stop(self, handle, grace_s: float = 10.0) -> None:
-        self.signalled.add(handle)
-
-    def status(self, handle):
-        from spotfit.backends.base import AttemptStatus
-
-        return AttemptStatus(running=False, exit_code=1) if handle in self.signalled else AttemptStatus(running=True)
-
-
-def _first_minute_usd() -> float:
-    from spotfit.market.replay import MarketReplay
-    from spotfit.market.trace import load_trace, resolve_trace
-
-    replay = MarketReplay(load_trace(resolve_trace("aws-v100")), [ZONE], 60.0, datetime.fromisoformat(START))
-    return replay.cost_usd("spot", ZONE, replay.origin_s, replay.origin_s)[1]
-
-
 def test_a_running_attempt_that_spends_the_team_budget_is_stopped_and_the_job_paused(tmp_path, spotfit_home,
                                                                                       monkeypatch):
     monkeypatch.setattr("spotfit.controller.classify.check_script", lambda spec, local: None)
-    minimum = _first_minute_usd()  # the attempt's bill at the controller's first look: at least this
+    minimum = first_minute_usd()  # the attempt's bill at the controller's first look: at least this
     _previous_spend(10.0 - minimum / 2, {"project": "nlp"})  # 80 % spent before the launch, not 100 %
     _settings(spotfit_home, {"name": "nlp-month", "labels": {"project": "nlp"}, "usd": 10})
     spec = JobSpec.model_validate({"name": "next", "script": "train.py", "labels": {"project": "nlp"},
                                    "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
     sdk.db().create_job("next-1", "next", spec.model_dump_json(), f"file://{tmp_path}/store")
-    backend = _RunsUntilSignalled()
+    backend = RunsUntilSignalled()
     assert Controller(sdk.db(), "next-1", backend=backend, poll_s=0.0).run() == "paused"  # type: ignore[arg-type]
     assert backend.launches == 1 and backend.signalled == {"h1"}
     assert [a["state"] for a in sdk.db().attempts("next-1")] == ["stopped"]
