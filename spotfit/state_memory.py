@@ -41,14 +41,21 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from spotfit import lease
 from spotfit.state_dialect import Sqlite
-from spotfit.state_wait import FIRST_BACKOFF_S, MAX_BACKOFF_S, Wait, reason_of
+from spotfit.state_wait import FIRST_BACKOFF_S, MAX_BACKOFF_S, Wait, WaitPolicy, reason_of
 
-if TYPE_CHECKING:
-    from spotfit.state import StateDB
+
+class StateDB(Protocol):
+    """What the fallback needs of `spotfit.state.StateDB` (named by this protocol, so neither module imports
+    the other's class): its connection, which it swaps, its name and its waits."""
+
+    _db: Any
+    path: str
+    wait_policy: WaitPolicy
+    waits: list[Wait]
 
 # The writes of a job's supervision: they may land on the disk later, in order.
 DEFERRABLE = frozenset({"update_job", "renew_lease", "release_lease", "controller_seen", "controller_gone",

@@ -35,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from spotfit.loop_data import batches
+
 
 def loop(model: Any, data: Iterable | Callable[[], Iterable], steps: int,
          optimizer: Any = None) -> Iterator[tuple[int, Any]]:
@@ -49,26 +51,5 @@ def loop(model: Any, data: Iterable | Callable[[], Iterable], steps: int,
 
     session = custom_loop.active_session()
     if session is None:
-        return _batches(data, steps, start=0)
+        return batches(data, steps, start=0)
     return custom_loop.run(session, model, data, steps, optimizer)
-
-
-def _batches(data: Iterable | Callable[[], Iterable], steps: int, start: int) -> Iterator[tuple[int, Any]]:
-    """Steps `start..steps-1` with their batches, passing over the first `start` batches."""
-    def new_pass() -> Iterator:
-        return iter(data() if callable(data) else data)
-
-    iterator, step, drawn_in_pass = new_pass(), 0, 0
-    while step < steps:
-        try:
-            batch = next(iterator)
-        except StopIteration:
-            if drawn_in_pass == 0:
-                raise ValueError("spotfit.loop: `data` gave no batches; pass a non-empty iterable, or a "
-                                 "function that returns a new generator for each pass") from None
-            iterator, drawn_in_pass = new_pass(), 0
-            continue
-        drawn_in_pass += 1
-        if step >= start:
-            yield step, batch
-        step += 1

@@ -65,4 +65,6 @@ def ui(
     def started(url: str) -> None:
         console.print(f"spotfit ui: open {url}", highlight=False, soft_wrap=True)
 
-    sdk.ui(host, port, on_start=started, tls_cert=tls_cert, tls_key=tls_key)
+    from spotfit.ui.launch import ui as serve
+
+    serve(host, port, on_start=started, tls_cert=tls_cert, tls_key=tls_key)

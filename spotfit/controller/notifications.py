@@ -78,7 +78,7 @@ def message(event: str, job: dict, what: str, cost_usd: float) -> dict:
 
 
 def send(sink: Any, doc: dict) -> None:
-    """Deliver `doc` to `sink` (a `settings.Sink`) once; raises on failure."""
+    """Deliver `doc` to `sink` (a `sinkspec.Sink`) once; raises on failure."""
     if sink.email is not None:
         _mail(sink.email, doc)
         return

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from spotfit.errors import TraceError, UsageError
-from spotfit.market.trace import DATA_DIR
+from spotfit.market.data_dir import DATA_DIR
 
 CATALOGS = {
     "aws": ("aws_gpu_subset_v8.csv",),

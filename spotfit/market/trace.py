@@ -34,10 +34,9 @@ import numpy as np
 
 from spotfit.errors import TraceError
 from spotfit.market import trace_counts
+from spotfit.market.data_dir import DATA_DIR
 
 COLUMNS = ("tick", "timestamp", "zone", "available", "spot_price_usd_per_h", "on_demand_usd_per_h")
-
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 # Bundled traces by short name; the file name is accepted too. A `#` names a dataset of a file.
 _COUNTS = "aws_p3.2xlarge_v100_multinode_counts_2023-08.csv.gz"
@@ -138,7 +137,7 @@ def load_trace(path: str | Path, gap_s: float | None = None) -> Trace:
         path, dataset = Path(str(path).partition("#")[0]), str(path).partition("#")[2]
     text = _read_text(path)
     if _header(text) >= set(trace_counts.COLUMNS):
-        trace = trace_counts.parse_counts(path, text.splitlines(), dataset)
+        trace = Trace(**trace_counts.parse_counts(path, text.splitlines(), dataset))
         return trace if gap_s is None else replace(trace, gap_s=_positive_gap(gap_s))
     rows = _parse_rows(path, _columns(path, text))
     zones, zone_rows = _zone_rows(path, rows)

@@ -33,19 +33,19 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from spotfit.errors import TraceError
+from spotfit.market.data_dir import DATA_DIR
 
 COLUMNS = ("dataset", "tick", "gap_seconds", "zone", "requested_nodes", "available_nodes")
 
 
 def parse_counts(path: Path, lines: list[str], dataset: str, nodes: int = 1,
-                 instance_type: str | None = None):
-    """The `Trace` of one dataset of a counts file (`lines` with the header first)."""
-    from spotfit.market.trace import Trace
-
+                 instance_type: str | None = None) -> dict[str, Any]:
+    """The fields of the `Trace` of one dataset of a counts file (`lines` with the header first)."""
     header = [h.strip() for h in lines[0].split(",")]
     idx = [header.index(c) for c in COLUMNS]
     rows = [[f.strip() for f in line.split(",")] for line in lines[1:] if line.strip()]
@@ -67,21 +67,20 @@ def parse_counts(path: Path, lines: list[str], dataset: str, nodes: int = 1,
     available = np.vstack([series[z][:n] >= nodes for z in zones])
     instance_type = instance_type or _instance_from_name(path)
     spot, od = zip(*[catalog_prices(path, instance_type, z) for z in zones], strict=True)
-    return Trace(
-        zones=tuple(zones),
-        gap_s=int(gap_s),
-        start=_start(dataset),
-        available=available,
-        spot_usd_per_h=np.repeat(np.array(spot, dtype=float)[:, None], n, axis=1),
-        on_demand_usd_per_h=np.repeat(np.array(od, dtype=float)[:, None], n, axis=1),
-        source=f"{path}#{dataset}",
-    )
+    return {
+        "zones": tuple(zones),
+        "gap_s": int(gap_s),
+        "start": _start(dataset),
+        "available": available,
+        "spot_usd_per_h": np.repeat(np.array(spot, dtype=float)[:, None], n, axis=1),
+        "on_demand_usd_per_h": np.repeat(np.array(od, dtype=float)[:, None], n, axis=1),
+        "source": f"{path}#{dataset}",
+    }
 
 
 def catalog_prices(path: Path, instance_type: str, zone: str) -> tuple[float, float]:
     """(spot, on-demand) $/h of `instance_type` in `zone`'s region, from the bundled AWS catalog."""
     from spotfit.market.catalog import CATALOGS, read_catalog
-    from spotfit.market.trace import DATA_DIR
 
     region = re.sub(r"[a-z]$", "", zone)
     rows = [o for name in CATALOGS["aws"] for o in read_catalog(DATA_DIR / name, "aws")

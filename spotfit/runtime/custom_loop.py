@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from spotfit.loop_data import batches
+
 if TYPE_CHECKING:
     from spotfit.runtime.session import Session
 
@@ -31,7 +33,6 @@ def active_session() -> Session | None:
 def run(session: Session, model: Any, data: Iterable | Callable[[], Iterable], steps: int,
         optimizer: Any) -> Iterator[tuple[int, Any]]:
     from spotfit.runtime import apply_hook, instrument
-    from spotfit.training_loop import _batches
 
     if optimizer is not None and getattr(model, "optimizer", None) is None:
         model.optimizer = optimizer  # what the checkpoint saves with the model's variables
@@ -49,7 +50,7 @@ def run(session: Session, model: Any, data: Iterable | Callable[[], Iterable], s
     callback.set_params({"steps": None, "epochs": 1, "verbose": 0})  # one "epoch" of `steps` batches
     callback.on_train_begin()  # no on_epoch_begin: it would put Python's RNG back to the loop's start
     done = 0 if start.checkpoint is None else int(start.checkpoint.meta["batch"])
-    for step, batch in _batches(data, steps, start=done):
+    for step, batch in batches(data, steps, start=done):
         yield step, batch
         callback.on_train_batch_end(step)  # may save, and raise Preempted on a notice
     callback.on_train_end()

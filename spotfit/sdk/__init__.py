@@ -1,16 +1,18 @@
 """What the CLI and scripts call: one function per verb, returning plain data.
 
 Jobs: validate, submit, run_job, status, logs, cancel, resume, list_jobs, cost, cost_all; budgets:
-budget_list, budget_set, budget_rm. Market and
-tools: plan, catalog, simulate, dry_run, gc, doctor, tensorboard, ui (the web dashboard).
+budget_list, budget_set, budget_rm. Market and tools: plan, catalog, simulate, dry_run, gc, doctor,
+tensorboard. The web dashboard reads jobs through this module, so it starts from its own package
+(`spotfit.ui.launch.ui`), not from here.
 Interactive work (notebooks, ssh, port-forward) is in `spotfit.interactive`.
 
 Each function takes plain arguments and returns plain data (dicts that are also the `--json`
-documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else.
+documents of the CLI), so scripts can drive spotfit without the CLI; the CLI calls nothing else
+(but `spotfit.ui.launch` for `spotfit ui`).
 This module holds a job's lifecycle (run, resume, cancel, wait) and names every verb; the others
 live by family: `submit` (validate, submit), `reports` (status, list, events, logs), `costs` (cost,
 cost_all), `budgets` (budget_list, budget_set, budget_rm), `market` (plan, catalog, simulate,
-market record) and `tools` (dry run, gc, doctor, TensorBoard, dashboard), over `context` (which
+market record) and `tools` (dry run, gc, doctor, TensorBoard), over `context` (which
 state DB the verbs read).
 
 A job runs with `sdk.run_job(sdk.submit("examples/digits/spotfit.yaml"))` (it trains, so it is
@@ -42,7 +44,7 @@ from spotfit.sdk.costs import cost, cost_all
 from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulate
 from spotfit.sdk.reports import BOOT_LOG_LINES, events, list_jobs, logs, status
 from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
-from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard, ui
+from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard
 from spotfit.state import StateDB
 from spotfit.states import AttemptState, JobState, StopRequest
 
@@ -51,7 +53,7 @@ __all__ = [
     "controller_alive", "cost", "cost_all", "db", "doctor", "dry_run", "duplicate_error", "events", "find_job", "gc",
     "list_jobs", "live_controllers", "logs", "market_record", "parse_preempt_at", "plan", "reading_from", "resume",
     "run_job", "serve_controller", "simulate", "start_detached", "status", "submit", "submit_spec", "tensorboard",
-    "ui", "validate", "wait",
+    "validate", "wait",
 ]
 
 

@@ -151,7 +151,7 @@ def _backend_preflight(spec: JobSpec) -> list[str]:
 
 def _check_sink_secrets(spec: JobSpec) -> None:
     """Each `notify.sinks` URL the spec names as `{secret: NAME}` is set here, as `secrets:` must be."""
-    from spotfit.settings import SecretRef
+    from spotfit.sinkspec import SecretRef
 
     for i, sink in enumerate(spec.notify.sinks if spec.notify else []):
         ref = sink.slack or sink.webhook

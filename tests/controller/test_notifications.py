@@ -23,7 +23,8 @@ from spotfit import sdk
 from spotfit.controller.loop import Controller
 from spotfit.controller.notifications import TRIES, Notifier
 from spotfit.errors import SpecError
-from spotfit.settings import Settings, Sink, load_settings
+from spotfit.settings import Settings, load_settings
+from spotfit.sinkspec import Sink
 from spotfit.spec import JobSpec
 from tests.support.webhook import webhook_receiver
 
