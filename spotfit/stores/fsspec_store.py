@@ -257,7 +257,7 @@ def _create_remote(fs, path: str, data: bytes) -> bool:
     except FileExistsError:
         return False
     except OSError as exc:
-        from spotfit.backends.aws.client import error_code
+        from spotfit.stores.aws_errors import error_code
 
         # s3fs makes a FileExistsError only of AWS's reply, which names the condition; SeaweedFS
         # answers the same 412 PreconditionFailed without it, so s3fs passes an OSError on.

@@ -44,7 +44,7 @@ class S3RangeReader:
         """Bytes `[start, end)`; with `etag`, only of that version of the object (If-Match)."""
         if end <= start:
             return b""
-        from spotfit.backends.aws.client import error_code
+        from spotfit.stores.aws_errors import error_code
 
         bucket, _, key = path.partition("/")
         extra = {"IfMatch": etag if etag.startswith('"') else f'"{etag}"'} if etag else {}

@@ -2,8 +2,9 @@
 
 Everyone else asks this module: `load_boto3()` for the SDK, `is_client_error(exc)` and
 `error_code(exc)` instead of importing `botocore.exceptions.ClientError` and digging through
-`exc.response`, and `sdk_failure(exc)` for a one-line account of any error of the SDK (no
-endpoint, no credentials, an API error).
+`exc.response` (those live in `spotfit.stores.aws_errors`, which the S3 store uses too, and
+are re-exported here), and `sdk_failure(exc)` for a one-line account of any error of the SDK
+(no endpoint, no credentials, an API error).
 
 Example:
 
@@ -18,6 +19,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from spotfit.errors import BackendError
+from spotfit.stores.aws_errors import error_code, error_message, is_client_error
+
+__all__ = ["error_code", "error_message", "is_client_error", "load_boto3", "sdk_failure"]
 
 
 def load_boto3() -> ModuleType:
@@ -28,29 +32,6 @@ def load_boto3() -> ModuleType:
         raise BackendError("The aws backend needs boto3, which is not installed.",
                            hint="Install the extra: pip install 'spotfit[aws]'.") from None
     return boto3
-
-
-def is_client_error(exc: BaseException) -> bool:
-    """True for an error the AWS API answered with (botocore's ClientError)."""
-    try:
-        from botocore.exceptions import ClientError
-    except ImportError:
-        return False
-    return isinstance(exc, ClientError)
-
-
-def error_code(exc: BaseException) -> str:
-    """The AWS error code of `exc` (`"InvalidInstanceID.NotFound"`), or `""` for any other error."""
-    if not is_client_error(exc):
-        return ""
-    return str(exc.response.get("Error", {}).get("Code", ""))  # type: ignore[attr-defined]
-
-
-def error_message(exc: BaseException) -> str:
-    """The AWS error message of `exc`, or `""`."""
-    if not is_client_error(exc):
-        return ""
-    return str(exc.response.get("Error", {}).get("Message", ""))  # type: ignore[attr-defined]
 
 
 def sdk_failure(exc: BaseException) -> str | None:
