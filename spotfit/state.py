@@ -234,8 +234,8 @@ class StateDB:
             "SELECT * FROM jobs WHERE id = ? OR name = ? OR substr(id, 1, ?) = ? ORDER BY created_at DESC",
             (ref, ref, len(ref), ref),
         ).fetchall()
-        for match in (lambda r: r["id"] == ref, lambda r: r["name"] == ref):
-            found = [r for r in rows if match(r)]
+        for column in ("id", "name"):
+            found = [r for r in rows if r[column] == ref]
             if found:
                 return dict(found[0])
         if len(rows) > 1:

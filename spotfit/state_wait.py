@@ -35,7 +35,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from spotfit.errors import UsageError
 
@@ -128,7 +128,7 @@ def retried(method: Callable[..., T]) -> Callable[..., T]:
     @functools.wraps(method)
     def run(self: Any, *args: Any, **kwargs: Any) -> T:
         if self.memory is not None and self.memory.keeps(method.__name__):
-            return self.memory.write(self, method, args, kwargs)
-        return self.wait_policy.run(lambda: method(self, *args, **kwargs), method.__name__, self.waits.append)
+            return cast(T, self.memory.write(self, method, args, kwargs))
+        return cast(T, self.wait_policy.run(lambda: method(self, *args, **kwargs), method.__name__, self.waits.append))
 
     return run

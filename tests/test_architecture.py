@@ -29,7 +29,7 @@ def test_the_layer_table_is_the_import_graph():
     assert found, "docs/architecture.md has no layers block"
     assert found.group(1) == import_graph.doc_block(), (
         "docs/architecture.md's layer table differs from the imports: paste the output of "
-        "`.venv/bin/python -m tests.support.import_graph` between its layers markers")
+        "run `.venv/bin/python -m tests.support.import_graph --write`")
 
 
 def test_every_part_is_named_in_the_module_table():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -44,7 +45,8 @@ class RuntimeConfig:
     tensorboard_update_freq: str | int = "auto"  # batch_loss: auto | epoch | every N steps (tensorboard.py)
     kind: str = "train"  # or "notebook": JupyterLab instead of the script (runtime/notebook.py)
     notebook_sync_s: float = 60.0  # a notebook's working folder goes to the store this often
-    export: dict | None = None  # {registry, formats, name, spec_hash, cost_usd_before, price_usd_per_h, time_scale}
+    # {registry, formats, name, spec_hash, cost_usd_before, price_usd_per_h, time_scale}
+    export: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

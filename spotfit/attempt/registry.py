@@ -16,12 +16,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spotfit.stores.base import ObjectStore
 
 CARD = "model_card.json"
 CLAIM = "claim.json"
 
 
-def versions(registry, name: str) -> list[int]:
+def versions(registry: ObjectStore, name: str) -> list[int]:
     """Published versions of `name` (those with a model card), ascending."""
     out = set()
     for key in registry.list(name):
@@ -31,13 +35,13 @@ def versions(registry, name: str) -> list[int]:
     return sorted(out)
 
 
-def next_version(registry, name: str) -> int:
+def next_version(registry: ObjectStore, name: str) -> int:
     """One above every version folder present (published or half-written)."""
     used = [int(k.split("/")[1]) for k in registry.list(name) if k.count("/") >= 2 and k.split("/")[1].isdigit()]
     return max(used, default=0) + 1
 
 
-def claim_version(registry, name: str, job_id: str | None = None) -> int:
+def claim_version(registry: ObjectStore, name: str, job_id: str | None = None) -> int:
     """The lowest version of `name` free from here on, claimed for this export alone.
 
     Candidates start at `next_version`; a candidate another export claimed first is skipped.

@@ -4,7 +4,7 @@
 parts (a sub-package, or a module at the root); `layers()` orders those parts from the bottom
 (imports nothing of spotfit) up; `arrows_back_up()` the pairs of parts that import each other.
 `python -m tests.support.import_graph` prints the block of docs/architecture.md that
-tests/test_architecture.py keeps equal to the code.
+tests/test_architecture.py keeps equal to the code; `--write` puts it there.
 """
 
 from __future__ import annotations
@@ -155,5 +155,18 @@ def doc_block() -> str:
     return "\n".join(lines)
 
 
+def write_doc(doc: Path = PACKAGE.parent / "docs" / "architecture.md") -> None:
+    """Put `doc_block()` between the layers markers of `doc`."""
+    text = doc.read_text()
+    begin, end = "<!-- layers:begin -->\n", "\n<!-- layers:end -->"
+    head, rest = text.split(begin, 1)
+    doc.write_text(head + begin + doc_block() + end + rest.split(end, 1)[1])
+
+
 if __name__ == "__main__":
-    print(doc_block())
+    import sys
+
+    if sys.argv[1:] == ["--write"]:
+        write_doc()
+    else:
+        print(doc_block())
