@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from spotfit import arguments, lease, sdk
 from spotfit.errors import UsageError
 from spotfit.home import home, state_is_shared
+from spotfit.state_records import JobRecord
 from spotfit.states import JobState
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def _pass(sweeps: SweepDB, batch_id: str, parallel: int) -> bool:
     return False
 
 
-def _lost_before_its_lease(row: dict, job: dict, shared: bool) -> bool:
+def _lost_before_its_lease(row: dict, job: JobRecord, shared: bool) -> bool:
     """Whether a released job's controller died (or was never started) before taking the job's lease:
     nothing of the job ran, so this queue starts one again. On a shared state the long-running
     controllers take a pending job: there is nothing to start."""

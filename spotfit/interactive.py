@@ -12,6 +12,7 @@ import time
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import submit_spec
+from spotfit.state_records import AttemptRecord, JobRecord
 from spotfit.states import AttemptState, JobState
 
 
@@ -57,12 +58,12 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
             "attempt": info["attempt"], "backend": backend, "port": port, "forward": forward}
 
 
-def _options(job: dict) -> dict:
+def _options(job: JobRecord) -> dict:
     spec = json.loads(job["spec_json"])
     return spec.get(spec.get("backend", "local")) or {}
 
 
-def _live_handle(job: dict) -> tuple[dict, object]:
+def _live_handle(job: JobRecord) -> tuple[AttemptRecord, object]:
     """The job's live attempt row and its backend handle; `UsageError` when none runs."""
     from spotfit.backends.base import make_backend
 
@@ -71,7 +72,7 @@ def _live_handle(job: dict) -> tuple[dict, object]:
         raise UsageError(f"Job {job['id']} has no running attempt ({job['state']}).",
                          hint=f"See `spotfit status {job['id']}`.")
     backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
-    return live[-1], backend.load_handle(live[-1]["handle"])
+    return live[-1], backend.load_handle(str(live[-1]["handle"]))  # live: each has a handle
 
 
 def shell(ref: str, command: list[str] | None = None) -> dict:
@@ -90,7 +91,7 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
             "argv": access.shell_command(backend, handle, _options(job), list(command or [])), "cwd": cwd}
 
 
-def _local_folder(job: dict, number: int) -> str:
+def _local_folder(job: JobRecord, number: int) -> str:
     from spotfit.attempt import layout
     from spotfit.attempt.config import RuntimeConfig
     from spotfit.attempt.notebook import attempt_dir

@@ -23,12 +23,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state_dialect import Postgres, Sqlite, connect, display_target, execute
 from spotfit.state_memory import MemoryFallback
+from spotfit.state_records import AttemptRecord, EventRecord, JobRecord
 from spotfit.state_wait import Wait, WaitPolicy, retried
 from spotfit.states import JobState
 
@@ -219,16 +220,16 @@ class StateDB:
         with self.transaction():
             return bool(self._q(RELEASE_QUEUED_SQL, (message, time.time(), job_id)).rowcount)
 
-    def get_job(self, job_id: str) -> dict[str, Any]:
+    def get_job(self, job_id: str) -> JobRecord:
         row = self._q("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
             raise NotFoundError(
                 f"No job {job_id!r} in {self.path}.",
                 hint="`spotfit list` shows the known jobs.",
             )
-        return dict(row)
+        return cast(JobRecord, dict(row))
 
-    def find_job(self, ref: str) -> dict[str, Any]:
+    def find_job(self, ref: str) -> JobRecord:
         """A job by id, id prefix, or name (the newest job of that name)."""
         rows = self._q(
             "SELECT * FROM jobs WHERE id = ? OR name = ? OR substr(id, 1, ?) = ? ORDER BY created_at DESC",
@@ -237,7 +238,7 @@ class StateDB:
         for column in ("id", "name"):
             found = [r for r in rows if r[column] == ref]
             if found:
-                return dict(found[0])
+                return cast(JobRecord, dict(found[0]))
         if len(rows) > 1:
             raise NotFoundError(
                 f"Job prefix {ref!r} is ambiguous: it matches {', '.join(r['id'] for r in rows[:5])}.",
@@ -248,11 +249,11 @@ class StateDB:
                 f"No job matches {ref!r}: expected a job id, an id prefix or a job name.",
                 hint="`spotfit list` shows the known jobs.",
             )
-        return dict(rows[0])
+        return cast(JobRecord, dict(rows[0]))
 
-    def list_jobs(self, limit: int = 50) -> list[dict[str, Any]]:
+    def list_jobs(self, limit: int = 50) -> list[JobRecord]:
         rows = self._q("SELECT * FROM jobs ORDER BY created_at DESC LIMIT ?", (limit,)).fetchall()
-        return [dict(r) for r in rows]
+        return [cast(JobRecord, dict(r)) for r in rows]
 
     @retried
     def update_job(self, job_id: str, **fields: Any) -> None:
@@ -308,7 +309,7 @@ class StateDB:
         with self.transaction():
             self._q(f"UPDATE jobs SET {cols} WHERE id = ? AND lease_owner = ?", (*fields.values(), job_id, holder.key))
 
-    def lease_live(self, job: dict[str, Any]) -> bool:
+    def lease_live(self, job: JobRecord) -> bool:
         """Whether a controller holds the lease of `job` (a row from `get_job`) now."""
         nobody = lease.Holder(lease.this_host(), -1, "")  # no holder's key: only the lease itself counts
         return lease.held_by_other(job.get("lease_owner"), job.get("lease_expires_at"), self.now(), nobody)
@@ -369,15 +370,15 @@ class StateDB:
         with self.transaction():
             self._q(f"UPDATE attempts SET {cols} WHERE job_id = ? AND number = ?", (*fields.values(), job_id, number))
 
-    def attempts(self, job_id: str) -> list[dict[str, Any]]:
+    def attempts(self, job_id: str) -> list[AttemptRecord]:
         rows = self._q("SELECT * FROM attempts WHERE job_id = ? ORDER BY number", (job_id,)).fetchall()
         return [_attempt(r) for r in rows]
 
-    def jobs_since(self, since: float) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    def jobs_since(self, since: float) -> list[tuple[JobRecord, list[AttemptRecord]]]:
         """(job, its attempts) for every job created at or after `since` (epoch seconds), oldest first."""
-        jobs = [dict(r) for r in self._q("SELECT * FROM jobs WHERE created_at >= ? ORDER BY created_at, id",
-                                         (since,)).fetchall()]
-        attempts: dict[str, list[dict[str, Any]]] = {j["id"]: [] for j in jobs}
+        jobs = [cast(JobRecord, dict(r)) for r in self._q(
+            "SELECT * FROM jobs WHERE created_at >= ? ORDER BY created_at, id", (since,)).fetchall()]
+        attempts: dict[str, list[AttemptRecord]] = {j["id"]: [] for j in jobs}
         for r in self._q("SELECT a.* FROM attempts a JOIN jobs j ON a.job_id = j.id WHERE j.created_at >= ? "
                          "ORDER BY a.job_id, a.number", (since,)).fetchall():
             if r["job_id"] in attempts:  # a job recorded between the two reads is left for the next look
@@ -401,17 +402,17 @@ class StateDB:
             self._q("INSERT INTO events (job_id, attempt, ts, kind, message, data_json) VALUES (?, ?, ?, ?, ?, ?)",
                     (job_id, attempt, time.time(), kind, message, json.dumps(data, default=str)))
 
-    def events(self, job_id: str, after_id: int = 0) -> list[dict[str, Any]]:
+    def events(self, job_id: str, after_id: int = 0) -> list[EventRecord]:
         rows = self._q("SELECT * FROM events WHERE job_id = ? AND id > ? ORDER BY id", (job_id, after_id)).fetchall()
         return [_event(r) for r in rows]
 
-    def events_of_kinds(self, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    def events_of_kinds(self, kinds: tuple[str, ...]) -> list[EventRecord]:
         """Every job's events of one of `kinds`, oldest first (the metrics count rule firings)."""
         rows = self._q(f"SELECT * FROM events WHERE kind IN ({', '.join('?' * len(kinds))}) ORDER BY id",
                        kinds).fetchall()
         return [_event(r) for r in rows]
 
-    def last_event(self, job_id: str, kinds: tuple[str, ...]) -> dict[str, Any] | None:
+    def last_event(self, job_id: str, kinds: tuple[str, ...]) -> EventRecord | None:
         """The job's newest event of one of `kinds` (what `status` shows), without reading the rest."""
         row = self._q(
             f"SELECT * FROM events WHERE job_id = ? AND kind IN ({', '.join('?' * len(kinds))}) "
@@ -420,13 +421,13 @@ class StateDB:
         return None if row is None else _event(row)
 
 
-def _attempt(row: Any) -> dict[str, Any]:
+def _attempt(row: Any) -> AttemptRecord:
     d = dict(row)
     d["info"] = json.loads(d.pop("info_json") or "{}")
-    return d
+    return cast(AttemptRecord, d)
 
 
-def _event(row: Any) -> dict[str, Any]:
+def _event(row: Any) -> EventRecord:
     d = dict(row)
     d["data"] = json.loads(d.pop("data_json") or "{}")
-    return d
+    return cast(EventRecord, d)

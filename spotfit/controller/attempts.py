@@ -25,6 +25,7 @@ from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
 from spotfit.spec import JobSpec, Preemption
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord, spot_zone, trace_start_s
 from spotfit.states import AttemptState, Market
 
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
@@ -90,7 +91,9 @@ class AttemptPlanner:
             self.db.update_job(self.job_id, clock_origin=self._clock_origin, trace_origin_s=self._trace_origin)
             start_s = self._trace_origin
         else:
-            self._clock_origin, self._trace_origin = job["clock_origin"], job["trace_origin_s"]
+            self._clock_origin = job["clock_origin"]
+            if job["trace_origin_s"] is not None:  # recorded with the clock origin
+                self._trace_origin = job["trace_origin_s"]
             start_s = max(job["trace_now_s"] or 0.0, self._trace_origin)
         self.meter.load(job)
         self.ticker.start(start_s, live_attempt=any(AttemptState(a["state"]).is_live()
@@ -132,7 +135,7 @@ class AttemptPlanner:
     def zones(self) -> list[str]:
         return self.market.zones()
 
-    def bill(self, attempt: dict, end_s: float | None = None) -> tuple[float, float]:
+    def bill(self, attempt: AttemptRecord, end_s: float | None = None) -> tuple[float, float]:
         """(billed trace seconds, USD) of an attempt from its start until `end_s` (default: now).
 
         An attempt that ends records the same `end_s` it is billed to: two readings of the clock
@@ -141,7 +144,7 @@ class AttemptPlanner:
         """
         return self.market.bill(attempt, self.now_s() if end_s is None else end_s)
 
-    def budget_reached_s(self, attempt: dict, left_usd: float) -> float | None:
+    def budget_reached_s(self, attempt: AttemptRecord, left_usd: float) -> float | None:
         """The trace second at which `attempt`'s bill reaches `left_usd` (None without a replay)."""
         return self.market.budget_reached_s(attempt, left_usd)
 
@@ -157,7 +160,7 @@ class AttemptPlanner:
     def capped(self, number: int) -> bool:
         return self._cap is not None and self._cap[0] == number
 
-    def billed_overhead_s(self, attempt: dict, end_s: float) -> float | None:
+    def billed_overhead_s(self, attempt: AttemptRecord, end_s: float) -> float | None:
         """The modeled restart overhead inside an attempt's billed span (trace s); None without a market."""
         return self.market.billed_overhead_s(attempt, end_s, self.meter.model_overhead_s())
 
@@ -167,12 +170,12 @@ class AttemptPlanner:
 
     # -- progress, the modeled cloud and the policy ----------------------------------------------
 
-    def observe(self, progress: dict, attempt: dict | None = None) -> None:
+    def observe(self, progress: dict, attempt: AttemptRecord | None = None) -> None:
         """Take the attempt's progress; its first training report starts the clock past the overhead."""
         if self.meter.observe(progress) and attempt is not None:
             self.ticker.on_training(attempt, progress.get("step") or 0)
 
-    def observe_end(self, attempt: dict, progress: dict) -> None:
+    def observe_end(self, attempt: AttemptRecord, progress: dict) -> None:
         """The attempt's process ended: if it trained (perhaps between two polls), its clock ran."""
         if progress.get("phase") in TRAINED_PHASES:
             self.observe({**progress, "phase": Phase.TRAINING}, attempt)
@@ -181,7 +184,7 @@ class AttemptPlanner:
         """The restart overhead the policy plans with (`WorkMeter.overhead_s`)."""
         return self.meter.overhead_s()
 
-    def context(self, attempt: dict | None, at_s: float | None = None) -> Context:
+    def context(self, attempt: AttemptRecord | None, at_s: float | None = None) -> Context:
         """What the policy sees at trace second `at_s` (default: now)."""
         at_s = self.now_s() if at_s is None else at_s
         work_s = self.meter.work_s()
@@ -189,8 +192,8 @@ class AttemptPlanner:
         deadline_s = self.spec.deadline_h * 3600.0 if self.spec.deadline_h else 2 * work_s + 86400.0
         mode, left = NONE, 0.0
         if attempt is not None:
-            mode = spot(attempt["zone"]) if attempt["market"] == Market.SPOT else ON_DEMAND
-            left = max(0.0, self.meter.model_overhead_s() - (at_s - attempt["trace_start_s"]))
+            mode = spot(spot_zone(attempt)) if attempt["market"] == Market.SPOT else ON_DEMAND
+            left = max(0.0, self.meter.model_overhead_s() - (at_s - trace_start_s(attempt)))
         attempts = self.db.attempts(self.job_id)
         preempted = (attempt is None and bool(attempts)
                      and attempts[-1]["state"] in (AttemptState.PREEMPTED, AttemptState.KILLED))
@@ -208,7 +211,7 @@ class AttemptPlanner:
                        mode=mode, overhead_left_s=left, market=view, zones=zones, preempted=preempted,
                        spent_usd=spent, max_overpay=floor)
 
-    def decide(self, attempt: dict | None, progress: dict, at_s: float | None = None) -> Launch | None:
+    def decide(self, attempt: AttemptRecord | None, progress: dict, at_s: float | None = None) -> Launch | None:
         """(market, zone) to run on now (or at trace second `at_s`), or None to wait."""
         if not self.market.asks_policy():
             if not self.spec.resources.spot:
@@ -226,7 +229,7 @@ class AttemptPlanner:
             return Market.ON_DEMAND, None
         return Market.SPOT, decision.zone
 
-    def _decide_at(self, attempt: dict | None, progress: dict, at_s: float | None) -> Launch | None:
+    def _decide_at(self, attempt: AttemptRecord | None, progress: dict, at_s: float | None) -> Launch | None:
         return self.decide(attempt, progress, at_s)
 
     # -- ticks: the policy ticker (`ticks.py`) ----------------------------------------------------
@@ -239,15 +242,15 @@ class AttemptPlanner:
         """A paused job goes on: the next decision is asked now, not at the ticks it sat out."""
         self.ticker.resume_now()
 
-    def market_event(self, attempt: dict) -> tuple[str, float] | None:
+    def market_event(self, attempt: AttemptRecord) -> tuple[str, float] | None:
         """For a live attempt: ("preempted" | "switch", trace s) at the first tick start passed that ends it."""
         return self.ticker.market_event(attempt)
 
-    def catch_up(self, attempt: dict) -> tuple[str, float] | None:
+    def catch_up(self, attempt: AttemptRecord) -> tuple[str, float] | None:
         """For an attempt adopted after a controller gap: a reclaim in the ticks it trained through unwatched."""
         return self.ticker.catch_up(attempt)
 
-    def work_left_s(self, attempt: dict | None = None) -> float:
+    def work_left_s(self, attempt: AttemptRecord | None = None) -> float:
         """Modeled work still to do (trace s) after the ended attempts, or with `attempt` (live,
         its clock held at its stop) until now; 0 once it is all done."""
         work_s = self.meter.work_s()

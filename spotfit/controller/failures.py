@@ -47,6 +47,7 @@ import signal as _signal
 from collections.abc import Callable
 
 from spotfit.controller import waits
+from spotfit.state_records import AttemptRecord
 from spotfit.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
@@ -78,7 +79,7 @@ def backoff_s(failures: int, base_s: float, max_s: float = MAX_BACKOFF_S) -> flo
     return min(base_s * 2.0 ** (failures - 1), max_s)
 
 
-def counted(attempt: dict) -> bool:
+def counted(attempt: AttemptRecord) -> bool:
     """Whether a recorded attempt counted toward `max_failures`."""
     failure = (attempt.get("info") or {}).get("failure")
     return failure not in UNCOUNTED and (attempt["state"] == AttemptState.FAILED or bool(failure))
@@ -162,7 +163,7 @@ class FailureTracker:
         start = next((a["start_step"] or 0 for a in self.db.attempts(self.job_id) if a["number"] == number), 0)
         return (self.progress_of(number).get("step") or 0) > start
 
-    def boot_overdue(self, attempt: dict, progress: dict, now: float) -> bool:
+    def boot_overdue(self, attempt: AttemptRecord, progress: dict, now: float) -> bool:
         """The attempt has reported nothing from its runtime for longer than the boot timeout."""
         if self.boot_timeout_s is None or progress:
             return False

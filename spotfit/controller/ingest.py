@@ -11,6 +11,7 @@ from spotfit.attempt import layout
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord
 from spotfit.states import AttemptState
 
 # Runtime events that say where an attempt's training begins: a restored checkpoint, an earlier
@@ -18,7 +19,7 @@ from spotfit.states import AttemptState
 START_EVENTS = ("fit_skipped", "restored", "started")  # a stop request not honoured by then becomes a SIGTERM
 
 
-def live_attempt(db: StateDB, job_id: str) -> dict | None:
+def live_attempt(db: StateDB, job_id: str) -> AttemptRecord | None:
     """The job's live attempt (launching or running), if any."""
     running = [a for a in db.attempts(job_id) if AttemptState(a["state"]).is_live()]
     return running[-1] if running else None
@@ -33,7 +34,7 @@ class Ingest:
         self.files = files
         self.plan = plan
         self._seen_events: set[str] = {
-            e["data"].get("key") for e in db.events(job_id) if e["data"].get("key")
+            str(e["data"]["key"]) for e in db.events(job_id) if e["data"].get("key")
         }
 
     def __call__(self) -> None:

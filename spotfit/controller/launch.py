@@ -19,6 +19,7 @@ from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord
 from spotfit.states import AttemptState, JobState, Market
 
 
@@ -78,7 +79,7 @@ class Launcher:
                                trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
         self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {why}", attempt=number)
 
-    def pending_overdue(self, attempt: dict) -> bool:
+    def pending_overdue(self, attempt: AttemptRecord) -> bool:
         """Whether the attempt's pods have waited for a node longer than `kubernetes.pending_timeout_s`.
 
         Wall seconds since the launch, as for the boot timeout: a replayed market's clock holds

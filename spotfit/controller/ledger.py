@@ -22,10 +22,11 @@ Example:
 
 from __future__ import annotations
 
+from spotfit.state_records import AttemptRecord
 from spotfit.states import AttemptState
 
 
-def _overhead_s(attempt: dict) -> float:
+def _overhead_s(attempt: AttemptRecord) -> float:
     """Trace seconds of restart overhead: the modeled one a replay billed, else launch to first step."""
     info = attempt.get("info") or {}
     if info.get("overhead_s") is not None:
@@ -36,11 +37,11 @@ def _overhead_s(attempt: dict) -> float:
     return min(first * info.get("time_scale", 1.0), float(attempt.get("billed_s") or 0.0))
 
 
-def _steps(attempt: dict) -> int:
+def _steps(attempt: AttemptRecord) -> int:
     return max(0, (attempt.get("end_step") or 0) - (attempt.get("start_step") or 0))
 
 
-def ledger(attempts: list[dict], total_steps: int | None) -> dict:
+def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict:
     """Per-attempt rows and totals; see the module docstring for the definitions."""
     rows, spent, redone, restart_s, waste_usd = [], 0.0, 0, 0.0, 0.0
     od_price = next((a["info"].get("on_demand_usd_per_h") for a in attempts
@@ -49,7 +50,7 @@ def ledger(attempts: list[dict], total_steps: int | None) -> dict:
     productive_s, productive_steps = 0.0, 0
     billed_attempts = [a for a in attempts if a.get("billed_s") is not None and a["state"] != AttemptState.NO_CAPACITY]
     for i, a in enumerate(billed_attempts):
-        billed, cost = float(a["billed_s"]), float(a["cost_usd"] or 0.0)
+        billed, cost = float(a["billed_s"] or 0.0), float(a["cost_usd"] or 0.0)  # billed_s is set (above)
         price = cost / (billed / 3600.0) if billed else 0.0
         overhead = _overhead_s(a)
         lost = max(0, best_step - (a.get("start_step") or 0))

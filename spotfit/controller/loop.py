@@ -32,6 +32,7 @@ from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord, handle_text
 from spotfit.states import AttemptState, JobState, Market, StopRequest
 from spotfit.stores import open_store
 
@@ -138,7 +139,7 @@ class Controller:
             self.db.add_event(self.job_id, "state_wait", wait.message(self.db.path), reason=wait.reason,
                               waited_s=round(wait.waited_s, 1), tries=wait.tries, write=wait.what)
 
-    def _current(self) -> dict | None:
+    def _current(self) -> AttemptRecord | None:
         return live_attempt(self.db, self.job_id)
 
     def _adopt(self) -> None:
@@ -172,7 +173,7 @@ class Controller:
 
     # -- watching a running attempt -------------------------------------------------------------
 
-    def _watch(self, attempt: dict) -> None:
+    def _watch(self, attempt: AttemptRecord) -> None:
         self.rules.cap_at_budget(attempt)
         self.rules.pause_on_full_store(attempt)
         handle = self._handle(attempt)
@@ -229,7 +230,7 @@ class Controller:
         if self.watchdog.active and not watch.switching:
             self.rules.apply(attempt, progress)
 
-    def _finish(self, attempt: dict, result: str, code: int | None, why: str = "", signal: int | None = None,
+    def _finish(self, attempt: AttemptRecord, result: str, code: int | None, why: str = "", signal: int | None = None,
                 failure: str | None = None, unasked: bool = True) -> None:
         number = attempt["number"]
         watch = self.watches[number]
@@ -308,10 +309,10 @@ class Controller:
             return
         self.launcher.launch(*decision)
 
-    def _handle(self, attempt: dict) -> Handle:
-        return self.backend.load_handle(attempt["handle"])
+    def _handle(self, attempt: AttemptRecord) -> Handle:
+        return self.backend.load_handle(handle_text(attempt))
 
-    def _cancel(self, current: dict | None, request: StopRequest) -> None:
+    def _cancel(self, current: AttemptRecord | None, request: StopRequest) -> None:
         """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
         if current is None:
             state, why = request.ends_as()

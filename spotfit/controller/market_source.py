@@ -23,6 +23,7 @@ from spotfit.market.live import LiveMarket
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import zone_stats
 from spotfit.market.view import MarketView
+from spotfit.state_records import AttemptRecord, trace_start_s
 
 NO_CAPACITY_RETRY_S = 300.0  # without a market: how long a zone that had no capacity is skipped
 MAX_BUDGET_SEARCH_S = 1e10  # trace seconds (three centuries): a budget not spent by then never is
@@ -38,9 +39,9 @@ class MarketSource(Protocol):
     def zones(self) -> list[str]: ...
     def spot_available(self, zone: str, at_s: float) -> bool: ...
     def spot_price(self, zone: str, at_s: float) -> float | None: ...
-    def bill(self, attempt: dict, end_s: float) -> tuple[float, float]: ...
-    def budget_reached_s(self, attempt: dict, left_usd: float) -> float | None: ...
-    def billed_overhead_s(self, attempt: dict, end_s: float, overhead_s: float) -> float | None: ...
+    def bill(self, attempt: AttemptRecord, end_s: float) -> tuple[float, float]: ...
+    def budget_reached_s(self, attempt: AttemptRecord, left_usd: float) -> float | None: ...
+    def billed_overhead_s(self, attempt: AttemptRecord, end_s: float, overhead_s: float) -> float | None: ...
     def mtbf_wall_s(self, zone: str) -> float | None: ...
     def asks_policy(self) -> bool:
         """Whether the policy decides the launches (else the spec does: spot, zones in order, or on-demand)."""
@@ -72,13 +73,13 @@ class NoMarket:
     def spot_price(self, zone: str, at_s: float) -> float | None:
         return None
 
-    def bill(self, attempt: dict, end_s: float) -> tuple[float, float]:
+    def bill(self, attempt: AttemptRecord, end_s: float) -> tuple[float, float]:
         return max(end_s - (attempt["trace_start_s"] or 0.0), 0.0), 0.0
 
-    def budget_reached_s(self, attempt: dict, left_usd: float) -> float | None:
+    def budget_reached_s(self, attempt: AttemptRecord, left_usd: float) -> float | None:
         return None
 
-    def billed_overhead_s(self, attempt: dict, end_s: float, overhead_s: float) -> float | None:
+    def billed_overhead_s(self, attempt: AttemptRecord, end_s: float, overhead_s: float) -> float | None:
         return None
 
     def mtbf_wall_s(self, zone: str) -> float | None:
@@ -113,7 +114,7 @@ class Live(NoMarket):
     def spot_price(self, zone: str, at_s: float) -> float | None:
         return self.live.spot_usd_per_h(zone, self.epoch(at_s))
 
-    def bill(self, attempt: dict, end_s: float) -> tuple[float, float]:
+    def bill(self, attempt: AttemptRecord, end_s: float) -> tuple[float, float]:
         start_s = attempt["trace_start_s"] or 0.0
         return self.live.cost_usd(attempt["market"], attempt["zone"], self.epoch(start_s), self.epoch(end_s))
 
@@ -152,17 +153,17 @@ class Replay:
         z = self.replay.trace.zone_index(zone)
         return float(self.replay.trace.spot_usd_per_h[z, self.replay.tick_at(at_s)])
 
-    def bill(self, attempt: dict, end_s: float) -> tuple[float, float]:
-        return self.replay.cost_usd(attempt["market"], attempt["zone"], attempt["trace_start_s"], end_s)
+    def bill(self, attempt: AttemptRecord, end_s: float) -> tuple[float, float]:
+        return self.replay.cost_usd(attempt["market"], attempt["zone"], trace_start_s(attempt), end_s)
 
-    def budget_reached_s(self, attempt: dict, left_usd: float) -> float | None:
+    def budget_reached_s(self, attempt: AttemptRecord, left_usd: float) -> float | None:
         """The trace second at which `attempt`'s bill reaches `left_usd`.
 
         The bill only grows with its end, so a bisection finds the first trace second whose bill
         is at least `left_usd` (to a millisecond): the clock held there bills no less than the
         budget (the rule fires) and no more than a millisecond past it.
         """
-        low = high = attempt["trace_start_s"]
+        low = high = trace_start_s(attempt)
         if self.bill(attempt, low)[1] >= left_usd:
             return low
         step = 60.0
@@ -175,8 +176,8 @@ class Replay:
             low, high = (low, mid) if self.bill(attempt, mid)[1] >= left_usd else (mid, high)
         return high
 
-    def billed_overhead_s(self, attempt: dict, end_s: float, overhead_s: float) -> float | None:
-        return max(0.0, min(overhead_s, end_s - attempt["trace_start_s"]))
+    def billed_overhead_s(self, attempt: AttemptRecord, end_s: float, overhead_s: float) -> float | None:
+        return max(0.0, min(overhead_s, end_s - trace_start_s(attempt)))
 
     def mtbf_wall_s(self, zone: str) -> float | None:
         stats = {s.zone: s for s in zone_stats(self.replay.trace)}

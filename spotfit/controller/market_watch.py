@@ -13,6 +13,7 @@ from spotfit.controller import outcome
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord
 from spotfit.states import AttemptState
 
 Event = tuple[str, float]  # ("preempted" | "switch", trace second of the tick start)
@@ -27,26 +28,27 @@ class MarketWatch:
         self.plan = plan
         self.watches = watches
 
-    def event(self, attempt: dict) -> Event | None:
+    def event(self, attempt: AttemptRecord) -> Event | None:
         """The tick start passed that ends the attempt, if any (none once it was asked to end)."""
         event = self._unwatched_ticks(attempt)
         if event is None and not self.watches[attempt["number"]].asked_to_end():
             event = self.plan.market_event(attempt)
         return event
 
-    def notice(self, attempt: dict, event: Event) -> None:
+    def notice(self, attempt: AttemptRecord, event: Event) -> None:
         """The zone's spot capacity is gone at the tick start: a preemption notice."""
         self.watches[attempt["number"]].notified = True
         self.db.add_event(self.job_id, "preemption_notice", f"spot capacity in {attempt['zone']} reclaimed (trace)",
                           attempt=attempt["number"], trace_s=event[1])
 
-    def switch(self, attempt: dict, event: Event) -> None:
+    def switch(self, attempt: AttemptRecord, event: Event) -> None:
         """The policy runs something else from the tick start: the attempt is a market stop."""
         self.watches[attempt["number"]].market_stop = True
         self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
                           attempt=attempt["number"], trace_s=event[1])
 
-    def ended(self, attempt: dict, result: AttemptState, progress: dict, trained_last: bool = False) -> AttemptState:
+    def ended(self, attempt: AttemptRecord, result: AttemptState, progress: dict,
+              trained_last: bool = False) -> AttemptState:
         """An attempt that ended by itself past a tick where the market or the policy ended it.
 
         The local process may run ahead of the modeled instance (`work_h` counts trace time by steps):
@@ -74,7 +76,7 @@ class MarketWatch:
             return outcome.PREEMPTED
         return outcome.STOPPED if watch.market_stop else result
 
-    def _unwatched_ticks(self, attempt: dict) -> Event | None:
+    def _unwatched_ticks(self, attempt: AttemptRecord) -> Event | None:
         """The ticks an adopted attempt ran through while no controller watched (`plan.catch_up`).
 
         Once its clock runs again (it was seen training, or ended), those ticks are passed with

@@ -40,6 +40,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from spotfit.controller import waits
+from spotfit.state_records import JobRecord
 from spotfit.states import JobState
 
 TRIES = 3
@@ -68,7 +69,7 @@ def state_event(before: str, now: str) -> str | None:
     return _STATE_EVENTS.get(JobState(now)) if now != before else None
 
 
-def message(event: str, job: dict, what: str, cost_usd: float) -> dict:
+def message(event: str, job: JobRecord, what: str, cost_usd: float) -> dict:
     """What every sink gets: what happened, the job, its cost so far and the command to look."""
     look = f"spotfit status {job['id']}"
     return {"text": f"spotfit {event}: job {job['name']} ({job['id']}): {what}; cost so far ${cost_usd:.4f}. "
@@ -115,7 +116,7 @@ class Notifier:
         self.failures: queue.Queue = queue.Queue()
         self.thread: threading.Thread | None = None
 
-    def poll(self, job: dict) -> None:
+    def poll(self, job: JobRecord) -> None:
         """Queue the notifications of what happened since the last poll; record failed deliveries."""
         while not self.failures.empty():
             event, kind, error = self.failures.get()
@@ -161,7 +162,7 @@ class Notifier:
                         wait_s *= 2
             self.outbox.task_done()
 
-    def close(self, job: dict) -> None:
+    def close(self, job: JobRecord) -> None:
         """The last poll, then wait (at most `CLOSE_WAIT_S`) for the deliveries, and record their failures."""
         self.poll(job)
         with self.outbox.all_tasks_done:

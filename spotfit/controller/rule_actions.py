@@ -25,6 +25,7 @@ from spotfit.errors import SpotfitError
 from spotfit.settings import load_settings
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord, handle_text
 from spotfit.states import AttemptState, JobState, Market
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
@@ -52,8 +53,8 @@ class RuleActions:
         self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
         self._next_team_check = 0.0  # monotonic time of the next look at the team budgets while an attempt runs
 
-    def _handle(self, attempt: dict) -> Handle:
-        return self.backend.load_handle(attempt["handle"])
+    def _handle(self, attempt: AttemptRecord) -> Handle:
+        return self.backend.load_handle(handle_text(attempt))
 
     def _spent_usd(self, but: int | None = None) -> float:
         return sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != but)
@@ -76,7 +77,7 @@ class RuleActions:
         self.db.update_job(self.job_id, state=state, message=why)
         return True
 
-    def _team_budget_halt(self, running: dict | None = None) -> tuple[JobState, str] | None:
+    def _team_budget_halt(self, running: AttemptRecord | None = None) -> tuple[JobState, str] | None:
         """The budgets over many jobs (config.yaml) this job passes: notify (once), or pause.
 
         Before a launch; with `running` (the live attempt), its cost so far counts too.
@@ -112,7 +113,7 @@ class RuleActions:
                                         "budget allows"
         return None
 
-    def team_budget_while_running(self, attempt: dict, progress: dict) -> bool:
+    def team_budget_while_running(self, attempt: AttemptRecord, progress: dict) -> bool:
         """Every `TEAM_CHECK_S`: a team budget passed with the attempt's cost so far pauses the job.
 
         The attempt is asked to save a checkpoint and stop, as a rule's pause asks it; the job
@@ -131,7 +132,7 @@ class RuleActions:
     def _billed_since(self, start_s: float) -> list[tuple[dict, float]]:
         return [(json.loads(spec_json).get("labels") or {}, usd) for spec_json, usd in self.db.billed_since(start_s)]
 
-    def cap_at_budget(self, attempt: dict) -> None:
+    def cap_at_budget(self, attempt: AttemptRecord) -> None:
         """Once per attempt: the trace second its smallest holding budget is spent caps the clock.
 
         The replay then stops there, not at the controller's next look (the local process may
@@ -147,7 +148,7 @@ class RuleActions:
         if at_s is not None:
             self.plan.cap_at(number, at_s)
 
-    def over_budget_limit(self, attempt: dict, progress: dict) -> bool:
+    def over_budget_limit(self, attempt: AttemptRecord, progress: dict) -> bool:
         """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
         rules = budget.holding_rules(self.watchdog.engine.rules)
         number = attempt["number"]
@@ -170,7 +171,7 @@ class RuleActions:
             self.halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
         return True
 
-    def apply(self, attempt: dict, progress: dict) -> None:
+    def apply(self, attempt: AttemptRecord, progress: dict) -> None:
         """Evaluate the watchdog rules; notify, pause or stop as they say."""
         cost = self._spent_usd(but=attempt["number"]) + self.plan.bill(attempt)[1]
         price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == Market.SPOT else None
@@ -188,7 +189,7 @@ class RuleActions:
                 self.request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
                                    at_once=verdict.rule == "stalled", at_step=at_step)
 
-    def request_stop(self, attempt: dict, progress: dict, reason: str, export: bool = False,
+    def request_stop(self, attempt: AttemptRecord, progress: dict, reason: str, export: bool = False,
                       at_once: bool = False, at_step: int | None = None) -> None:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 
@@ -218,7 +219,7 @@ class RuleActions:
             self._next_probe = time.monotonic() + (STORE_PROBE_S if self.guard.healthy else STORE_PROBE_PROBLEM_S)
             self.guard.call(lambda: self.files.write(layout.PROBE, b"{}"), fallback=False, writes=True)
 
-    def pause_on_full_store(self, attempt: dict | None) -> bool:
+    def pause_on_full_store(self, attempt: AttemptRecord | None) -> bool:
         """Once the store has been full for `checkpoint.full_wait_s`: the job pauses (store full).
 
         A live attempt is asked to stop (it is not a failure: nothing counts toward

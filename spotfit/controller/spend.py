@@ -34,13 +34,14 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from spotfit.labels import UNLABELED, group_of
+from spotfit.state_records import AttemptRecord, JobRecord
 
 BY_FIXED = ("backend", "zone")  # every other `by` is a label key
 _SUMS = ("spent_usd", "on_demand_usd", "spent_with_on_demand_usd", "waste_usd", "optimum_usd",
          "spent_with_optimum_usd")
 
 
-def spend(entries: list[tuple[dict, list[dict], dict]], by: str) -> dict:
+def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict]], by: str) -> dict:
     """`groups` (sorted by spend, largest first), `totals`, `days` and `jobs` over (job, attempts, cost doc)."""
     groups: dict[str, dict] = defaultdict(lambda: dict.fromkeys(_SUMS, 0.0) | {"jobs": set()})
     days: dict[tuple[str, str], float] = defaultdict(float)

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.work_meter import WorkMeter
 from spotfit.market.replay import MarketReplay
+from spotfit.state_records import AttemptRecord, spot_zone, trace_start_s
 from spotfit.states import Market
 
 Launch = tuple[Market, str | None]  # (market, zone)
-Decide = Callable[[dict | None, dict, float | None], Launch | None]  # (attempt, progress, at_s)
+Decide = Callable[[AttemptRecord | None, dict, float | None], Launch | None]  # (attempt, progress, at_s)
 
 
 class WallTicker:
@@ -32,7 +33,7 @@ class WallTicker:
     def now_s(self, step: int) -> float:
         return self._wall_now_s()
 
-    def on_training(self, attempt: dict, step: int) -> None:
+    def on_training(self, attempt: AttemptRecord, step: int) -> None:
         pass
 
     def decide_idle(self) -> Launch | None:
@@ -41,10 +42,10 @@ class WallTicker:
     def resume_now(self) -> None:
         pass
 
-    def market_event(self, attempt: dict) -> tuple[str, float] | None:
+    def market_event(self, attempt: AttemptRecord) -> tuple[str, float] | None:
         return None
 
-    def catch_up(self, attempt: dict) -> tuple[str, float] | None:
+    def catch_up(self, attempt: AttemptRecord) -> tuple[str, float] | None:
         return None
 
     def pending_text(self) -> str:
@@ -83,21 +84,21 @@ class PolicyTicker:
     def now_s(self, step: int) -> float:
         return self.clock.now_s(step=step)
 
-    def on_training(self, attempt: dict, step: int) -> None:
+    def on_training(self, attempt: AttemptRecord, step: int) -> None:
         """An attempt trains: the clock runs from launch + overhead (on the steps, or on the wall)."""
         number = attempt["number"]
         if number == self._stopping:  # held at its stop's tick start until it exits
             return
-        train_s = attempt["trace_start_s"] + self.meter.model_overhead_s()
+        train_s = trace_start_s(attempt) + self.meter.model_overhead_s()
         if self.meter.record_training(attempt, step, train_s):
             self._start_training_clock(attempt, train_s)
         elif not self.clock.running:  # adopted by a restarted controller
             self._start_training_clock(attempt, train_s if self.meter.per_step() else self.clock.now_s())
 
-    def _start_training_clock(self, attempt: dict, train_s: float) -> None:
+    def _start_training_clock(self, attempt: AttemptRecord, train_s: float) -> None:
         per_step = self.meter.per_step()
         if per_step:
-            self.clock.run_on_steps(train_s, self.meter.base_work_s(attempt) / per_step, per_step)
+            self.clock.run_on_steps(train_s, self.meter.base_work_s(attempt["number"]) / per_step, per_step)
         else:
             self.clock.run_on_wall(train_s)
 
@@ -131,7 +132,7 @@ class PolicyTicker:
         self._idle_since_s = self._now_s()
         self._next_tick = self.replay.tick_at(self._idle_since_s)
 
-    def market_event(self, attempt: dict) -> tuple[str, float] | None:
+    def market_event(self, attempt: AttemptRecord) -> tuple[str, float] | None:
         """For a live attempt: ("preempted" | "switch", trace s) at the first tick start passed that ends it.
 
         The clock holds at that tick's start: the attempt is billed until then, and the next
@@ -140,10 +141,10 @@ class PolicyTicker:
         """
         for tick in range(self._next_tick, self.replay.tick_at(self._now_s()) + 1):
             at_s = self._tick_start_s(tick)
-            if at_s <= attempt["trace_start_s"]:
+            if at_s <= trace_start_s(attempt):
                 self._next_tick = tick + 1
                 continue
-            if attempt["market"] == Market.SPOT and not self.replay.available(attempt["zone"], at_s):
+            if attempt["market"] == Market.SPOT and not self.replay.available(spot_zone(attempt), at_s):
                 self._next_tick = tick
                 return self._stop_at(attempt, "preempted", at_s)
             self._next_tick = tick + 1
@@ -153,7 +154,7 @@ class PolicyTicker:
                 return self._stop_at(attempt, "switch", at_s)
         return None
 
-    def catch_up(self, attempt: dict) -> tuple[str, float] | None:
+    def catch_up(self, attempt: AttemptRecord) -> tuple[str, float] | None:
         """For an attempt adopted after a controller gap: the ticks it trained through unwatched.
 
         No controller asked the policy at those ticks, so nothing it would have planned happens
@@ -162,14 +163,14 @@ class PolicyTicker:
         """
         for tick in range(self._next_tick, self.replay.tick_at(self._now_s()) + 1):
             at_s = self._tick_start_s(tick)
-            if at_s > attempt["trace_start_s"] and attempt["market"] == Market.SPOT \
-                    and not self.replay.available(attempt["zone"], at_s):
+            if at_s > trace_start_s(attempt) and attempt["market"] == Market.SPOT \
+                    and not self.replay.available(spot_zone(attempt), at_s):
                 self._next_tick = tick
                 return self._stop_at(attempt, "preempted", at_s)
             self._next_tick = tick + 1
         return None
 
-    def _stop_at(self, attempt: dict, why: str, at_s: float) -> tuple[str, float]:
+    def _stop_at(self, attempt: AttemptRecord, why: str, at_s: float) -> tuple[str, float]:
         self.clock.hold(at_s)
         self._stopping = attempt["number"]
         return why, at_s
@@ -196,6 +197,6 @@ class PolicyTicker:
         self._next_tick = self.replay.tick_at(self._now_s())
 
 
-def same_mode(attempt: dict, decision: Launch) -> bool:
+def same_mode(attempt: AttemptRecord, decision: Launch) -> bool:
     market, zone = decision
     return attempt["market"] == market and (market != Market.SPOT or attempt["zone"] == zone)

@@ -11,6 +11,7 @@ import time
 from spotfit.attempt.progress import Phase
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord, JobRecord, trace_start_s
 from spotfit.states import AttemptState
 
 
@@ -27,11 +28,12 @@ class WorkMeter:
         self.total_steps: int | None = None
         self.step = 0
 
-    def load(self, job: dict) -> None:
+    def load(self, job: JobRecord) -> None:
         """Go on from the job's row and its recorded training starts (a restarted controller)."""
         self.step = job["step"] or 0
         self.total_steps = job["total_steps"] or None
-        self.trained = {e["attempt"]: e["data"] for e in self.db.events(self.job_id) if e["kind"] == "training"}
+        self.trained = {e["attempt"]: e["data"] for e in self.db.events(self.job_id)
+                        if e["kind"] == "training" and e["attempt"] is not None}
 
     def observe(self, progress: dict) -> bool:
         """Take a progress report; True when it says the attempt trains."""
@@ -50,7 +52,7 @@ class WorkMeter:
             self._trace_s_per_step = self.spec.market.time_scale / steps_per_wall_s
         return True
 
-    def record_training(self, attempt: dict, step: int, train_s: float) -> bool:
+    def record_training(self, attempt: AttemptRecord, step: int, train_s: float) -> bool:
         """The attempt's first training report (True): a `training` event says when it trains from."""
         number = attempt["number"]
         if number in self.trained:
@@ -81,8 +83,8 @@ class WorkMeter:
         measured = [d["overhead_s"] for d in self.trained.values() if d.get("overhead_s") is not None]
         return sum(measured) / len(measured) if measured else self.model_overhead_s()
 
-    def base_work_s(self, attempt: dict) -> float:
-        """Modeled work done when `attempt` starts training: the previous attempts' (trace s).
+    def base_work_s(self, number: int) -> float:
+        """Modeled work done when attempt `number` starts training: the previous attempts' (trace s).
 
         Work is kept at a stop (the runtime saves at the notice); a restore from an older
         checkpoint loses the steps after it. Steps that an attempt made after its stop was due
@@ -94,11 +96,11 @@ class WorkMeter:
             if a["state"] == AttemptState.NO_CAPACITY:
                 continue
             work = min(work, (a["start_step"] or 0) * per_step)
-            if a["number"] == attempt["number"]:
+            if a["number"] == number:
                 return work
             if a["trace_end_s"] is not None:
-                work += max(0.0, a["trace_end_s"] - a["trace_start_s"] - self.model_overhead_s())
-        return work  # after every attempt (`attempt` is the next one)
+                work += max(0.0, a["trace_end_s"] - (a["trace_start_s"] or 0.0) - self.model_overhead_s())
+        return work  # after every attempt (`number` is the next one)
 
     def work_s(self) -> float:
         if self.spec.work_h:
@@ -107,12 +109,12 @@ class WorkMeter:
             return self._trace_s_per_step * self.total_steps
         return (self.spec.deadline_h * 3600.0 / 2) if self.spec.deadline_h else 3600.0
 
-    def work_done_s(self, attempt: dict | None, at_s: float, work_s: float) -> float:
+    def work_done_s(self, attempt: AttemptRecord | None, at_s: float, work_s: float) -> float:
         if not self.per_step():
             return work_s * self.step / self.total_steps if self.total_steps else 0.0
         if attempt is None:
-            return self.base_work_s({"number": -1})
-        base = self.base_work_s(attempt)
+            return self.base_work_s(-1)
+        base = self.base_work_s(attempt["number"])
         if attempt["number"] not in self.trained:
             return base
-        return base + max(0.0, at_s - attempt["trace_start_s"] - self.model_overhead_s())
+        return base + max(0.0, at_s - trace_start_s(attempt) - self.model_overhead_s())

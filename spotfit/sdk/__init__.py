@@ -46,6 +46,7 @@ from spotfit.sdk.reports import BOOT_LOG_LINES, events, list_jobs, logs, status
 from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
 from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard
 from spotfit.state import StateDB
+from spotfit.state_records import JobRecord
 from spotfit.states import AttemptState, JobState, StopRequest
 
 __all__ = [
@@ -184,7 +185,7 @@ def cancel(ref: str) -> dict:
     return status(job["id"])
 
 
-def _cancel_orphan(state_db: StateDB, job: dict) -> None:
+def _cancel_orphan(state_db: StateDB, job: JobRecord) -> None:
     """No controller: stop a still-running attempt directly, then mark the job cancelled."""
     from spotfit.backends.base import make_backend
     from spotfit.spec import JobSpec

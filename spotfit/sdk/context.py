@@ -14,6 +14,7 @@ from spotfit import arguments
 from spotfit.errors import NotFoundError
 from spotfit.home import state_target
 from spotfit.state import StateDB
+from spotfit.state_records import JobRecord
 
 _READING: ContextVar[StateDB | None] = ContextVar("spotfit_state_db", default=None)
 
@@ -35,7 +36,7 @@ def reading_from(state_db: StateDB) -> Iterator[StateDB]:
         _READING.reset(token)
 
 
-def find_job(state_db: StateDB, ref: str | None) -> dict:
+def find_job(state_db: StateDB, ref: str | None) -> JobRecord:
     """The job `ref` (an id, id prefix or name) names; the newest job when `ref` is None."""
     if ref is not None:
         return state_db.find_job(arguments.job_ref(ref))
@@ -45,7 +46,7 @@ def find_job(state_db: StateDB, ref: str | None) -> dict:
     return jobs[0]
 
 
-def controller_alive(job: dict, state_db: StateDB | None = None) -> bool:
+def controller_alive(job: JobRecord, state_db: StateDB | None = None) -> bool:
     """Whether a controller holds the job's lease now (on this host: its process is alive)."""
     return (state_db or db()).lease_live(job)
 

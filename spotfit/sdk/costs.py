@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from spotfit.errors import UsageError
 from spotfit.labels import KEY
 from spotfit.sdk.context import db, find_job
+from spotfit.state_records import AttemptRecord, JobRecord
 
 _UNITS_S = {"h": 3600.0, "d": 86_400.0, "w": 604_800.0}
 MAX_SINCE_S = 3650 * 86_400.0  # ten years
@@ -55,7 +56,7 @@ def cost(ref: str | None = None) -> dict:
     return job_cost(job, state_db.attempts(job["id"]))
 
 
-def job_cost(job: dict, attempts: list[dict]) -> dict:
+def job_cost(job: JobRecord, attempts: list[AttemptRecord]) -> dict:
     """`cost`'s document for a job row and its attempts, as read from the state DB."""
     from spotfit.controller.hindsight import hindsight
     from spotfit.controller.ledger import ledger
@@ -77,8 +78,9 @@ def job_cost(job: dict, attempts: list[dict]) -> dict:
             "hindsight": {"window": seen["window"], "note": seen["note"]}}
 
 
-def cost_all(since: str = "30d", by: str = "project", costs: Callable[[dict, list[dict]], dict] | None = None,
-             jobs: list[tuple[dict, list[dict]]] | None = None) -> dict:
+def cost_all(since: str = "30d", by: str = "project",
+             costs: Callable[[JobRecord, list[AttemptRecord]], dict] | None = None,
+             jobs: list[tuple[JobRecord, list[AttemptRecord]]] | None = None) -> dict:
     """Spend, savings against all-on-demand, waste and regret over the jobs created in the last `since`.
 
     `by`: `backend`, `zone` or a label key (`project`, `owner`, ...). `costs` gives a job's

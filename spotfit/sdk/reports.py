@@ -10,6 +10,7 @@ from spotfit.errors import NotFoundError
 from spotfit.home import home, state_is_shared
 from spotfit.sdk.context import controller_alive, db, find_job
 from spotfit.state import StateDB
+from spotfit.state_records import EventRecord, JobRecord
 from spotfit.states import JobState
 
 
@@ -65,7 +66,7 @@ def status(ref: str) -> dict:
     }
 
 
-def _paused(state_db: StateDB, job: dict) -> dict | None:
+def _paused(state_db: StateDB, job: JobRecord) -> dict | None:
     """For a paused job: the rule that paused it, why, and how to resume it."""
     if job["state"] != JobState.PAUSED:
         return None
@@ -104,7 +105,7 @@ def list_jobs(limit: int = 50) -> list[dict]:
     ]
 
 
-def events(ref: str, after_id: int = 0) -> list[dict]:
+def events(ref: str, after_id: int = 0) -> list[EventRecord]:
     job = find_job(db(), ref)
     return db().events(job["id"], after_id)
 

@@ -14,10 +14,11 @@ import json
 import time
 
 from spotfit.attempt.registry import CARD, CLAIM, claim_version
+from spotfit.state_records import JobRecord
 from spotfit.stores import open_store
 
 
-def publish_best(name: str, job: dict, sweep: dict) -> dict | None:
+def publish_best(name: str, job: JobRecord, sweep: dict) -> dict | None:
     """Publish the best trial's exported model as the next version of `name`; its card (None: no export).
 
     `job` is the best trial's job row; `sweep` is {id, trial, params, objective: {metric, mode, value}}.

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from spotfit.state import StateDB
+from spotfit.state_records import AttemptRecord
 from spotfit.sweep.store import SweepDB
 
 PRUNED = ("pruned", "paused", "pausing", "pruning")
@@ -33,7 +34,7 @@ def saved_usd(cost_usd: float, step: int, total_steps: int | None) -> float:
     return round(cost_usd * (total_steps - step) / step, 6)
 
 
-def training_usd(attempts: list[dict]) -> float:
+def training_usd(attempts: list[AttemptRecord]) -> float:
     """What the attempts' training cost: each one's bill less its share of modeled launch overhead."""
     total = 0.0
     for a in attempts:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from spotfit import lease, sdk
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.spec import JobSpec
+from spotfit.state_records import JobRecord
 from spotfit.states import JobState, StopRequest
 from spotfit.sweep import asha, publish, report, study, trials
 from spotfit.sweep.spec import SweepSpec
@@ -239,7 +240,7 @@ class SweepRunner:
         if not JobState(job["state"]).is_terminal():
             self.jobs.update_job(job_id, cancel_requested=StopRequest.PRUNE)
 
-    def _closed(self, trial: dict, job: dict) -> None:
+    def _closed(self, trial: dict, job: JobRecord) -> None:
         """The trial's job ended: close the trial in the study and in the rows."""
         number, state = trial["number"], JobState(job["state"])
         # Stopped with no step left (a pause that landed on the last step), or by a rule of the
@@ -263,7 +264,7 @@ class SweepRunner:
             study.tell(self.study, number, "fail")
             self.db.update_trial(self.sweep_id, number, state="failed" if state is JobState.FAILED else "cancelled")
 
-    def _final_value(self, trial: dict, job: dict) -> float | None:
+    def _final_value(self, trial: dict, job: JobRecord) -> float | None:
         result = json.loads(job["result_json"]) if job["result_json"] else {}
         value = (result.get("metrics") or {}).get(self.spec.objective.metric)
         if value is None:

@@ -15,13 +15,14 @@ Example:
 from __future__ import annotations
 
 from spotfit.controller.ledger import ledger
+from spotfit.state_records import AttemptRecord
 from spotfit.states import AttemptState, JobState
 
 STATE_FILTERS = ("all", "active", *JobState)  # `active`: every state that is not terminal
 
 
-def board_rows(jobs: list[dict], attempts: dict[str, list[dict]]) -> list[dict]:
-    """A board row per job (newest first, as `jobs` come)."""
+def board_rows(jobs: list[dict], attempts: dict[str, list[AttemptRecord]]) -> list[dict]:
+    """A board row per job (newest first, as `jobs` come: the board's columns of each job's row)."""
     rows = []
     for job in jobs:
         tried = attempts.get(job["id"], [])

@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 from spotfit import sdk
 from spotfit.controller.ledger import ledger
+from spotfit.state_records import AttemptRecord, JobRecord
 from spotfit.states import AttemptState, JobState
 from spotfit.ui import charts, jobview
 from spotfit.ui.scalars import scalars
@@ -34,16 +35,16 @@ class CostCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def _key(job: dict, attempts: list[dict]) -> tuple:
+    def _key(job: JobRecord, attempts: list[AttemptRecord]) -> tuple:
         return (job["id"], job["total_steps"], job["state"],
                 tuple((a["number"], a["state"], a["cost_usd"], a["end_step"]) for a in attempts))
 
-    def peek(self, job: dict, attempts: list[dict]) -> dict | None:
+    def peek(self, job: JobRecord, attempts: list[AttemptRecord]) -> dict | None:
         """The cached document for the job as it is now, or None (without computing it)."""
         with self._lock:
             return self._docs.get(self._key(job, attempts))
 
-    def get(self, job: dict, attempts: list[dict]) -> dict:
+    def get(self, job: JobRecord, attempts: list[AttemptRecord]) -> dict:
         key = self._key(job, attempts)
         with self._lock:
             if key in self._docs:
@@ -57,7 +58,7 @@ class CostCache:
         return doc
 
 
-def ledger_only(job: dict, attempts: list[dict]) -> dict:
+def ledger_only(job: JobRecord, attempts: list[AttemptRecord]) -> dict:
     """`sdk.cost`'s document before its hindsight replay: the ledger's rows and totals, `pending`.
 
     >>> ledger_only({"id": "a-1", "name": "a", "state": "running", "total_steps": 10}, [])["pending"]

@@ -28,6 +28,7 @@ from spotfit.market.trace import BUNDLED
 from spotfit.sdk.market import plan_spec
 from spotfit.spec import JobSpec, parse_spec
 from spotfit.specfile import parse_spec_text
+from spotfit.state_records import JobRecord
 
 MAX_SPEC_BYTES = 256 * 1024  # a job spec is a few kilobytes
 SOURCE = "the posted spec"
@@ -89,7 +90,7 @@ def plan_content(content: bytes, trace: str | None = None) -> dict:
     return plan_spec(spec, bundled_trace("trace", trace))
 
 
-def plan_job(job: dict, trace: str | None = None) -> dict:
+def plan_job(job: JobRecord, trace: str | None = None) -> dict:
     """The plan of the spec a job recorded. Its trace too must be bundled: on a team's shared state DB another
     user may have recorded the job, and the dashboard opens no file on anyone's say."""
     try:

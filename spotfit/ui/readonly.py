@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import SCHEMA_VERSION, StateDB
 from spotfit.state_dialect import Postgres, Sqlite, display_target, is_postgres
+from spotfit.state_records import AttemptRecord
 from spotfit.state_wait import WaitPolicy
 from spotfit.sweep.store import SweepDB
 
@@ -102,9 +103,9 @@ class ReadOnlyStateDB(StateDB):
         ).fetchall()
         return [dict(r) for r in rows], int(total)
 
-    def attempts_by_job(self, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    def attempts_by_job(self, job_ids: list[str]) -> dict[str, list[AttemptRecord]]:
         """The attempts of many jobs in one query (the jobs board), each job's in order."""
-        out: dict[str, list[dict[str, Any]]] = {job_id: [] for job_id in job_ids}
+        out: dict[str, list[AttemptRecord]] = {job_id: [] for job_id in job_ids}
         for start in range(0, len(job_ids), 500):  # SQLite caps the number of bound parameters
             chunk = job_ids[start:start + 500]
             rows = self._q(
@@ -114,7 +115,7 @@ class ReadOnlyStateDB(StateDB):
             for row in rows:
                 attempt = dict(row)
                 attempt["info"] = json.loads(attempt.pop("info_json") or "{}")
-                out[attempt["job_id"]].append(attempt)
+                out[attempt["job_id"]].append(cast(AttemptRecord, attempt))
         return out
 
 
