@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from spotfit.attempt.progress import TRAINED_PHASES, Phase
+from spotfit.backends.base import LiveMarketSource
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.market_source import Live, MarketSource, NoMarket, Replay
 from spotfit.controller.ticks import Launch, PolicyTicker, WallTicker
@@ -58,7 +59,7 @@ class AttemptPlanner:
 
     def connect_live(self, backend, request) -> str | None:
         """Without a trace, use the backend's live prices (if it has them); returns what happened."""
-        if self.market.replayed or not hasattr(backend, "live_market"):
+        if self.market.replayed or not isinstance(backend, LiveMarketSource):
             return None
         try:
             live = backend.live_market(request, list(self.spec.market.zones))

@@ -46,6 +46,7 @@ from __future__ import annotations
 import signal as _signal
 from collections.abc import Callable
 
+from spotfit.backends.base import backend_class
 from spotfit.controller import waits
 from spotfit.states import AttemptState, JobState
 
@@ -143,7 +144,7 @@ class FailureTracker:
         self.progress_of = progress_of or (lambda number: {})  # an attempt's progress.json
         self.max_failures = spec.max_failures
         self.base_s, self.max_s = waits.scaled(spec.failure_backoff_s), waits.scaled(MAX_BACKOFF_S)
-        self.boot_timeout_s = spec.aws.boot_timeout_s if spec.backend == "aws" else None
+        self.boot_timeout_s = backend_class(spec.backend).boot_timeout_s(spec)
         attempts = db.attempts(job_id)
         self.count = sum(1 for a in attempts if counted(a))
         self.in_a_row = failures_in_a_row(attempts)

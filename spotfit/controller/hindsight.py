@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
+from spotfit.backends.base import backend_class
 from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import POLICIES, make_policy
 from spotfit.market.simulator import Job, simulate
@@ -88,7 +89,7 @@ def _why_not(spec: JobSpec | None, origin_s: float | None, work_s: float | None)
         return "the job's recorded spec does not validate with this version of spotfit"
     if spec.market.trace is None:
         return "the job has no replayed market (`market.trace: null`): there is no window to replay"
-    if spec.backend != "local":
+    if not backend_class(spec.backend).runs_here:
         return (f"backend {spec.backend} is billed at the cloud's live prices, not at a replayed trace's: "
                 "there is no window to replay")
     if origin_s is None or not work_s:

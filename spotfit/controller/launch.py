@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from spotfit.attempt import layout
-from spotfit.backends.base import Backend, LaunchRequest, backend_options
+from spotfit.backends.base import Backend, LaunchRequest, backend_class, backend_options
 from spotfit.controller import attempt_config, crashpoints
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker
@@ -84,9 +84,8 @@ class Launcher:
         Wall seconds since the launch, as for the boot timeout: a replayed market's clock holds
         from the launch until the attempt trains, so it would never see the wait.
         """
-        if self.spec.backend != "kubernetes":
-            return False
-        return time.time() - attempt["started_at"] > self.spec.kubernetes.pending_timeout_s
+        timeout_s = backend_class(self.spec.backend).pending_timeout_s(self.spec)
+        return timeout_s is not None and time.time() - attempt["started_at"] > timeout_s
 
     def _write_launch_files(self, number: int, config: bytes) -> bool:
         self.files.store.delete(layout.STOP)

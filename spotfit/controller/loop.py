@@ -298,7 +298,7 @@ class Controller:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
             return
         try:
-            classify.check_script(self.spec, local=self.backend.name == "local")
+            classify.check_script(self.spec, local=self.backend.runs_here)
         except classify.ConfigError as exc:  # gone since the job was submitted
             self._config_error = self._config_failed(exc)
             return

@@ -143,10 +143,10 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
 
 def _backend_preflight(spec: JobSpec) -> list[str]:
     """The backend's checks before anything is recorded (kubeconfig, context, TFJob CRD); its notes."""
-    from spotfit.backends.base import make_backend
+    from spotfit.backends.base import Preflight, make_backend
 
-    check = getattr(make_backend(spec.backend), "preflight", None)
-    return check(spec) if check is not None else []
+    backend = make_backend(spec.backend)
+    return backend.preflight(spec) if isinstance(backend, Preflight) else []
 
 
 def _check_sink_secrets(spec: JobSpec) -> None:

@@ -56,6 +56,7 @@ class _Never:
     """A stand-in backend that must not be asked to launch."""
 
     name = "stand-in"
+    runs_here = False
 
     def launch(self, request):
         raise AssertionError("launched although the budget was spent")

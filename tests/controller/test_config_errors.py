@@ -83,6 +83,7 @@ class _ExitsWith:
     """A stand-in backend whose every attempt has ended with `code` (and reported why)."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, store_url: str, code: int):
         self.store = open_store(store_url)

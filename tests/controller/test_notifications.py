@@ -203,6 +203,7 @@ def test_the_controller_notifies_a_team_budget_pause(spotfit_home):
 
 class _NoLaunch:
     name = "stand-in"
+    runs_here = False
 
     def launch(self, request):
         raise AssertionError("launched past a team budget")

@@ -30,6 +30,7 @@ class _FailsAt:
     """A stand-in backend: attempt n's runtime reports `errors(n)` = (error line, step) and exits 1."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, store_url: str, errors):
         self.store = open_store(store_url)

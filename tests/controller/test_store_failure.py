@@ -30,6 +30,7 @@ class _FillsTheDiskAndFails:
     """A stand-in attempt that fills the disk at `folder`, then has exited 1."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, folder):
         self.folder = folder

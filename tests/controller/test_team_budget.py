@@ -70,6 +70,7 @@ class _CountsLaunches:
     """A stand-in backend: any launch is counted (and fails the tests that expect none)."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self):
         self.launches = 0

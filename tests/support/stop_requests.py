@@ -16,6 +16,7 @@ class RecordingBackend:
     """Records the preemptions the controller sends."""
 
     name = "local"
+    runs_here = True
 
     def __init__(self):
         self.preempted: list[tuple[str, float]] = []

@@ -12,6 +12,7 @@ import time
 
 from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.shipping import check_env
+from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import LaunchRequest
 from spotfit.home import default_store_url
 from spotfit.spec import load_spec
@@ -29,7 +30,7 @@ def dry_run(path: str) -> dict:
                             market=Market.SPOT if spec.resources.spot else Market.ON_DEMAND,
                             workers=spec.resources.workers, env=dict(spec.env),
                             accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
-                            options=spec.aws_options())
+                            options=aws_options(spec))
     check_env(request.env)
     calls = AwsBackend().plan(request, lookup=False)
     warnings = []
