@@ -78,13 +78,17 @@ class Launcher:
                                trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
         self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {why}", attempt=number)
 
+    def pending_timeout_s(self) -> float | None:
+        """The backend's wait for a machine (`kubernetes.pending_timeout_s`); None where it has none."""
+        return backend_class(self.spec.backend).pending_timeout_s(self.spec)
+
     def pending_overdue(self, attempt: dict) -> bool:
         """Whether the attempt's pods have waited for a node longer than `kubernetes.pending_timeout_s`.
 
         Wall seconds since the launch, as for the boot timeout: a replayed market's clock holds
         from the launch until the attempt trains, so it would never see the wait.
         """
-        timeout_s = backend_class(self.spec.backend).pending_timeout_s(self.spec)
+        timeout_s = self.pending_timeout_s()
         return timeout_s is not None and time.time() - attempt["started_at"] > timeout_s
 
     def _write_launch_files(self, number: int, config: bytes) -> bool:
