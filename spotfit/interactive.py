@@ -13,7 +13,7 @@ from spotfit.backends.base import backend_class
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import submit_spec
-from spotfit.states import AttemptState, JobState
+from spotfit.state.states import AttemptState, JobState
 
 
 def notebook(path: str | None = None, backend: str | None = None) -> str:

@@ -95,7 +95,7 @@ def webhook_env(job_id: str) -> str:
 
 def keep_webhook(job_id: str, notify, shared: bool, environ: dict[str, str] | None = None) -> None:
     """At submit: a named webhook must be set here; a literal one is kept in the environment, never on disk."""
-    from spotfit.rulespec import is_redacted
+    from spotfit.spec.rules import is_redacted
 
     env = os.environ if environ is None else environ
     if notify is None:

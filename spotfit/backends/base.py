@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from spotfit.states import Market
+from spotfit.state.states import Market
 
 
 @dataclass

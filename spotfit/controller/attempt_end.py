@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
-from spotfit.state import StateDB
-from spotfit.states import AttemptState
+from spotfit.state.db import StateDB
+from spotfit.state.states import AttemptState
 
 
 class EndRecorder:

@@ -24,9 +24,9 @@ from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
-from spotfit.spec import JobSpec, Preemption
-from spotfit.state import StateDB
-from spotfit.states import AttemptState, Market
+from spotfit.spec.job import JobSpec, Preemption
+from spotfit.state.db import StateDB
+from spotfit.state.states import AttemptState, Market
 
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
 MIN_NOTICE_S = 3.0  # wall seconds: enough to finish a step and save on this machine

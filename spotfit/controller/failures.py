@@ -48,7 +48,7 @@ from collections.abc import Callable
 
 from spotfit.backends.base import backend_class
 from spotfit.controller import waits
-from spotfit.states import AttemptState, JobState
+from spotfit.state.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
 EXIT_SIGKILL_SHELL = 128 + _signal.SIGKILL  # how a shell (or an agent's wrapper) reports a SIGKILLed child

@@ -17,9 +17,9 @@ from spotfit.controller.failures import FailureTracker
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState, Market
+from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
+from spotfit.state.states import AttemptState, JobState, Market
 
 
 class Launcher:

@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from spotfit.states import AttemptState
+from spotfit.state.states import AttemptState
 
 
 def _overhead_s(attempt: dict) -> float:

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable
 
-from spotfit import job_secrets, lease
+from spotfit import job_secrets
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle, make_backend
@@ -31,9 +31,10 @@ from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState, Market, StopRequest
+from spotfit.spec.job import JobSpec
+from spotfit.state import lease
+from spotfit.state.db import StateDB
+from spotfit.state.states import AttemptState, JobState, Market, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
@@ -134,7 +135,7 @@ class Controller:
             time.sleep(self.poll_s)
 
     def _record_state_waits(self) -> None:
-        """Writes that waited out a locked or full state DB (`state_wait.py`): one `state_wait` event each."""
+        """Writes that waited out a locked or full state DB (`state/wait.py`): one `state_wait` event each."""
         while self.db.waits:
             wait = self.db.waits.pop(0)
             self.db.add_event(self.job_id, "state_wait", wait.message(self.db.path), reason=wait.reason,

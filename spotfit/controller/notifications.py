@@ -40,7 +40,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from spotfit.controller import waits
-from spotfit.states import JobState
+from spotfit.state.states import JobState
 
 TRIES = 3
 FIRST_WAIT_S = 1.0  # between tries, doubled each time

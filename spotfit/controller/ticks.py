@@ -13,7 +13,7 @@ from collections.abc import Callable
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.work_meter import WorkMeter
 from spotfit.market.replay import MarketReplay
-from spotfit.states import Market
+from spotfit.state.states import Market
 
 Launch = tuple[Market, str | None]  # (market, zone)
 Decide = Callable[[dict | None, dict, float | None], Launch | None]  # (attempt, progress, at_s)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 
 from spotfit.attempt.progress import Phase
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
-from spotfit.states import AttemptState
+from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
+from spotfit.state.states import AttemptState
 
 
 class WorkMeter:

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from spotfit import arguments
 from spotfit.errors import NotFoundError
 from spotfit.home import state_target
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 
 _READING: ContextVar[StateDB | None] = ContextVar("spotfit_state_db", default=None)
 

@@ -60,7 +60,7 @@ def job_cost(job: dict, attempts: list[dict]) -> dict:
     from spotfit.controller.hindsight import hindsight
     from spotfit.controller.ledger import ledger
     from spotfit.market.policies.base import ALIASES
-    from spotfit.spec import JobSpec
+    from spotfit.spec.job import JobSpec
 
     doc = ledger(attempts, job["total_steps"])
     totals = doc["totals"]

@@ -12,7 +12,7 @@ from spotfit.errors import UsageError
 from spotfit.home import home, state_target
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import validate
-from spotfit.states import JobState
+from spotfit.state.states import JobState
 
 
 def dry_run(path: str, backend: str | None = None) -> dict:
@@ -56,7 +56,7 @@ def _ended_with_secrets(job: str | None) -> dict[str, str]:
     """{job id: the region of its SSM secrets} of the aws jobs with `secrets:` (or a notebook's token) that ended
     for good (`job`'s only)."""
     from spotfit.backends.base import SecretKeeper, make_backend
-    from spotfit.spec import JobSpec
+    from spotfit.spec.job import JobSpec
 
     ended: dict[str, str] = {}
     for row in db().list_jobs(limit=1_000_000):

@@ -20,7 +20,7 @@ import html
 import json
 from pathlib import Path
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.sweep.store import SweepDB
 
 PRUNED = ("pruned", "paused", "pausing", "pruning")

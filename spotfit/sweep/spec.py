@@ -26,8 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from spotfit.errors import SpecError
-from spotfit.spec import MAX_HOURS, _Section, _short, _to_spec_error
-from spotfit.specfile import read_spec_file
+from spotfit.spec.file import read_spec_file
+from spotfit.spec.job import MAX_HOURS, _Section, _short, _to_spec_error
 
 DOCS = "docs/sweeps.md"
 DISTRIBUTIONS = ("log_uniform", "uniform", "int_uniform", "choice")

@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from spotfit.controller.ledger import ledger
-from spotfit.states import AttemptState, JobState
+from spotfit.state.states import AttemptState, JobState
 
 STATE_FILTERS = ("all", "active", *JobState)  # `active`: every state that is not terminal
 

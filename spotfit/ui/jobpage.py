@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 from spotfit import sdk
 from spotfit.controller.ledger import ledger
-from spotfit.states import AttemptState, JobState
+from spotfit.state.states import AttemptState, JobState
 from spotfit.ui import charts, jobview
 from spotfit.ui.scalars import scalars
 

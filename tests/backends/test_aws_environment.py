@@ -16,7 +16,7 @@ from spotfit.backends.aws.environment import cache_root, instance_env
 from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import SpecError, UsageError
-from spotfit.spec import load_spec, parse_spec
+from spotfit.spec.job import load_spec, parse_spec
 from spotfit.stores import open_store
 from tests.support.aws_moto import launch_request
 

@@ -15,7 +15,7 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 
 SCRIPT = "import time\ntime.sleep(300)  # never reached in time: the budget ends the job first\n"

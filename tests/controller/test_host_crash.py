@@ -24,7 +24,7 @@ from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.backends.local_process import LocalHandle
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from spotfit.stores import open_store
 from tests.support.wait import wait_for
 

@@ -24,7 +24,7 @@ from spotfit.controller.loop import Controller
 from spotfit.controller.notifications import TRIES, Notifier
 from spotfit.errors import SpecError
 from spotfit.settings import Settings, Sink, load_settings
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from tests.support.webhook import webhook_receiver
 
 
@@ -251,7 +251,7 @@ def test_a_jobs_own_sinks_take_their_url_from_the_controllers_environment(monkey
     ({"sinks": [{"webhook": {"secret": "not a name"}}]}, "an environment variable name"),
 ])
 def test_bad_sinks_in_a_spec_are_one_line(notify, fragment):
-    from spotfit.spec import parse_spec
+    from spotfit.spec.job import parse_spec
 
     with pytest.raises(SpecError) as err:
         parse_spec({"name": "a", "script": "t.py", "notify": notify}, source="job.yaml")

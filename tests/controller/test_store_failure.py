@@ -18,7 +18,7 @@ from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.failures import FailureTracker
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 
 class _Handle(str):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from spotfit import sdk
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 
 class RecordingBackend:

@@ -15,8 +15,8 @@ from spotfit.backends.aws.shipping import check_env
 from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import LaunchRequest
 from spotfit.home import default_store_url
-from spotfit.spec import load_spec
-from spotfit.states import Market
+from spotfit.spec.job import load_spec
+from spotfit.state.states import Market
 from spotfit.stores import child
 
 

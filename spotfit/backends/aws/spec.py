@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from spotfit.specbase import _Section
+from spotfit.spec.base import _Section
 
 
 class Aws(_Section):
@@ -51,7 +51,7 @@ class Aws(_Section):
 def aws_options(spec: Any) -> dict[str, Any]:
     """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
     from spotfit.errors import SpecError
-    from spotfit.spec import _short
+    from spotfit.spec.job import _short
 
     env, text = spec.environment, ""
     if env.requirements:

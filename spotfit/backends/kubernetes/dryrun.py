@@ -15,8 +15,8 @@ from spotfit.backends.base import LaunchRequest, backend_options
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.home import default_store_url
-from spotfit.spec import load_spec
-from spotfit.states import Market
+from spotfit.spec.job import load_spec
+from spotfit.state.states import Market
 from spotfit.stores import child
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from spotfit.specbase import _Section, matching
+from spotfit.spec.base import _Section, matching
 
 KubernetesProfile = Literal["eks", "gke", "aks", "custom"]
 MultiWorker = Literal["auto", "tfjob", "indexed"]

@@ -33,9 +33,9 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from spotfit.backends.aws.spec import Aws
 from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.errors import SpecError
-from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
-from spotfit.specbase import Labels, Slug, _Section, redact_userinfo
-from spotfit.specfile import read_spec_file
+from spotfit.spec.base import Labels, Slug, _Section, redact_userinfo
+from spotfit.spec.file import read_spec_file
+from spotfit.spec.rules import RULE_MODELS, Notify, RuleSpec
 
 DOCS = "docs/job-spec.md"
 MAX_HOURS = 87_600.0  # ten years: bounds the hour fields so that dates and seconds never overflow
