@@ -15,7 +15,7 @@ from spotfit.errors import SpotfitError
 from spotfit.training_loop import loop
 
 if TYPE_CHECKING:
-    from spotfit.spec import JobSpec, load_spec
+    from spotfit.spec.job import JobSpec, load_spec
 
 __all__ = ["JobSpec", "SpotfitError", "load_spec", "loop"]
 __version__ = "0.1.0"

@@ -1,7 +1,8 @@
 """Reaching a running attempt: a shell or command (`spotfit ssh`) and a forwarded port (`spotfit port-forward`).
 
 Pure builders: from the attempt's backend handle (and, for a local attempt, its folder) to the
-exact command that reaches it; nothing opens a port to the world:
+exact command that reaches it; nothing opens a port to the world. Each backend builds its own
+commands (a `Reachable` backend; `backends/*/access.py`):
 
 - local: the attempt runs here; a shell or command starts in its folder, and a port is relayed
   from 127.0.0.1:LOCAL to 127.0.0.1:REMOTE (nothing to relay when they are equal);
@@ -18,14 +19,12 @@ exact command that reaches it; nothing opens a port to the world:
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from typing import Any
 
+from spotfit.backends.base import Reachable, make_backend
 from spotfit.errors import UsageError
-
-AWS_USER = "ubuntu"  # the login of the Deep Learning AMIs spotfit launches by default
+from spotfit.registry import registered_backends
 
 
 def parse_ports(text: str) -> tuple[int, int]:
@@ -44,20 +43,7 @@ def parse_ports(text: str) -> tuple[int, int]:
 
 def shell_command(backend: str, handle: Any, options: dict, command: list[str]) -> list[str]:
     """The command that runs `command` (a login shell when empty) on the attempt's machine."""
-    if backend == "local":
-        return command or [os.environ.get("SHELL") or "/bin/sh"]
-    if backend == "aws":
-        instance, region = _instance(handle)
-        if options.get("key_name"):
-            return [*_ssh(instance, region, options["key_name"]), "-t", f"{AWS_USER}@{instance}", *command]
-        base = ["aws", "ssm", "start-session", "--region", region, "--target", instance]
-        if not command:
-            return base
-        return [*base, "--document-name", "AWS-StartInteractiveCommand",
-                "--parameters", json.dumps({"command": [" ".join(command)]})]
-    if backend == "kubernetes":
-        return [*_kubectl(handle), "exec", "-it", f"job/{handle.name}", "--", *(command or ["/bin/bash"])]
-    raise UsageError(f"Invalid backend {backend!r}: expected local, aws or kubernetes.")
+    return _reachable(backend).shell_command(handle, options, command)
 
 
 def port_forward_command(backend: str, handle: Any, options: dict, local: int, remote: int) -> list[str] | None:
@@ -65,40 +51,12 @@ def port_forward_command(backend: str, handle: Any, options: dict, local: int, r
 
     None for a local attempt: spotfit relays the port itself (`relay`).
     """
-    if backend == "local":
-        return None
-    if backend == "aws":
-        instance, region = _instance(handle)
-        if options.get("key_name"):
-            return [*_ssh(instance, region, options["key_name"]), "-N",
-                    "-L", f"127.0.0.1:{local}:127.0.0.1:{remote}", f"{AWS_USER}@{instance}"]
-        return ["aws", "ssm", "start-session", "--region", region, "--target", instance,
-                "--document-name", "AWS-StartPortForwardingSession",
-                "--parameters", json.dumps({"portNumber": [str(remote)], "localPortNumber": [str(local)]})]
-    if backend == "kubernetes":
-        return [*_kubectl(handle), "port-forward", "--address", "127.0.0.1", f"job/{handle.name}", f"{local}:{remote}"]
-    raise UsageError(f"Invalid backend {backend!r}: expected local, aws or kubernetes.")
+    return _reachable(backend).port_forward_command(handle, options, local, remote)
 
 
-def _instance(handle: Any) -> tuple[str, str]:
-    if not handle.instances:
-        raise UsageError(f"Attempt {handle.attempt} of job {handle.job} has no instance yet.",
-                         hint="Wait until `spotfit status` says it runs.")
-    return handle.instances[0], handle.region  # the chief
-
-
-def _ssh(instance: str, region: str, key_name: str) -> list[str]:
-    """SSH with the job's key pair, tunnelled through SSM: no inbound port on the instance."""
-    proxy = (f"aws ssm start-session --region {region} --target %h --document-name AWS-StartSSHSession "
-             "--parameters portNumber=%p")
-    return ["ssh", "-i", os.path.expanduser(f"~/.ssh/{key_name}.pem"), "-o", "StrictHostKeyChecking=accept-new",
-            "-o", f"ProxyCommand={proxy}"]
-
-
-def _kubectl(handle: Any) -> list[str]:
-    out = ["kubectl"]
-    if handle.kubeconfig:
-        out += ["--kubeconfig", handle.kubeconfig]
-    if handle.context:
-        out += ["--context", handle.context]
-    return [*out, "--namespace", handle.namespace]
+def _reachable(name: str) -> Reachable:
+    backend = make_backend(name) if name in registered_backends() else None
+    if not isinstance(backend, Reachable):
+        raise UsageError(f"Invalid backend {name!r}: expected one of {', '.join(registered_backends())}, whose "
+                         "attempts can be reached.")
+    return backend

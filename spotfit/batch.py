@@ -10,7 +10,7 @@ in it. The default limit is one job per GPU of this machine (`nvidia-smi -L`), 1
 
 The queue keeps nothing in memory that a crash would lose: the job's state says whether it was
 released, the batch's rows record each hand-over (`started_at`, the controller's pid where this
-queue started one), and the queue holds the batch's lease (`spotfit/lease.py`). Killed at any
+queue started one), and the queue holds the batch's lease (`spotfit/state/lease.py`). Killed at any
 point, it is replaced by `resume(batch_id)` (`spotfit batch resume BATCH`), which releases only
 jobs still queued, and starts a controller again only for a released job whose controller died
 (or never started) before taking the job's lease; a job's lease lets one controller drive it,
@@ -35,14 +35,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spotfit import arguments, lease, sdk
+from spotfit import arguments, sdk
 from spotfit.errors import UsageError
 from spotfit.home import home, state_is_shared
-from spotfit.state_records import JobRecord
-from spotfit.states import JobState
+from spotfit.state import lease
+from spotfit.state.records import JobRecord
+from spotfit.state.states import JobState
 
 if TYPE_CHECKING:
-    from spotfit.state import StateDB
+    from spotfit.state.db import StateDB
     from spotfit.sweep.store import SweepDB
 
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from spotfit.errors import UsageError
-from spotfit.state_dialect import display_target
+from spotfit.state.dialect import display_target
 
 DATA_DIR_ENV = "SPOTFIT_DATA_DIR"  # the runtime sets it to the cached copy of `data.source`
 STATE_URL_ENV = "SPOTFIT_STATE_URL"

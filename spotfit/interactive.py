@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import time
 
+from spotfit.backends.base import backend_class
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import submit_spec
-from spotfit.state_records import AttemptRecord, JobRecord
-from spotfit.states import AttemptState, JobState
+from spotfit.state.records import AttemptRecord, JobRecord
+from spotfit.state.states import AttemptState, JobState
 
 
 def notebook(path: str | None = None, backend: str | None = None) -> str:
@@ -52,7 +53,7 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
     backend = json.loads(job["spec_json"]).get("backend", "local")
     port = info["port"]
     forward = None
-    if backend != "local":  # the same port here, carried by the backend's forwarding
+    if not backend_class(backend).runs_here:  # the same port here, carried by the backend's forwarding
         forward = access.port_forward_command(backend, _live_handle(job)[1], _options(job), port, port)
     return {"id": job["id"], "url": notebooks.url(port), "token_file": str(notebooks.token_file(job["id"])),
             "attempt": info["attempt"], "backend": backend, "port": port, "forward": forward}
@@ -86,7 +87,7 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
     job = find_job(db(), ref)
     attempt, handle = _live_handle(job)
     backend = json.loads(job["spec_json"]).get("backend", "local")
-    cwd = _local_folder(job, attempt["number"]) if backend == "local" else None
+    cwd = _local_folder(job, attempt["number"]) if backend_class(backend).runs_here else None
     return {"id": job["id"], "backend": backend, "attempt": attempt["number"],
             "argv": access.shell_command(backend, handle, _options(job), list(command or [])), "cwd": cwd}
 

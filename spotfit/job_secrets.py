@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from spotfit.errors import UsageError
 
@@ -54,13 +53,15 @@ def check_present(names: list[str]) -> None:
 
 
 def store_at_submit(backend_name: str, job_id: str, spec, values: dict[str, str], store) -> None:
-    """Put the values where the backend's attempts read them (aws: SSM); local keeps them in memory only."""
-    if not values or backend_name != "aws":
+    """Put the values where the backend's attempts read them (a `SecretKeeper`, aws: SSM); local keeps them in
+    memory only."""
+    if not values:
         return
-    from spotfit.backends.base import make_backend
+    from spotfit.backends.base import SecretKeeper, make_backend
 
-    aws: Any = make_backend("aws")  # put_secrets is the aws backend's own, not the protocol's
-    aws.put_secrets(job_id, values, spec.aws.model_dump(), list(spec.market.zones), store)
+    backend = make_backend(backend_name)
+    if isinstance(backend, SecretKeeper):
+        backend.put_job_secrets(job_id, values, spec, store)
 
 
 def release(backend, db, job_id: str, spec, state: str) -> None:
@@ -72,12 +73,13 @@ def release(backend, db, job_id: str, spec, state: str) -> None:
         from spotfit.notebooks import forget_token
 
         forget_token(job_id)
-    if not hasattr(backend, "delete_secrets"):
-        return
+    from spotfit.backends.base import SecretKeeper
     from spotfit.errors import SpotfitError
 
+    if not isinstance(backend, SecretKeeper):
+        return
     try:
-        backend.delete_secrets(job_id, spec.aws.model_dump(), list(spec.market.zones))
+        backend.delete_job_secrets(job_id, spec)
     except SpotfitError as exc:  # the job's end stands; the parameters stay until deleted by hand
         db.add_event(job_id, "secrets_left", f"{exc.message} (delete /spotfit/{job_id}/ in SSM by hand)",
                      hint=exc.hint)
@@ -93,7 +95,7 @@ def webhook_env(job_id: str) -> str:
 
 def keep_webhook(job_id: str, notify, shared: bool, environ: dict[str, str] | None = None) -> None:
     """At submit: a named webhook must be set here; a literal one is kept in the environment, never on disk."""
-    from spotfit.rulespec import is_redacted
+    from spotfit.spec.rules import is_redacted
 
     env = os.environ if environ is None else environ
     if notify is None:

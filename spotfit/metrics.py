@@ -17,7 +17,7 @@ dashboard over one state serves the same figures, and a restart loses none:
 install hint. Example:
 
 >>> import os, tempfile
->>> from spotfit.state import StateDB
+>>> from spotfit.state.db import StateDB
 >>> path = os.path.join(tempfile.mkdtemp(), "state.db")
 >>> StateDB(path).create_job("j-1", "j", spec_json='{"labels": {"project": "nlp"}}', store_url="memory://j")
 >>> text = exposition(lambda: StateDB(path)).decode()
@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from spotfit.errors import UsageError
-from spotfit.state import StateDB
-from spotfit.states import AttemptState, JobState
+from spotfit.state.db import StateDB
+from spotfit.state.states import AttemptState, JobState
 
 RULE_EVENTS = ("rule", "budget_limit", "team_budget")
 _LIVE = (str(AttemptState.LAUNCHING), str(AttemptState.RUNNING))

@@ -22,7 +22,7 @@ from pathlib import Path
 from spotfit.attempt import layout
 from spotfit.attempt.notebook import token_file
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.spec import JobSpec, load_spec, parse_spec
+from spotfit.spec.job import JobSpec, load_spec, parse_spec
 from spotfit.stores.base import ObjectStore
 
 REMOTE_PORT_NOTE = "the attempt's port on its machine"

@@ -36,8 +36,8 @@ from pydantic import Field, ValidationError, field_validator
 
 from spotfit.errors import SpecError
 from spotfit.home import home
-from spotfit.sinkspec import Sink, one_target
-from spotfit.specbase import Labels, Slug, _Section
+from spotfit.spec.base import Labels, Slug, _Section
+from spotfit.spec.sinks import Sink, one_target
 
 DOCS = "docs/costs.md"
 Action = Literal["none", "notify", "pause"]
@@ -83,8 +83,8 @@ def settings_path() -> Path:
 
 def load_settings(path: Path | None = None) -> Settings:
     """The settings at `path` (default `$SPOTFIT_HOME/config.yaml`); empty ones when there is no file."""
-    from spotfit.spec import _to_spec_error
-    from spotfit.specfile import read_spec_file
+    from spotfit.spec.file import read_spec_file
+    from spotfit.spec.job import _to_spec_error
 
     path = path or settings_path()
     if not path.is_file():

@@ -153,7 +153,7 @@ def test_data_dir_helper(source, tmp_path, monkeypatch):
 
 def test_spec_data_section():
     from spotfit.errors import SpecError
-    from spotfit.spec import parse_spec
+    from spotfit.spec.job import parse_spec
 
     spec = parse_spec({"name": "j", "script": "t.py", "data": {"source": "s3://b/p", "cache_limit_gib": 2}})
     assert (spec.data.source, spec.data.cache_limit_gib, spec.data.workers) == ("s3://b/p", 2, 16)

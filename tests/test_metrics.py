@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from spotfit import metrics
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.ui.app import create_app
 from tests.support.statedb import seed_jobs
 

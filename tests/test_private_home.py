@@ -16,9 +16,9 @@ from spotfit.attempt.notebook import TOKEN_ENV
 from spotfit.controller import notify
 from spotfit.errors import UsageError
 from spotfit.home import home
-from spotfit.rulespec import Notify
-from spotfit.spec import JobSpec, parse_spec
-from spotfit.state import StateDB
+from spotfit.spec.job import JobSpec, parse_spec
+from spotfit.spec.rules import Notify
+from spotfit.state.db import StateDB
 from spotfit.stores import open_store
 from spotfit.stores.fsspec_store import FsspecStore
 

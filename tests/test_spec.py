@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from spotfit.errors import SpecError
-from spotfit.spec import (
+from spotfit.spec.job import (
     DOCS,
     SecondsInterval,
     StepsInterval,

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from spotfit.errors import SpecError
-from spotfit.spec import parse_spec
+from spotfit.spec.job import parse_spec
 from tests.support.jobs import spotfit_cmd
 
 SECRET = "wJalrXUtnFEMI-canary"

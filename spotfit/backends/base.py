@@ -8,17 +8,32 @@ a restarted controller can adopt the attempts of the one that died (`spotfit res
 that died inside `launch`, before it stored the handle, is covered by `find`: the backend
 recognizes what it launched by the request alone (a process's command line, EC2 tags).
 
-A backend may also define `preflight(spec) -> list[str]`: `spotfit run` calls it with the job
-spec before it records the job, so that what cannot work (no kubeconfig) is one `UsageError`,
-and records the notes it returns (what it chose instead) as `backend_note` events.
+Optional abilities are declared, never probed: a backend that can do more implements one of the
+small runtime-checkable protocols below, and callers ask `isinstance(backend, Preflight)`:
+
+- `Preflight`: `spotfit run` calls `preflight(spec)` before it records the job, so that what
+  cannot work (no kubeconfig) is one `UsageError`, and records the notes it returns (what it
+  chose instead) as `backend_note` events;
+- `LiveMarketSource`: live spot prices for a job without a replayed trace;
+- `SecretKeeper`: the spec's `secrets:` stored at submit and deleted when the job ends;
+- `Reachable`: the commands that reach a running attempt (`spotfit ssh`, `spotfit port-forward`);
+- `DryRunner`: the exact cloud requests of a job's first attempt (`spotfit run --dry-run`).
+
+What the code outside `backends/` needs to know about a backend without an instance (whether its
+attempts run on this machine, its spec section as launch options, its timeouts) are the class
+attributes and static hooks of `BackendTraits`, which each backend class inherits and overrides.
+The one registry (`spotfit/registry.py`, which imports nothing, so the planner reads it too) maps a
+backend's name to its class, imported lazily by `backend_class` (a cloud SDK loads only when its
+backend is used): adding a backend is a folder under `backends/` and one line there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from spotfit.states import Market
+from spotfit.registry import BACKENDS
+from spotfit.state.states import Market
 
 
 @dataclass
@@ -64,6 +79,7 @@ class Backend(Protocol[H]):
     """Launch, watch, signal and stop attempts; `H` is the backend's own handle type."""
 
     name: str
+    runs_here: bool  # see BackendTraits
 
     def launch(self, request: LaunchRequest) -> H:
         """Start the attempt; return its handle. Raise `NoCapacityError` when there is none."""
@@ -88,16 +104,83 @@ class Backend(Protocol[H]):
         """Stop the attempt and release its resources (idempotent)."""
 
 
-_BACKENDS = {
-    "local": "spotfit.backends.local:LocalBackend",
-    "aws": "spotfit.backends.aws.backend:AwsBackend",
-    "kubernetes": "spotfit.backends.kubernetes.backend:KubernetesBackend",
-}
+class BackendTraits:
+    """What a backend class tells without an instance; the defaults fit a backend with no spec section.
+
+    >>> BackendTraits.options(object()), BackendTraits.boot_timeout_s(object())
+    ({}, None)
+    """
+
+    #: Attempts run as processes on this machine: the secrets pass through the controller's environment,
+    #: a port needs no forwarding, and attempts are billed at a replayed trace's prices, not a cloud's.
+    runs_here: ClassVar[bool] = False
+
+    @staticmethod
+    def options(spec: Any) -> dict[str, Any]:
+        """The spec's section of this backend as the launch options (`LaunchRequest.options`)."""
+        return {}
+
+    @staticmethod
+    def boot_timeout_s(spec: Any) -> float | None:
+        """Wall seconds after which an attempt with no runtime progress failed to boot; None: no limit."""
+        return None
+
+    @staticmethod
+    def pending_timeout_s(spec: Any) -> float | None:
+        """Wall seconds after which an attempt still waiting for a machine ends no_capacity; None: no limit."""
+        return None
 
 
-def registered_backends() -> list[str]:
-    """Names `make_backend` knows, sorted."""
-    return sorted(_BACKENDS)
+@runtime_checkable
+class Preflight(Protocol):
+    """A backend that checks a job spec before `spotfit run` records the job."""
+
+    def preflight(self, spec: Any) -> list[str]:
+        """Raise `UsageError` for what cannot work; return notes on what was chosen instead."""
+
+
+@runtime_checkable
+class LiveMarketSource(Protocol):
+    """A backend that reads live spot prices (a `LiveMarket`) for a job without a replayed trace."""
+
+    def live_market(self, request: LaunchRequest, zones: list[str]) -> Any:
+        """The live market of the request's instance type in `zones`, or None when none is published."""
+
+
+@runtime_checkable
+class SecretKeeper(Protocol):
+    """A backend that stores the job's `secrets:` values where its attempts read them."""
+
+    def put_job_secrets(self, job_id: str, values: dict[str, str], spec: Any, store: Any) -> None:
+        """At submit: store the values (and, in the job's store, where to find them: names only)."""
+
+    def delete_job_secrets(self, job_id: str, spec: Any) -> None:
+        """The job ended for good: delete what `put_job_secrets` stored."""
+
+    def job_secrets_region(self, spec: Any) -> str:
+        """Where the job's secrets live (`spotfit gc` deletes those left behind)."""
+
+
+@runtime_checkable
+class Reachable(Protocol):
+    """A backend whose running attempts a user can reach (`spotfit ssh`, `spotfit port-forward`)."""
+
+    def shell_command(self, handle: Any, options: dict, command: list[str]) -> list[str]:
+        """The command that runs `command` (a login shell when empty) on the attempt's machine."""
+
+    def port_forward_command(self, handle: Any, options: dict, local: int, remote: int) -> list[str] | None:
+        """The command that carries 127.0.0.1:`local` here to `remote` there; None: spotfit relays it itself."""
+
+
+@runtime_checkable
+class DryRunner(Protocol):
+    """A backend that sends cloud requests, and can print them instead (`spotfit run --dry-run`)."""
+
+    def dry_run(self, path: str) -> dict:
+        """The exact requests of attempt 1 of the job spec at `path`; nothing is sent or recorded."""
+
+
+_BACKENDS = BACKENDS  # the one registry (spotfit/registry.py)
 
 
 def backend_options(spec: Any) -> dict[str, Any]:
@@ -106,24 +189,24 @@ def backend_options(spec: Any) -> dict[str, Any]:
     The `aws:` section carries the job's resolved `environment` (what its instances install); both
     cloud sections carry the `notebook` extra in `runtime_extras` for a notebook job.
     """
-    if spec.backend == "aws":
-        return spec.aws_options()
-    if spec.backend == "kubernetes":
-        return spec.kubernetes_options()
-    section = getattr(spec, spec.backend, None)
-    return section.model_dump() if section is not None else {}
+    return backend_class(spec.backend).options(spec)
 
 
-def make_backend(name: str, **options) -> Backend:
-    """The backend registered as `name`."""
+def backend_class(name: str) -> type[BackendTraits]:
+    """The class registered as `name`, imported on first use; `UsageError` for a name not registered."""
     from spotfit.errors import UsageError
 
     if name not in _BACKENDS:
         raise UsageError(
             f"Unknown backend {name!r}: expected one of {', '.join(sorted(_BACKENDS))}.",
-            hint="Set `backend:` to local, aws or kubernetes in the job spec.",
+            hint=f"Set `backend:` to {', '.join(sorted(_BACKENDS))} in the job spec.",
         )
     module, cls = _BACKENDS[name].split(":")
     import importlib
 
-    return getattr(importlib.import_module(module), cls)(**options)
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_backend(name: str, **options) -> Backend:
+    """The backend registered as `name`."""
+    return backend_class(name)(**options)  # type: ignore[return-value]

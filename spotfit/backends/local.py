@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from spotfit.attempt import layout
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
-from spotfit.backends.base import AttemptStatus, LaunchRequest
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.errors import SpotfitError
 from spotfit.home import home
@@ -41,16 +41,25 @@ _ENDED_OK = (EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED)
 GROUP_GRACE_S = 60.0
 
 
-class LocalBackend:
+class LocalBackend(BackendTraits):
     """Run attempts as local processes."""
 
     name = "local"
+    runs_here = True
 
     def __init__(self, python: str | None = None):
         self.python = python or sys.executable
         self._children: dict[int, subprocess.Popen] = {}
         self._first_exit: dict[int, float] = {}  # group (chief pid) -> when a worker ended
         self._log_uploads: dict[int, tuple[str, str]] = {}  # pid -> (job URL, key) of a log kept outside the store
+
+    def shell_command(self, handle: LocalHandle, options: dict, command: list[str]) -> list[str]:
+        """`command`, or a login shell when empty: the CLI starts it in the attempt's folder."""
+        return command or [os.environ.get("SHELL") or "/bin/sh"]
+
+    def port_forward_command(self, handle: LocalHandle, options: dict, local: int, remote: int) -> None:
+        """None: the attempt listens on this machine, and spotfit relays the port itself."""
+        return None
 
     def launch(self, request: LaunchRequest) -> LocalHandle:
         if request.workers <= 1:

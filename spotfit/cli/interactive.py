@@ -10,7 +10,7 @@ import typer
 from spotfit import interactive, sdk
 from spotfit.cli.app import JobRef, JsonFlag, app, console, print_json
 from spotfit.errors import UsageError
-from spotfit.states import JobState
+from spotfit.state.states import JobState
 
 
 @app.command()

@@ -9,7 +9,7 @@ import typer
 from spotfit import sdk
 from spotfit.cli import render
 from spotfit.cli.app import JobRef, JsonFlag, SpecPath, app, console, print_json
-from spotfit.states import JobState
+from spotfit.state.states import JobState
 
 
 @app.command()

@@ -4,7 +4,7 @@ import sys
 
 from spotfit.controller.loop import Controller
 from spotfit.home import private_umask, state_target
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 
 
 def main() -> None:

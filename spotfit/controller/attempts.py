@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from spotfit.attempt.progress import TRAINED_PHASES, Phase
+from spotfit.backends.base import LiveMarketSource
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.market_source import Live, MarketSource, NoMarket, Replay
 from spotfit.controller.ticks import Launch, PolicyTicker, WallTicker
@@ -23,10 +24,10 @@ from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
-from spotfit.spec import JobSpec, Preemption
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord, spot_zone, trace_start_s
-from spotfit.states import AttemptState, Market
+from spotfit.spec.job import JobSpec, Preemption
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord, spot_zone, trace_start_s
+from spotfit.state.states import AttemptState, Market
 
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
 MIN_NOTICE_S = 3.0  # wall seconds: enough to finish a step and save on this machine
@@ -59,7 +60,7 @@ class AttemptPlanner:
 
     def connect_live(self, backend, request) -> str | None:
         """Without a trace, use the backend's live prices (if it has them); returns what happened."""
-        if self.market.replayed or not hasattr(backend, "live_market"):
+        if self.market.replayed or not isinstance(backend, LiveMarketSource):
             return None
         try:
             live = backend.live_market(request, list(self.spec.market.zones))

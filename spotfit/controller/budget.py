@@ -3,7 +3,7 @@
 Pure decisions on the spec's rules and the money spent; the controller loop (loop.py) records
 the events and carries them out.
 
->>> from spotfit.rulespec import Budget
+>>> from spotfit.spec.rules import Budget
 >>> rules = holding_rules([Budget(rule="budget", usd=1.0, action="stop")])
 >>> crossed_before_launch(rules, 0.5) is None, crossed_before_launch(rules, 1.0)[0]
 (True, 0)
@@ -13,7 +13,7 @@ the events and carries them out.
 
 from __future__ import annotations
 
-from spotfit.rulespec import Budget, IdleNotebook
+from spotfit.spec.rules import Budget, IdleNotebook
 
 EPSILON_USD = 1e-9  # a bill capped at a budget ends this far past it: sums of floats then still reach it
 

@@ -11,7 +11,7 @@ fixed in its spec, so `preflight` says which field to change instead.
 
 Example:
 
->>> from spotfit.spec import JobSpec
+>>> from spotfit.spec.job import JobSpec
 >>> spec = JobSpec.model_validate({"name": "t", "script": "train.py", "market": {"policy": "optimum"}})
 >>> try:
 ...     check_policy(spec)
@@ -29,7 +29,7 @@ from spotfit.errors import SpotfitError, StoreError, TraceError, UsageError
 from spotfit.job_secrets import check_present
 from spotfit.market.policies.base import ALIASES, POLICIES, make_policy
 from spotfit.market.trace import resolve_trace
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 __all__ = ["EXIT_CONFIG", "ConfigError", "check_script", "preflight"]
 

@@ -46,9 +46,10 @@ from __future__ import annotations
 import signal as _signal
 from collections.abc import Callable
 
+from spotfit.backends.base import backend_class
 from spotfit.controller import waits
-from spotfit.state_records import AttemptRecord
-from spotfit.states import AttemptState, JobState
+from spotfit.state.records import AttemptRecord
+from spotfit.state.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
 EXIT_SIGKILL_SHELL = 128 + _signal.SIGKILL  # how a shell (or an agent's wrapper) reports a SIGKILLed child
@@ -144,7 +145,7 @@ class FailureTracker:
         self.progress_of = progress_of or (lambda number: {})  # an attempt's progress.json
         self.max_failures = spec.max_failures
         self.base_s, self.max_s = waits.scaled(spec.failure_backoff_s), waits.scaled(MAX_BACKOFF_S)
-        self.boot_timeout_s = spec.aws.boot_timeout_s if spec.backend == "aws" else None
+        self.boot_timeout_s = backend_class(spec.backend).boot_timeout_s(spec)
         attempts = db.attempts(job_id)
         self.count = sum(1 for a in attempts if counted(a))
         self.in_a_row = failures_in_a_row(attempts)

@@ -12,7 +12,7 @@ live prices) get no figures, and a note that says why.
 
 Example:
 
->>> from spotfit.spec import JobSpec
+>>> from spotfit.spec.job import JobSpec
 >>> spec = JobSpec.model_validate({"name": "h", "script": "t.py", "deadline_h": 2, "market": {
 ...     "trace": "aws-v100", "zones": ["us-west-2b"], "start": "2023-02-19T19:02:01"}})
 >>> doc = hindsight(spec, origin_s=1676833321.0, work_s=3600.0, spent_usd=2.0)
@@ -27,11 +27,12 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
+from spotfit.backends.base import backend_class
 from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import POLICIES, make_policy
 from spotfit.market.simulator import Job, simulate
 from spotfit.market.trace import Trace, load_trace, resolve_trace
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
 
@@ -88,7 +89,7 @@ def _why_not(spec: JobSpec | None, origin_s: float | None, work_s: float | None)
         return "the job's recorded spec does not validate with this version of spotfit"
     if spec.market.trace is None:
         return "the job has no replayed market (`market.trace: null`): there is no window to replay"
-    if spec.backend != "local":
+    if not backend_class(spec.backend).runs_here:
         return (f"backend {spec.backend} is billed at the cloud's live prices, not at a replayed trace's: "
                 "there is no window to replay")
     if origin_s is None or not work_s:

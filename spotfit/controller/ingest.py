@@ -10,9 +10,9 @@ from __future__ import annotations
 from spotfit.attempt import layout
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord
-from spotfit.states import AttemptState
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord
+from spotfit.state.states import AttemptState
 
 # Runtime events that say where an attempt's training begins: a restored checkpoint, an earlier
 # fit call's end record (the checkpoint's call ended before it), or no checkpoint at all.

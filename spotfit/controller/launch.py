@@ -10,17 +10,17 @@ from __future__ import annotations
 import time
 
 from spotfit.attempt import layout
-from spotfit.backends.base import Backend, LaunchRequest, backend_options
+from spotfit.backends.base import Backend, LaunchRequest, backend_class, backend_options
 from spotfit.controller import attempt_config, crashpoints
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord
-from spotfit.states import AttemptState, JobState, Market
+from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord
+from spotfit.state.states import AttemptState, JobState, Market
 
 
 class Launcher:
@@ -79,15 +79,18 @@ class Launcher:
                                trace_end_s=self.plan.now_s(), billed_s=0.0, cost_usd=0.0)
         self.db.add_event(self.job_id, "no_capacity", f"attempt {number}: {why}", attempt=number)
 
+    def pending_timeout_s(self) -> float | None:
+        """The backend's wait for a machine (`kubernetes.pending_timeout_s`); None where it has none."""
+        return backend_class(self.spec.backend).pending_timeout_s(self.spec)
+
     def pending_overdue(self, attempt: AttemptRecord) -> bool:
         """Whether the attempt's pods have waited for a node longer than `kubernetes.pending_timeout_s`.
 
         Wall seconds since the launch, as for the boot timeout: a replayed market's clock holds
         from the launch until the attempt trains, so it would never see the wait.
         """
-        if self.spec.backend != "kubernetes":
-            return False
-        return time.time() - attempt["started_at"] > self.spec.kubernetes.pending_timeout_s
+        timeout_s = self.pending_timeout_s()
+        return timeout_s is not None and time.time() - attempt["started_at"] > timeout_s
 
     def _write_launch_files(self, number: int, config: bytes) -> bool:
         self.files.store.delete(layout.STOP)

@@ -22,8 +22,8 @@ Example:
 
 from __future__ import annotations
 
-from spotfit.state_records import AttemptRecord
-from spotfit.states import AttemptState
+from spotfit.state.records import AttemptRecord
+from spotfit.state.states import AttemptState
 
 
 def _overhead_s(attempt: AttemptRecord) -> float:

@@ -13,11 +13,12 @@ import os
 import time
 from collections.abc import Callable
 
-from spotfit import job_secrets, lease
+from spotfit import job_secrets
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle, make_backend
 from spotfit.controller import budget, classify, notify, outcome, shipped_code
+from spotfit.controller.attempt_end import EndRecorder
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker, describe
@@ -30,10 +31,11 @@ from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord, handle_text
-from spotfit.states import AttemptState, JobState, Market, StopRequest
+from spotfit.spec.job import JobSpec
+from spotfit.state import lease
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord, handle_text
+from spotfit.state.states import AttemptState, JobState, Market, StopRequest
 from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
@@ -66,6 +68,7 @@ class Controller:
         self._config_error: classify.ConfigError | None = None  # set when the runtime reports one
         self.ingest = Ingest(db, job_id, self.files, self.plan)  # the runtime's events and progress, into the DB
         self.failures = FailureTracker(db, job_id, self.spec, progress_of=self.files.progress)
+        self.ends = EndRecorder(db, job_id, self.plan, self.files, self.ingest)  # an attempt's bill, info, event
         self.watches = AttemptWatches()  # what was seen and done to each attempt (notices, stops, switches)
         # Rules that already paused or stopped this job do not fire again when it resumes.
         fired = {e["data"]["index"] for e in db.events(job_id)
@@ -133,7 +136,7 @@ class Controller:
             time.sleep(self.poll_s)
 
     def _record_state_waits(self) -> None:
-        """Writes that waited out a locked or full state DB (`state_wait.py`): one `state_wait` event each."""
+        """Writes that waited out a locked or full state DB (`state/wait.py`): one `state_wait` event each."""
         while self.db.waits:
             wait = self.db.waits.pop(0)
             self.db.add_event(self.job_id, "state_wait", wait.message(self.db.path), reason=wait.reason,
@@ -197,7 +200,7 @@ class Controller:
         if status.unscheduled and self.launcher.pending_overdue(attempt):
             self.backend.stop(handle, grace_s=0.0)
             self.launcher.no_capacity(number, attempt["zone"], f"no node took its pods within the pending timeout "
-                                                               f"({self.spec.kubernetes.pending_timeout_s:g}s)")
+                                                               f"({self.launcher.pending_timeout_s():g}s)")
             return
         progress = self.files.progress(number)
         if self.failures.boot_overdue(attempt, progress, time.time()):
@@ -238,25 +241,7 @@ class Controller:
         if failure is None and code != classify.EXIT_CONFIG:
             failure = self.failures.kind_of(number, result, code, signal, asked)
         why = why or describe(failure or "", self.failures.boot_timeout_s)
-        progress = self.files.progress(number)
-        end_step = progress.get("step", attempt.get("start_step") or 0)
-        end_s = self.plan.now_s()  # one reading: the span billed is the span recorded
-        billed_s, cost = self.plan.bill(attempt, end_s)
-        info = {"timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
-                "on_demand_usd_per_h": self.plan.on_demand_usd_per_h(),
-                "overhead_s": self.plan.billed_overhead_s(attempt, end_s), **({"failure": failure} if failure else {})}
-        self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
-                               end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
-                               cost_usd=cost, info=info)
-        if "step" in progress:  # the next attempt starts from here, though the last look was earlier
-            self.db.update_job(self.job_id, step=end_step)
-        self.plan.attempt_ended(market_stop=watch.notified or watch.market_stop,
-                                preempted_in=attempt["zone"] if result == outcome.PREEMPTED else None)
-        self.ingest()
-        message = f"attempt {number} {result}" + (f" ({why})" if why else "") + f" at step {end_step}"
-        if code not in (None, 0):
-            message += f", exit {code}"
-        self.db.add_event(self.job_id, f"attempt_{result}", message, attempt=number, failure=failure)
+        self.ends.record(attempt, result, code, why, failure, market_stop=watch.notified or watch.market_stop)
         if code != classify.EXIT_CONFIG:
             self.failures.ended(number, failure, time.time())
         if result == outcome.COMPLETED:
@@ -299,7 +284,7 @@ class Controller:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
             return
         try:
-            classify.check_script(self.spec, local=self.backend.name == "local")
+            classify.check_script(self.spec, local=self.backend.runs_here)
         except classify.ConfigError as exc:  # gone since the job was submitted
             self._config_error = self._config_failed(exc)
             return

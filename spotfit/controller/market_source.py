@@ -23,7 +23,7 @@ from spotfit.market.live import LiveMarket
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import zone_stats
 from spotfit.market.view import MarketView
-from spotfit.state_records import AttemptRecord, trace_start_s
+from spotfit.state.records import AttemptRecord, trace_start_s
 
 NO_CAPACITY_RETRY_S = 300.0  # without a market: how long a zone that had no capacity is skipped
 MAX_BUDGET_SEARCH_S = 1e10  # trace seconds (three centuries): a budget not spent by then never is

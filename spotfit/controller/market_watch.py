@@ -12,9 +12,9 @@ from __future__ import annotations
 from spotfit.controller import outcome
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord
-from spotfit.states import AttemptState
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord
+from spotfit.state.states import AttemptState
 
 Event = tuple[str, float]  # ("preempted" | "switch", trace second of the tick start)
 

@@ -40,8 +40,8 @@ from email.message import EmailMessage
 from typing import Any
 
 from spotfit.controller import waits
-from spotfit.state_records import JobRecord
-from spotfit.states import JobState
+from spotfit.state.records import JobRecord
+from spotfit.state.states import JobState
 
 TRIES = 3
 FIRST_WAIT_S = 1.0  # between tries, doubled each time
@@ -79,7 +79,7 @@ def message(event: str, job: JobRecord, what: str, cost_usd: float) -> dict:
 
 
 def send(sink: Any, doc: dict) -> None:
-    """Deliver `doc` to `sink` (a `sinkspec.Sink`) once; raises on failure."""
+    """Deliver `doc` to `sink` (a `spec.sinks.Sink`) once; raises on failure."""
     if sink.email is not None:
         _mail(sink.email, doc)
         return

@@ -28,7 +28,7 @@ def webhook_for(state_db, job_id: str, spec_notify) -> str | None:
     A webhook the spec names but this controller cannot get is an event, once per controller start.
     """
     from spotfit.job_secrets import webhook_env
-    from spotfit.rulespec import is_redacted
+    from spotfit.spec.rules import is_redacted
 
     if (url := os.environ.pop(webhook_env(job_id), None)) is not None:
         _kept[job_id] = url

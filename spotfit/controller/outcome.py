@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal as _signal
 
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
-from spotfit.states import AttemptState
+from spotfit.state.states import AttemptState
 
 COMPLETED = AttemptState.COMPLETED
 PREEMPTED = AttemptState.PREEMPTED

@@ -23,10 +23,10 @@ from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import SpotfitError
 from spotfit.settings import load_settings
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord, handle_text
-from spotfit.states import AttemptState, JobState, Market
+from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord, handle_text
+from spotfit.state.states import AttemptState, JobState, Market
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open

@@ -26,9 +26,9 @@ import time
 import traceback
 from collections.abc import Callable
 
-from spotfit import lease
 from spotfit.errors import SpotfitError
-from spotfit.state import StateDB
+from spotfit.state import lease
+from spotfit.state.db import StateDB
 
 CRASH_REST_S = 60.0  # a job whose driver crashed is not picked up again by this process for this long
 

@@ -10,7 +10,7 @@ finds the folder itself and reads nothing.
 
 Example (the folder is where the spec says: nothing to do):
 
->>> from spotfit.spec import JobSpec
+>>> from spotfit.spec.job import JobSpec
 >>> spec = JobSpec.model_validate({"name": "x", "script": "doctest.py", "base_dir": __import__("os").getcwd()})
 >>> localize(spec, store=None, job_id="x-1") is spec
 True
@@ -26,7 +26,7 @@ from spotfit.attempt import layout
 from spotfit.home import home
 
 if TYPE_CHECKING:
-    from spotfit.spec import JobSpec
+    from spotfit.spec.job import JobSpec
     from spotfit.stores.base import ObjectStore
 
 KEY = layout.SUBMITTED_CODE

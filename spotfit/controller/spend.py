@@ -34,7 +34,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from spotfit.labels import UNLABELED, group_of
-from spotfit.state_records import AttemptRecord, JobRecord
+from spotfit.state.records import AttemptRecord, JobRecord
 
 BY_FIXED = ("backend", "zone")  # every other `by` is a label key
 _SUMS = ("spent_usd", "on_demand_usd", "spent_with_on_demand_usd", "waste_usd", "optimum_usd",

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.work_meter import WorkMeter
 from spotfit.market.replay import MarketReplay
-from spotfit.state_records import AttemptRecord, spot_zone, trace_start_s
-from spotfit.states import Market
+from spotfit.state.records import AttemptRecord, spot_zone, trace_start_s
+from spotfit.state.states import Market
 
 Launch = tuple[Market, str | None]  # (market, zone)
 Decide = Callable[[AttemptRecord | None, dict, float | None], Launch | None]  # (attempt, progress, at_s)

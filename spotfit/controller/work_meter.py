@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 
 from spotfit.attempt.progress import Phase
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord, JobRecord, trace_start_s
-from spotfit.states import AttemptState
+from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord, JobRecord, trace_start_s
+from spotfit.state.states import AttemptState
 
 
 class WorkMeter:

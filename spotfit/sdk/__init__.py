@@ -45,9 +45,9 @@ from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulat
 from spotfit.sdk.reports import BOOT_LOG_LINES, events, list_jobs, logs, status
 from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
 from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard
-from spotfit.state import StateDB
-from spotfit.state_records import JobRecord
-from spotfit.states import AttemptState, JobState, StopRequest
+from spotfit.state.db import StateDB
+from spotfit.state.records import JobRecord
+from spotfit.state.states import AttemptState, JobState, StopRequest
 
 __all__ = [
     "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "budget_list", "budget_rm", "budget_set", "cancel", "catalog",
@@ -188,7 +188,7 @@ def cancel(ref: str) -> dict:
 def _cancel_orphan(state_db: StateDB, job: JobRecord) -> None:
     """No controller: stop a still-running attempt directly, then mark the job cancelled."""
     from spotfit.backends.base import make_backend
-    from spotfit.spec import JobSpec
+    from spotfit.spec.job import JobSpec
 
     backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
     for a in state_db.attempts(job["id"]):

@@ -13,8 +13,8 @@ from contextvars import ContextVar
 from spotfit import arguments
 from spotfit.errors import NotFoundError
 from spotfit.home import state_target
-from spotfit.state import StateDB
-from spotfit.state_records import JobRecord
+from spotfit.state.db import StateDB
+from spotfit.state.records import JobRecord
 
 _READING: ContextVar[StateDB | None] = ContextVar("spotfit_state_db", default=None)
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from spotfit.errors import UsageError
 from spotfit.labels import KEY
 from spotfit.sdk.context import db, find_job
-from spotfit.state_records import AttemptRecord, JobRecord
+from spotfit.state.records import AttemptRecord, JobRecord
 
 _UNITS_S = {"h": 3600.0, "d": 86_400.0, "w": 604_800.0}
 MAX_SINCE_S = 3650 * 86_400.0  # ten years
@@ -61,7 +61,7 @@ def job_cost(job: JobRecord, attempts: list[AttemptRecord]) -> dict:
     from spotfit.controller.hindsight import hindsight
     from spotfit.controller.ledger import ledger
     from spotfit.market.policies.base import ALIASES
-    from spotfit.spec import JobSpec
+    from spotfit.spec.job import JobSpec
 
     doc = ledger(attempts, job["total_steps"])
     totals = doc["totals"]

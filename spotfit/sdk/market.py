@@ -9,7 +9,7 @@ from spotfit.errors import BackendError, SpotfitError, UsageError
 from spotfit.sdk.context import db
 
 if TYPE_CHECKING:
-    from spotfit.spec import JobSpec
+    from spotfit.spec.job import JobSpec
 
 MAX_STARTS = 1_000  # start ticks of `simulate`: beyond this the replays take hours and say nothing new
 
@@ -21,7 +21,7 @@ def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict:
     `load_trace` reads); it must record the job's accelerator. `all_clouds` lets the
     recommendation go to a cloud spotfit cannot launch on.
     """
-    from spotfit.spec import load_spec
+    from spotfit.spec.job import load_spec
 
     return plan_spec(load_spec(path, check_script=False), trace, all_clouds)
 
@@ -85,7 +85,7 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
     from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
     from spotfit.market.simulator import Job, run_grid, summarize
     from spotfit.market.trace import load_trace
-    from spotfit.spec import MAX_HOURS
+    from spotfit.spec.job import MAX_HOURS
 
     policy = DEFAULT_POLICY if policy == "default" else policy  # as `market.policy: default` means
     if policy != "all" and policy not in POLICIES:

@@ -9,9 +9,9 @@ from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
 from spotfit.home import home, state_is_shared
 from spotfit.sdk.context import controller_alive, db, find_job
-from spotfit.state import StateDB
-from spotfit.state_records import EventRecord, JobRecord
-from spotfit.states import JobState
+from spotfit.state.db import StateDB
+from spotfit.state.records import EventRecord, JobRecord
+from spotfit.state.states import JobState
 
 
 def status(ref: str) -> dict:

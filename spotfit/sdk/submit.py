@@ -15,16 +15,16 @@ from spotfit.attempt import layout
 from spotfit.errors import UsageError
 from spotfit.home import default_store_url, state_is_shared
 from spotfit.sdk.context import db
-from spotfit.states import JobState
+from spotfit.state.states import JobState
 
 if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use
-    from spotfit.spec import BackendName, JobSpec, Preemption
+    from spotfit.spec.job import BackendName, JobSpec, Preemption
     from spotfit.stores.base import ObjectStore
 
 
 def validate(path: str) -> JobSpec:
     """Load and validate a job spec, and compile its script; raises `SpecError` with one clear line."""
-    from spotfit.spec import load_spec
+    from spotfit.spec.job import load_spec
 
     spec = load_spec(path)
     if not spec.is_notebook:
@@ -37,7 +37,7 @@ _PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[
 
 def parse_preempt_at(text: str) -> list[Preemption]:
     """`"40:5,80"` -> preemptions at step 40 (5 s notice) and 80 (default notice)."""
-    from spotfit.spec import Preemption
+    from spotfit.spec.job import Preemption
 
     out = []
     for part in [p for p in (p.strip() for p in text.split(",")) if p] or [text]:
@@ -62,7 +62,7 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None,
 
     `backend` overrides the spec's `backend:` for this job (`spotfit run --backend`).
     """
-    from spotfit.spec import load_spec
+    from spotfit.spec.job import load_spec
 
     return submit_spec(load_spec(path), preempt_at=preempt_at, backend=backend, allow_duplicate=allow_duplicate)
 
@@ -89,8 +89,8 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     `before_record(job_id, store)` writes what the job needs in its store before the job is
     recorded (a notebook's token and seed files), so no controller sees it without them.
     """
-    from spotfit.backends.base import registered_backends
     from spotfit.controller import waits
+    from spotfit.registry import registered_backends
     from spotfit.settings import load_settings
     from spotfit.stores import child, open_store
 
@@ -143,15 +143,15 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
 
 def _backend_preflight(spec: JobSpec) -> list[str]:
     """The backend's checks before anything is recorded (kubeconfig, context, TFJob CRD); its notes."""
-    from spotfit.backends.base import make_backend
+    from spotfit.backends.base import Preflight, make_backend
 
-    check = getattr(make_backend(spec.backend), "preflight", None)
-    return check(spec) if check is not None else []
+    backend = make_backend(spec.backend)
+    return backend.preflight(spec) if isinstance(backend, Preflight) else []
 
 
 def _check_sink_secrets(spec: JobSpec) -> None:
     """Each `notify.sinks` URL the spec names as `{secret: NAME}` is set here, as `secrets:` must be."""
-    from spotfit.sinkspec import SecretRef
+    from spotfit.spec.sinks import SecretRef
 
     for i, sink in enumerate(spec.notify.sinks if spec.notify else []):
         ref = sink.slack or sink.webhook

@@ -5,30 +5,28 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
 
 from spotfit import arguments
 from spotfit.errors import UsageError
 from spotfit.home import home
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import validate
-from spotfit.states import JobState
+from spotfit.state.states import JobState
 
 
 def dry_run(path: str, backend: str | None = None) -> dict:
     """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
+    from spotfit.backends.base import DryRunner, backend_class, make_backend
+    from spotfit.registry import registered_backends
+
     chosen = validate(path).backend if backend is None else backend
-    if chosen == "kubernetes":
-        from spotfit.backends.kubernetes.dryrun import dry_run as plan_objects
-
-        return plan_objects(path)
-    if chosen != "aws":  # the backends that send cloud requests
-        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected aws or kubernetes (the "
-                         "backends that send cloud requests).", hint="Add --backend aws (or kubernetes), or leave "
-                                                                     "--dry-run out.")
-    from spotfit.backends.aws.dryrun import dry_run as plan_requests
-
-    return plan_requests(path)
+    runner = make_backend(chosen) if chosen in registered_backends() else None
+    if not isinstance(runner, DryRunner):  # the backends that send cloud requests
+        names = [n for n in registered_backends() if issubclass(backend_class(n), DryRunner)]
+        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected {' or '.join(names)} (the "
+                         "backends that send cloud requests).",
+                         hint=f"Add --backend {names[0]} (or {', '.join(names[1:])}), or leave --dry-run out.")
+    return runner.dry_run(path)
 
 
 def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool = False,
@@ -57,18 +55,20 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
 def _ended_with_secrets(job: str | None) -> dict[str, str]:
     """{job id: the region of its SSM secrets} of the aws jobs with `secrets:` (or a notebook's token) that ended
     for good (`job`'s only)."""
-    from spotfit.backends.base import make_backend
-    from spotfit.spec import JobSpec
+    from spotfit.backends.base import SecretKeeper, make_backend
+    from spotfit.spec.job import JobSpec
 
-    aws: Any = make_backend("aws")  # secrets_region is the aws backend's own, as at submit
     ended: dict[str, str] = {}
     for row in db().list_jobs(limit=1_000_000):
         state = JobState(row["state"])
         if not state.is_terminal() or state.is_resumable() or job not in (None, row["id"]):
             continue
         spec = JobSpec.model_validate(json.loads(row["spec_json"]))
-        if spec.backend == "aws" and (spec.secrets or spec.is_notebook):  # a notebook's token is one
-            ended[row["id"]] = aws.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
+        if not (spec.secrets or spec.is_notebook):  # a notebook's token is one
+            continue
+        keeper = make_backend(spec.backend)
+        if isinstance(keeper, SecretKeeper):
+            ended[row["id"]] = keeper.job_secrets_region(spec)
     return ended
 
 

@@ -14,7 +14,7 @@ import json
 import time
 
 from spotfit.attempt.registry import CARD, CLAIM, claim_version
-from spotfit.state_records import JobRecord
+from spotfit.state.records import JobRecord
 from spotfit.stores import open_store
 
 

@@ -20,8 +20,8 @@ import html
 import json
 from pathlib import Path
 
-from spotfit.state import StateDB
-from spotfit.state_records import AttemptRecord
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord
 from spotfit.sweep.store import SweepDB
 
 PRUNED = ("pruned", "paused", "pausing", "pruning")

@@ -9,7 +9,7 @@ controllers, so the sweep controller may die at any moment: `resume` reconciles 
 trial rows and the jobs (a trial asked but not recorded, recorded without a job, a job without a
 controller) and goes on, never starting a trial's job twice.
 
-One sweep controller drives a sweep: it holds the sweep's lease (`spotfit/lease.py`, as a job's
+One sweep controller drives a sweep: it holds the sweep's lease (`spotfit/state/lease.py`, as a job's
 controller holds the job's), renews it every pass, and stops as soon as another holds it. A
 controller that dies stops renewing; on its own host its dead pid frees the lease at once.
 """
@@ -21,11 +21,12 @@ import math
 import time
 from collections.abc import Callable
 
-from spotfit import lease, sdk
+from spotfit import sdk
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.spec import JobSpec
-from spotfit.state_records import JobRecord
-from spotfit.states import JobState, StopRequest
+from spotfit.spec.job import JobSpec
+from spotfit.state import lease
+from spotfit.state.records import JobRecord
+from spotfit.state.states import JobState, StopRequest
 from spotfit.sweep import asha, publish, report, study, trials
 from spotfit.sweep.spec import SweepSpec
 from spotfit.sweep.store import SweepDB, sweeps_target

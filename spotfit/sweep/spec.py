@@ -1,6 +1,6 @@
 """The sweep file: which job to search over, the parameter space, the objective and the limits.
 
-`load_sweep(path)` reads the YAML with the job spec's bounds (`specfile.read_spec_file`),
+`load_sweep(path)` reads the YAML with the job spec's bounds (`spec.file.read_spec_file`),
 rejects unknown keys with a did-you-mean and reports every problem as one `SpecError` line,
 like the job spec (`spec._to_spec_error`). docs/sweeps.md documents each field.
 
@@ -26,8 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from spotfit.errors import SpecError
-from spotfit.spec import MAX_HOURS, _Section, _short, _to_spec_error
-from spotfit.specfile import read_spec_file
+from spotfit.spec.file import read_spec_file
+from spotfit.spec.job import MAX_HOURS, _Section, _short, _to_spec_error
 
 DOCS = "docs/sweeps.md"
 DISTRIBUTIONS = ("log_uniform", "uniform", "int_uniform", "choice")

@@ -4,10 +4,10 @@ It lives where the job state lives (`home.state_target()`): beside a SQLite stat
 own file `sweeps.db` (default `$SPOTFIT_HOME/sweeps.db`), or in the same PostgreSQL database
 when `SPOTFIT_STATE_URL` points there. Jobs stay ordinary jobs, and a trial row links an
 Optuna trial number to the job that runs it; Optuna keeps its own study beside it
-(`study.storage_url`). The SQL goes through the state's dialect layer (`state_dialect.py`):
+(`study.storage_url`). The SQL goes through the state's dialect layer (`state/dialect.py`):
 short write transactions, so a sweep controller and a `spotfit cancel` may write at once.
 
-A sweep has a lease, as a job does (`spotfit/lease.py`): the one sweep controller that drives it.
+A sweep has a lease, as a job does (`spotfit/state/lease.py`): the one sweep controller that drives it.
 
 Example:
 
@@ -26,11 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spotfit import arguments, lease
+from spotfit import arguments
 from spotfit.errors import NotFoundError
 from spotfit.home import state_target
-from spotfit.state import RELEASE_QUEUED_SQL
-from spotfit.state_dialect import Postgres, Sqlite, connect, display_target, execute, is_postgres
+from spotfit.state import lease
+from spotfit.state.db import RELEASE_QUEUED_SQL
+from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, is_postgres
 
 # The tables share a PostgreSQL schema with the job state and with Optuna's own tables (which
 # include `trials`): hence `sweep_trials` and `batch_jobs`.
@@ -252,7 +253,7 @@ class SweepDB:
     def batch(self, batch_id: str) -> list[str]:
         return [r["job_id"] for r in self.batch_jobs(batch_id)]
 
-    # leases of sweep controllers and batch queues (`spotfit/lease.py`, as a job's) -------------
+    # leases of sweep controllers and batch queues (`spotfit/state/lease.py`, as a job's) -------------
 
     def claim_lease(self, table: str, row_id: str, holder: lease.Holder, ttl_s: float) -> bool:
         """Make `holder` the one process driving the sweep or batch `row_id`, unless another live one is."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import UsageError
 from spotfit.home import state_target
-from spotfit.state_dialect import POSTGRES_SCHEMES, is_postgres
+from spotfit.state.dialect import POSTGRES_SCHEMES, is_postgres
 
 if TYPE_CHECKING:
     import optuna

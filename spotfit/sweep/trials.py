@@ -7,7 +7,7 @@ the job again by name instead of starting a second one.
 
 Example:
 
->>> from spotfit.spec import JobSpec
+>>> from spotfit.spec.job import JobSpec
 >>> base = JobSpec.model_validate({"name": "digits", "script": "train.py", "args": ["--epochs", "4"]})
 >>> spec = trial_spec(base, "digits-sweep-ab12cd", 3, {"lr": 0.01, "units": 32}, "args", None, None)
 >>> spec.name, spec.args
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 
 def job_name(sweep_id: str, number: int) -> str:

@@ -45,8 +45,8 @@ from starlette.types import ASGIApp
 from spotfit import arguments, sdk
 from spotfit.errors import NotFoundError, SpotfitError, UsageError
 from spotfit.home import home
-from spotfit.state_dialect import display_target
-from spotfit.states import JobState
+from spotfit.state.dialect import display_target
+from spotfit.state.states import JobState
 from spotfit.sweep.store import sweeps_target
 from spotfit.ui import board, charts, planning, sweepview, tensorboard_proxy
 from spotfit.ui.auth import TokenGate

@@ -15,8 +15,8 @@ Example:
 from __future__ import annotations
 
 from spotfit.controller.ledger import ledger
-from spotfit.state_records import AttemptRecord
-from spotfit.states import AttemptState, JobState
+from spotfit.state.records import AttemptRecord
+from spotfit.state.states import AttemptState, JobState
 
 STATE_FILTERS = ("all", "active", *JobState)  # `active`: every state that is not terminal
 

@@ -20,8 +20,8 @@ from collections import OrderedDict
 
 from spotfit import sdk
 from spotfit.controller.ledger import ledger
-from spotfit.state_records import AttemptRecord, JobRecord
-from spotfit.states import AttemptState, JobState
+from spotfit.state.records import AttemptRecord, JobRecord
+from spotfit.state.states import AttemptState, JobState
 from spotfit.ui import charts, jobview
 from spotfit.ui.scalars import scalars
 

@@ -26,9 +26,9 @@ from starlette.requests import Request
 from spotfit.errors import SpecError, UsageError
 from spotfit.market.trace import BUNDLED
 from spotfit.sdk.market import plan_spec
-from spotfit.spec import JobSpec, parse_spec
-from spotfit.specfile import parse_spec_text
-from spotfit.state_records import JobRecord
+from spotfit.spec.file import parse_spec_text
+from spotfit.spec.job import JobSpec, parse_spec
+from spotfit.state.records import JobRecord
 
 MAX_SPEC_BYTES = 256 * 1024  # a job spec is a few kilobytes
 SOURCE = "the posted spec"

@@ -11,7 +11,7 @@ newer one is refused with the same error `StateDB` gives.
 Example:
 
 >>> import os, tempfile
->>> from spotfit.state import StateDB
+>>> from spotfit.state.db import StateDB
 >>> path = os.path.join(tempfile.mkdtemp(), "state.db")
 >>> StateDB(path).create_job("j-1", "j", spec_json="{}", store_url="memory://j")
 >>> ro = ReadOnlyStateDB(path)
@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.state import SCHEMA_VERSION, StateDB
-from spotfit.state_dialect import Postgres, Sqlite, display_target, is_postgres
-from spotfit.state_records import AttemptRecord
-from spotfit.state_wait import WaitPolicy
+from spotfit.state.db import SCHEMA_VERSION, StateDB
+from spotfit.state.dialect import Postgres, Sqlite, display_target, is_postgres
+from spotfit.state.records import AttemptRecord
+from spotfit.state.wait import WaitPolicy
 from spotfit.sweep.store import SweepDB
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.sweep import report
 from spotfit.sweep.runner import FINAL
 from spotfit.sweep.store import SweepDB

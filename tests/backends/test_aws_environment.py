@@ -13,9 +13,10 @@ from spotfit.backends import wheel as wheel_module
 from spotfit.backends.aws import environment
 from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.environment import cache_root, instance_env
+from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import SpecError, UsageError
-from spotfit.spec import load_spec, parse_spec
+from spotfit.spec.job import load_spec, parse_spec
 from spotfit.stores import open_store
 from tests.support.aws_moto import launch_request
 
@@ -62,7 +63,7 @@ def test_spec_environment_reads_the_requirements_file_and_refuses_unknown_keys(t
     (tmp_path / "requirements.txt").write_text("pandas>=2,<3\n")
     (tmp_path / "job.yaml").write_text("name: j\nscript: train.py\nbackend: aws\n"
                                        "environment: {requirements: requirements.txt, pip: [rich]}\n")
-    options = load_spec(tmp_path / "job.yaml").aws_options()
+    options = aws_options(load_spec(tmp_path / "job.yaml"))
     assert options["environment"] == {"pip": ["rich"], "requirements": "pandas>=2,<3\n"}
     with pytest.raises(SpecError, match="requirement"):
         parse_spec({"name": "j", "script": "t.py", "environment": {"requirement": "r.txt"}})

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from spotfit import sdk
 from spotfit.backends.aws import secrets
 from spotfit.cli import app
-from spotfit.spec import JobSpec
-from spotfit.states import JobState
+from spotfit.spec.job import JobSpec
+from spotfit.state.states import JobState
 from tests.support.aws_moto import REGION
 
 NAME = "TOKEN"

@@ -12,7 +12,7 @@ from spotfit.backends.aws.userdata import check_no_secrets, user_data
 from spotfit.backends.base import backend_options
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import BackendError, SpecError, UsageError
-from spotfit.spec import parse_spec
+from spotfit.spec.job import parse_spec
 
 
 def _settings(**kw) -> rq.LaunchSettings:

@@ -16,7 +16,7 @@ from spotfit.backends.aws.record import record
 from spotfit.cli import app
 from spotfit.errors import UsageError
 from spotfit.market.trace import load_trace
-from spotfit.states import AttemptState
+from spotfit.state.states import AttemptState
 from tests.support.aws_moto import publish_spot_prices
 
 SPEC = """

@@ -99,7 +99,7 @@ def test_run_dry_run_prints_the_exact_requests_and_sends_nothing(tmp_path, job_s
 def test_a_zone_without_capacity_is_down_for_the_policy_until_the_next_tick(tmp_path):
     from spotfit import sdk
     from spotfit.controller.attempts import AttemptPlanner
-    from spotfit.spec import JobSpec
+    from spotfit.spec.job import JobSpec
 
     spec = JobSpec.model_validate({"name": "ice", "script": "train.py", "market": {
         "trace": "aws-v100", "zones": ["us-west-2a", "us-west-2b"], "start": "2023-02-17T19:16:00",

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spotfit.cli import app
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 
 JOB_ID = "seeded-20260101-000000-abcd"
 JOB_NAME = "seeded"

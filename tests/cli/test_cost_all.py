@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spotfit.cli import app
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from tests.support.postgres import schema_url
 from tests.support.statedb import seed_jobs
 

@@ -88,7 +88,8 @@ def test_status_loads_neither_the_spec_models_nor_the_stores(seeded_home):
     assert out.returncode == 0 and "seeded" in out.stdout, out.stderr[-2000:]
     imported = [line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")]
     assert "spotfit.sdk" in imported
-    assert not [m for m in imported if m in ("spotfit.spec", "spotfit.rulespec", "spotfit.stores", "fsspec", "yaml")]
+    assert not [m for m in imported
+                if m in ("spotfit.spec.job", "spotfit.spec.rules", "spotfit.stores", "fsspec", "yaml")]
 
 
 def test_no_arguments_prints_the_help():

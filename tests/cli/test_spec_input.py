@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spotfit.errors import SpecError
-from spotfit.spec import load_spec
-from spotfit.specfile import MAX_SPEC_BYTES, MAX_SPEC_DEPTH, MAX_SPEC_VALUES
+from spotfit.spec.file import MAX_SPEC_BYTES, MAX_SPEC_DEPTH, MAX_SPEC_VALUES
+from spotfit.spec.job import load_spec
 
 FUZZ = settings(max_examples=25, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

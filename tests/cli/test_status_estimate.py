@@ -5,7 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from spotfit.cli.app import app
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 
 JOB_ID = "seeded-20260101-000000-abcd"  # the job of the `seeded_home` fixture
 

@@ -15,7 +15,7 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 
 SCRIPT = "import time\ntime.sleep(300)  # never reached in time: the budget ends the job first\n"
@@ -56,6 +56,7 @@ class _Never:
     """A stand-in backend that must not be asked to launch."""
 
     name = "stand-in"
+    runs_here = False
 
     def launch(self, request):
         raise AssertionError("launched although the budget was spent")

@@ -17,7 +17,7 @@ from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.classify import EXIT_CONFIG, ConfigError
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from spotfit.stores import open_store
 from tests.support.jobs import spotfit_cmd
 
@@ -83,6 +83,7 @@ class _ExitsWith:
     """A stand-in backend whose every attempt has ended with `code` (and reported why)."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, store_url: str, code: int):
         self.store = open_store(store_url)

@@ -42,7 +42,7 @@ from spotfit import sdk
 from spotfit.backends.local import LocalBackend
 from spotfit.controller.loop import Controller
 from spotfit.sdk import db
-from spotfit.states import AttemptState
+from spotfit.state.states import AttemptState
 from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
 from tests.support.wait import wait_for
 

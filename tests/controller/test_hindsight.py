@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from spotfit import sdk
 from spotfit.cli import app
 from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from tests.support.ledger import GAP_S, launch_cost_usd, ticks
 
 # us-west-2b has spot from tick 188 (2023-02-16 08:19:16) for 80 ticks in a row. A job of 2 h of

@@ -4,7 +4,7 @@
 the job's store is elsewhere. At step 30 the script asks for the disk to be filled and waits
 until the test has filled it; it trains on. The controller's next write of the state DB gets
 `database or disk is full`: it must say so on stderr and go on supervising from memory
-(`spotfit/state_memory.py`), never end or block (either left the runtime training
+(`spotfit/state/memory.py`), never end or block (either left the runtime training
 unsupervised). So the preemption injected at step 60 is delivered, the next attempt launched
 and resumed from that step, and the job trains to its end, all while the disk is full. The
 controller then waits for space to write what it recorded; the test frees it, and the job

@@ -24,7 +24,7 @@ from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.backends.local_process import LocalHandle
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from spotfit.stores import open_store
 from tests.support.wait import wait_for
 
@@ -38,6 +38,7 @@ class _HostGoes:
     """Attempt 1 reports `first_step` (None: nothing) and vanishes; later attempts train to step 100 and exit 0."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, store_url: str, first_step: int | None):
         self.store = open_store(store_url)

@@ -13,7 +13,7 @@ from spotfit.controller.loop import Controller
 from spotfit.controller.outcome import classify
 from spotfit.market.replay import MIN_BILLED_S, MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from tests.support.ledger import launch_cost_usd
 
 

@@ -21,7 +21,7 @@ import pytest
 from spotfit.market.policies.base import BasePolicy, Kind, make_policy
 from spotfit.market.simulator import Job, simulate
 from spotfit.market.trace import load_trace
-from spotfit.states import AttemptState
+from spotfit.state.states import AttemptState
 from tests.support.jobs import spotfit_cmd
 from tests.support.ledger import down_ticks, launch_cost_usd, tick_at
 from tests.support.wait import wait_for

@@ -16,7 +16,7 @@ import pytest
 
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.market_watch import MarketWatch
-from spotfit.states import AttemptState
+from spotfit.state.states import AttemptState
 
 COMPLETED, PREEMPTED, STOPPED = AttemptState.COMPLETED, AttemptState.PREEMPTED, AttemptState.STOPPED
 

@@ -24,8 +24,8 @@ from spotfit.controller.loop import Controller
 from spotfit.controller.notifications import TRIES, Notifier
 from spotfit.errors import SpecError
 from spotfit.settings import Settings, load_settings
-from spotfit.sinkspec import Sink
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
+from spotfit.spec.sinks import Sink
 from tests.support.webhook import webhook_receiver
 
 
@@ -204,6 +204,7 @@ def test_the_controller_notifies_a_team_budget_pause(spotfit_home):
 
 class _NoLaunch:
     name = "stand-in"
+    runs_here = False
 
     def launch(self, request):
         raise AssertionError("launched past a team budget")
@@ -251,7 +252,7 @@ def test_a_jobs_own_sinks_take_their_url_from_the_controllers_environment(monkey
     ({"sinks": [{"webhook": {"secret": "not a name"}}]}, "an environment variable name"),
 ])
 def test_bad_sinks_in_a_spec_are_one_line(notify, fragment):
-    from spotfit.spec import parse_spec
+    from spotfit.spec.job import parse_spec
 
     with pytest.raises(SpecError) as err:
         parse_spec({"name": "a", "script": "t.py", "notify": notify}, source="job.yaml")

@@ -16,7 +16,7 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from spotfit.stores import open_store
 from tests.support.jobs import spotfit_cmd
 
@@ -30,6 +30,7 @@ class _FailsAt:
     """A stand-in backend: attempt n's runtime reports `errors(n)` = (error line, step) and exits 1."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, store_url: str, errors):
         self.store = open_store(store_url)

@@ -6,11 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from spotfit import rulespec as r
 from spotfit.controller import watchdog
 from spotfit.controller.rules import Observation, RuleEngine, checks
 from spotfit.errors import SpecError
-from spotfit.spec import parse_spec
+from spotfit.spec import rules as r
+from spotfit.spec.job import parse_spec
 
 
 def _obs(**kw) -> Observation:

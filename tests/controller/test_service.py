@@ -9,11 +9,11 @@ import json
 
 from typer.testing import CliRunner
 
-from spotfit import lease
 from spotfit.cli import app
 from spotfit.controller.service import Service
-from spotfit.state import StateDB
-from spotfit.states import JobState
+from spotfit.state import lease
+from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 
 ELSEWHERE = lease.Holder("node-b", 4242, "other")
 

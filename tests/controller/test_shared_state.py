@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from tests.support.gated_script import write_gated_job
 from tests.support.jobs import spotfit_cmd
 from tests.support.postgres import schema_url

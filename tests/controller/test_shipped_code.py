@@ -8,7 +8,7 @@ from spotfit import sdk
 from spotfit.controller import shipped_code
 from spotfit.controller.loop import Controller
 from spotfit.home import state_target
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.stores import open_store
 
 SPEC = "name: shipped\nscript: src/train.py\nmarket: {trace: null}\n"

@@ -18,7 +18,7 @@ from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.failures import FailureTracker
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 
 class _Handle(str):
@@ -30,6 +30,7 @@ class _FillsTheDiskAndFails:
     """A stand-in attempt that fills the disk at `folder`, then has exited 1."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, folder):
         self.folder = folder

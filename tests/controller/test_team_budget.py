@@ -15,7 +15,7 @@ from spotfit import sdk
 from spotfit.controller.loop import Controller
 from spotfit.controller.team_budget import crossings, period_start
 from spotfit.settings import TeamBudget
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 from tests.support.webhook import webhook_receiver
 
@@ -70,6 +70,7 @@ class _CountsLaunches:
     """A stand-in backend: any launch is counted (and fails the tests that expect none)."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self):
         self.launches = 0

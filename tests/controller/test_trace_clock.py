@@ -10,7 +10,7 @@ from __future__ import annotations
 from spotfit import sdk
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.market.policies.base import ON_DEMAND, BasePolicy, spot
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 ZONE = "us-east-1f"
 START = "2023-03-19T17:43:31"  # a tick start; us-east-1f: spot up 1 tick, then down 4

@@ -9,7 +9,7 @@ from spotfit import sdk
 from spotfit.cli.app import app
 from spotfit.controller import store_guard, waits
 from spotfit.controller.failures import MAX_BACKOFF_S, FailureTracker
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 
 def _tracker() -> FailureTracker:

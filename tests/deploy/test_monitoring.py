@@ -11,7 +11,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from spotfit import metrics
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from tests.support.statedb import seed_jobs
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC
 
 from spotfit.market.trace import Trace, load_trace, resolve_trace
-from spotfit.spec import JobSpec, load_spec
+from spotfit.spec.job import JobSpec, load_spec
 from tests.support.jobs import DIGITS
 
 DEMO_SPEC = DIGITS / "spotfit.yaml"

@@ -11,7 +11,7 @@ import pytest
 
 from spotfit.market.policies.base import DEFAULT_MAX_OVERPAY, DEFAULT_POLICY
 from spotfit.market.simulator import Job, simulate
-from spotfit.spec import Market
+from spotfit.spec.job import Market
 from tests.market.test_policies import random_trace
 from tests.support.traces import make_trace
 

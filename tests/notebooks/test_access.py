@@ -12,8 +12,8 @@ from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.controller.budget import rules_of
 from spotfit.controller.rules import Observation, RuleEngine
 from spotfit.errors import SpecError, UsageError
-from spotfit.rulespec import IdleNotebook
-from spotfit.spec import parse_spec
+from spotfit.spec.job import parse_spec
+from spotfit.spec.rules import IdleNotebook
 from spotfit.stores import open_store
 
 
@@ -81,7 +81,7 @@ def test_a_notebook_on_aws_opens_nothing_to_the_world_and_requires_imdsv2(tmp_pa
 def _running_notebook(tmp_path, backend: str, handle) -> str:
     """A notebook job recorded as running on `backend` with `handle`, its server up on port 8888."""
     from spotfit import notebooks
-    from spotfit.states import AttemptState
+    from spotfit.state.states import AttemptState
 
     spec = parse_spec({"name": "nb", "kind": "notebook", "backend": backend}, base_dir=str(tmp_path))
     url = f"file://{tmp_path}/store/jobs/nb-1"

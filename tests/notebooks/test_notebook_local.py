@@ -17,7 +17,7 @@ import pytest
 
 from spotfit import interactive, sdk
 from spotfit.backends.local_process import LocalHandle
-from spotfit.states import AttemptState
+from spotfit.state.states import AttemptState
 from spotfit.stores import open_store
 from tests.notebooks.jupyter import request, run_cell
 from tests.support.jobs import spotfit_cmd

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from tests.support.postgres import schema_url
 
 

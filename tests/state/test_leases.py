@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from spotfit import lease
 from spotfit.errors import NotFoundError
-from spotfit.state import StateDB
+from spotfit.state import lease
+from spotfit.state.db import StateDB
 from tests.support.statejobs import add_job, child_env
 
 
@@ -107,8 +107,8 @@ def test_unknown_job_lease_raises_not_found(db):
 _CLAIMER = textwrap.dedent(
     """
     import sys
-    from spotfit import lease
-    from spotfit.state import StateDB
+    from spotfit.state import lease
+    from spotfit.state.db import StateDB
 
     target, job_id = sys.argv[1:3]
     db = StateDB(target)

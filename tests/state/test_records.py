@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.state import _SCHEMA_V1, SCHEMA_VERSION, StateDB
+from spotfit.state import lease
+from spotfit.state.db import _SCHEMA_V1, SCHEMA_VERSION, StateDB
 from tests.support.postgres import schema_url
 from tests.support.statejobs import add_job, child_env
 
@@ -279,7 +279,7 @@ def test_parent_folder_is_created(tmp_path):
 _WRITER = textwrap.dedent(
     """
     import sys
-    from spotfit.state import StateDB
+    from spotfit.state.db import StateDB
 
     path, job_id, tag = sys.argv[1:4]
     db = StateDB(path)

@@ -15,7 +15,7 @@ import sqlite3
 import subprocess
 import sys
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 
 INSERT = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); " \
          "c.execute('INSERT INTO t VALUES (2)'); c.close()"

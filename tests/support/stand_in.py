@@ -23,6 +23,7 @@ class RunsUntilSignalled:
     """Attempts that run until signalled, then exit 1; `max_launches` fails the test past it."""
 
     name = "stand-in"
+    runs_here = False
 
     def __init__(self, max_launches: int | None = None):
         self.launches = 0

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spotfit.spec import JobSpec
-from spotfit.state import StateDB
+from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
 
 ZONE = "us-east-1f"
 START = "2023-03-19T17:43:31"

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from spotfit import sdk
 from spotfit.controller.loop import Controller
-from spotfit.spec import JobSpec
+from spotfit.spec.job import JobSpec
 
 
 class RecordingBackend:
     """Records the preemptions the controller sends."""
 
     name = "local"
+    runs_here = True
 
     def __init__(self):
         self.preempted: list[tuple[str, float]] = []

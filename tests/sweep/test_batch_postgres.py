@@ -19,9 +19,10 @@ import subprocess
 import psutil
 import pytest
 
-from spotfit import lease, sdk
-from spotfit.state import StateDB
-from spotfit.states import JobState
+from spotfit import sdk
+from spotfit.state import lease
+from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 from spotfit.sweep.runner import db
 from spotfit.sweep.store import SweepDB
 from tests.support.jobs import spotfit_cmd

@@ -19,8 +19,9 @@ import subprocess
 import psutil
 import pytest
 
-from spotfit import batch, lease, sdk
-from spotfit.states import JobState
+from spotfit import batch, sdk
+from spotfit.state import lease
+from spotfit.state.states import JobState
 from spotfit.sweep.runner import db
 from tests.support.jobs import spotfit_cmd
 from tests.support.wait import wait_for

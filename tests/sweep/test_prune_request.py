@@ -8,7 +8,7 @@ import pytest
 
 from spotfit import sdk
 from spotfit.controller.loop import Controller
-from spotfit.states import JobState, StopRequest
+from spotfit.state.states import JobState, StopRequest
 from tests.support.stop_requests import recording_controller
 
 

@@ -1,6 +1,6 @@
 """The sweep DB: the sweep's lease decides which sweep controller drives it; older files migrate.
 
-The lease is the job's (`spotfit/lease.py`): a holder on another host keeps a sweep until its
+The lease is the job's (`spotfit/state/lease.py`): a holder on another host keeps a sweep until its
 lease expires (its pid means nothing here); on this host a dead holder's pid frees it at once.
 `SweepRunner` and `sweep resume` ask the lease, not a pid, before driving a sweep. The lease
 and batch tests run on both dialects: SQLite under $SPOTFIT_HOME and a real PostgreSQL
@@ -18,11 +18,11 @@ import zlib
 
 import pytest
 
-from spotfit import lease
 from spotfit.errors import UsageError
 from spotfit.home import state_target
-from spotfit.state import StateDB
-from spotfit.states import JobState
+from spotfit.state import lease
+from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 from spotfit.sweep import api
 from spotfit.sweep.runner import SweepRunner, controller_alive, db
 from spotfit.sweep.store import SweepDB

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from spotfit.state import StateDB
-from spotfit.states import JobState
+from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 from spotfit.ui.app import create_app
 from tests.support.statedb import seed_jobs
 

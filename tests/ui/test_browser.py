@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from spotfit import sdk
-from spotfit.states import JobState
+from spotfit.state.states import JobState
 from spotfit.sweep.store import SweepDB
 from spotfit.ui.charts import iso
 from tests.support.jobs import DIGITS, spotfit_cmd, write_spec

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from spotfit.cli import app as cli
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.ui.app import create_app
 from tests.support.statedb import seed_jobs
 

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.ui.app import create_app
 from spotfit.ui.guard import csrf_token
 from tests.support.jobs import DIGITS

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.sweep.store import SweepDB
 from spotfit.ui.app import create_app
 from spotfit.ui.readonly import ReadOnlyStateDB, ReadOnlySweepDB

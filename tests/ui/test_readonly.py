@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from fastapi.testclient import TestClient
 
-from spotfit.state import StateDB
+from spotfit.state.db import StateDB
 from spotfit.ui.app import create_app
 from spotfit.ui.readonly import ReadOnlyStateDB
 from tests.support.statedb import seed_jobs

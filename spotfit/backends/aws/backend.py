@@ -26,12 +26,14 @@ import time
 from dataclasses import replace
 
 from spotfit.attempt import layout
+from spotfit.backends.aws import access
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3, sdk_failure
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
-from spotfit.backends.base import AttemptStatus, LaunchRequest
+from spotfit.backends.aws.spec import aws_options
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
 from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
 from spotfit.stores import open_store
 
@@ -47,10 +49,15 @@ DEFAULT_REGION = "us-east-1"
 _REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
 
 
-class AwsBackend:
+class AwsBackend(BackendTraits):
     """Run attempts on EC2 instances."""
 
     name = "aws"
+    options = staticmethod(aws_options)
+
+    @staticmethod
+    def boot_timeout_s(spec) -> float | None:
+        return spec.aws.boot_timeout_s
 
     def __init__(self, region: str | None = None, session=None, allow_local_store: bool = False,
                  cleanup_wait_s: float = 300.0, poll_s: float = 5.0):
@@ -146,6 +153,15 @@ class AwsBackend:
         self._sdk_call(f"delete the job's secrets from SSM ({region})",
                        lambda: secrets.delete(self.client("ssm", region), job_id))
 
+    def put_job_secrets(self, job_id: str, values: dict[str, str], spec, store) -> None:
+        self.put_secrets(job_id, values, spec.aws.model_dump(), list(spec.market.zones), store)
+
+    def delete_job_secrets(self, job_id: str, spec) -> None:
+        self.delete_secrets(job_id, spec.aws.model_dump(), list(spec.market.zones))
+
+    def job_secrets_region(self, spec) -> str:
+        return self.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
+
     @staticmethod
     def _sdk_call(what: str, call):
         try:
@@ -164,6 +180,19 @@ class AwsBackend:
         s = self.settings(request, lookup=False)
         market = live_market(self.client("ec2", s.region), s.instance_type, zones)
         return market if market is not None and market.zones else None
+
+    # -- reaching an attempt, printing the requests ---------------------------------------------------
+
+    def shell_command(self, handle: AwsHandle, options: dict, command: list[str]) -> list[str]:
+        return access.shell_command(handle, options, command)
+
+    def port_forward_command(self, handle: AwsHandle, options: dict, local: int, remote: int) -> list[str]:
+        return access.port_forward_command(handle, options, local, remote)
+
+    def dry_run(self, path: str) -> dict:
+        from spotfit.backends.aws.dryrun import dry_run
+
+        return dry_run(path, self)
 
     # -- the Backend protocol -----------------------------------------------------------------------
 

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import secrets
 import time
+from typing import Any
 
-from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.shipping import check_env
+from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import LaunchRequest
 from spotfit.home import default_store_url
-from spotfit.spec import load_spec
-from spotfit.states import Market
+from spotfit.spec.job import load_spec
+from spotfit.state.states import Market
 from spotfit.stores import child
 
 
-def dry_run(path: str) -> dict:
-    """The calls `launch` would send for attempt 1 of the job spec at `path`."""
+def dry_run(path: str, backend: Any) -> dict:
+    """The calls `launch` would send for attempt 1 of the job spec at `path` (`backend`: the `AwsBackend` asked)."""
     spec = load_spec(path)
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     job_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
@@ -29,9 +30,9 @@ def dry_run(path: str) -> dict:
                             market=Market.SPOT if spec.resources.spot else Market.ON_DEMAND,
                             workers=spec.resources.workers, env=dict(spec.env),
                             accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
-                            options=spec.aws_options())
+                            options=aws_options(spec))
     check_env(request.env)
-    calls = AwsBackend().plan(request, lookup=False)
+    calls = backend.plan(request, lookup=False)
     warnings = []
     if job_url.startswith(("file://", "memory://")):
         warnings.append(f"the job's store {job_url} is not reachable from EC2: set `checkpoint.store: "

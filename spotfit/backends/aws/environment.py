@@ -61,7 +61,7 @@ class InstanceEnv:
 
 
 def requirements_text(environment: dict) -> str:
-    """The job's `environment` (resolved by `JobSpec.aws_options`) as one requirements file."""
+    """The job's `environment` (resolved by `aws_options`, backends/aws/spec.py) as one requirements file."""
     lines = [line for line in environment.get("requirements", "").splitlines() if line.strip()]
     return "\n".join(lines + list(environment.get("pip", []))) + "\n"
 

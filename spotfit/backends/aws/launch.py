@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spotfit.errors import UsageError
-from spotfit.states import Market
+from spotfit.state.states import Market
 
 TAG_JOB = "spotfit:job"
 TAG_ATTEMPT = "spotfit:attempt"

@@ -22,15 +22,16 @@ from dataclasses import replace
 from typing import Any
 
 from spotfit.attempt.notebook import TOKEN_ENV
-from spotfit.backends.base import AttemptStatus, LaunchRequest
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
+from spotfit.backends.kubernetes import access
 from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.backends.kubernetes.install import DEFAULT_EXTRAS, container_script
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
+from spotfit.backends.kubernetes.spec import DEFAULT_IMAGE, kubernetes_options
 from spotfit.backends.wheel import ship_wheel, shipped_wheel_url
-from spotfit.backendspec import DEFAULT_IMAGE
 from spotfit.errors import BackendError, UsageError
 from spotfit.notebooks import read_token
 
@@ -38,10 +39,15 @@ _STORE_CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION
                       "GOOGLE_APPLICATION_CREDENTIALS"}
 
 
-class KubernetesBackend:
+class KubernetesBackend(BackendTraits):
     """Run attempts as Kubernetes Jobs or TFJobs."""
 
     name = "kubernetes"
+    options = staticmethod(kubernetes_options)
+
+    @staticmethod
+    def pending_timeout_s(spec) -> float | None:
+        return spec.kubernetes.pending_timeout_s
 
     def __init__(self, allow_local_store: bool = False, api_client: Any = None):
         self.allow_local_store = allow_local_store  # tests: a file:// store the emulated pods share
@@ -84,6 +90,17 @@ class KubernetesBackend:
             return []
         return [f"the cluster has no TFJob CRD ({mf.TFJOB_CRD}): the job's {workers} workers run as an Indexed "
                 "Job behind a headless Service, each pod building TF_CONFIG from its index"]
+
+    def shell_command(self, handle: KubernetesHandle, options: dict, command: list[str]) -> list[str]:
+        return access.shell_command(handle, options, command)
+
+    def port_forward_command(self, handle: KubernetesHandle, options: dict, local: int, remote: int) -> list[str]:
+        return access.port_forward_command(handle, options, local, remote)
+
+    def dry_run(self, path: str) -> dict:
+        from spotfit.backends.kubernetes.dryrun import dry_run
+
+        return dry_run(path, self)
 
     def multi_worker_kind(self, options: dict, workers: int, has_tfjob: bool | None = None) -> str:
         """"tfjob" or "indexed" for `workers` > 1, by `kubernetes.multi_worker` and the cluster's CRDs."""

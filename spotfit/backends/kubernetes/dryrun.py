@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import secrets
 import time
+from typing import Any
 
 from spotfit.backends.base import LaunchRequest, backend_options
 from spotfit.backends.kubernetes import manifests as mf
-from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.home import default_store_url
-from spotfit.spec import load_spec
-from spotfit.states import Market
+from spotfit.spec.job import load_spec
+from spotfit.state.states import Market
 from spotfit.stores import child
 
 
-def dry_run(path: str) -> dict:
-    """The objects `launch` would create for attempt 1 of the job spec at `path`."""
+def dry_run(path: str, backend: Any) -> dict:
+    """The objects `launch` would create for attempt 1 of the job spec at `path` (`backend`: the
+    `KubernetesBackend` asked)."""
     spec = load_spec(path)
     spec.backend = "kubernetes"
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -32,7 +33,7 @@ def dry_run(path: str) -> dict:
                             accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
                             options=backend_options(spec))
     tfjob = spec.kubernetes.multi_worker == "tfjob"
-    s = KubernetesBackend().settings(request, tfjob=tfjob)
+    s = backend.settings(request, tfjob=tfjob)
     objects = mf.attempt_objects(s, {n: f"<from ${n}>" for n in s.secret_env})
     warnings = []
     if job_url.startswith(("file://", "memory://")):

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spotfit.errors import UsageError
-from spotfit.states import Market
+from spotfit.state.states import Market
 
 PROFILES = ("eks", "gke", "aks", "custom")
 GKE_SPOT = "cloud.google.com/gke-spot"

@@ -6,7 +6,7 @@ pure; the controller loop carries verdicts out (notify, pause, stop).
 
 Example:
 
->>> from spotfit.rulespec import Budget
+>>> from spotfit.spec.rules import Budget
 >>> engine = RuleEngine([Budget(rule="budget", usd=1.0)])
 >>> [v.action for v in engine.check(Observation(now_s=0, step=50, total_steps=100, cost_usd=1.5))]
 ['stop']

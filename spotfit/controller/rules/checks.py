@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spotfit import rulespec as r
+from spotfit.spec import rules as r
 
 
 @dataclass

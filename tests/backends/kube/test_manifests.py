@@ -23,7 +23,7 @@ from spotfit.backends.kubernetes.pod import tf_config, worker_env
 from spotfit.backends.kubernetes.profiles import PROFILES
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import SpecError
-from spotfit.spec import parse_spec
+from spotfit.spec.job import parse_spec
 from tests.backends.kube.tfjob_schema import TFJOB_SCHEMA
 from tests.support.jobs import spotfit_cmd, write_spec
 

@@ -1,6 +1,6 @@
 """A controller's state DB kept in memory while the disk under `$SPOTFIT_HOME` is full.
 
-A controller that only waited for space (`state_wait.py`) would stop supervising: no notice
+A controller that only waited for space (`state/wait.py`) would stop supervising: no notice
 delivered, no rule applied, no next attempt launched, while its attempt trains, and bills, on.
 So a controller's SQLite state DB (`StateDB.supervise_from_memory`) turns to a copy in memory
 at the first write that finds the disk full: the copy (SQLite's backup API) takes that write
@@ -23,7 +23,7 @@ new one adopts what the disk knows. Keep the home's disk from filling; this is t
 Example (the disk's fullness declared; a real full disk is in `tests/controller/test_home_full.py`):
 
 >>> import os, sqlite3, tempfile
->>> from spotfit.state import StateDB
+>>> from spotfit.state.db import StateDB
 >>> db = StateDB(os.path.join(tempfile.mkdtemp(), "state.db"))
 >>> db.create_job("j-1", "j", spec_json="{}", store_url="memory://j")
 >>> memory = db.supervise_from_memory(notice=lambda line: None, first_backoff_s=60.0)
@@ -43,13 +43,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from spotfit import lease
-from spotfit.state_dialect import Sqlite
-from spotfit.state_wait import FIRST_BACKOFF_S, MAX_BACKOFF_S, Wait, WaitPolicy, reason_of
+from spotfit.state import lease
+from spotfit.state.dialect import Sqlite
+from spotfit.state.wait import FIRST_BACKOFF_S, MAX_BACKOFF_S, Wait, WaitPolicy, reason_of
 
 
 class StateDB(Protocol):
-    """What the fallback needs of `spotfit.state.StateDB` (named by this protocol, so neither module imports
+    """What the fallback needs of `spotfit.state.db.StateDB` (named by this protocol, so neither module imports
     the other's class): its connection, which it swaps, its name and its waits."""
 
     _db: Any

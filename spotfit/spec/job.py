@@ -30,11 +30,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from spotfit.backendspec import Aws, Kubernetes
+from spotfit.backends.aws.spec import Aws
+from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.errors import SpecError
-from spotfit.rulespec import RULE_MODELS, Notify, RuleSpec
-from spotfit.specbase import Labels, Slug, _Section, redact_userinfo
-from spotfit.specfile import read_spec_file
+from spotfit.spec.base import Labels, Slug, _Section, _short
+from spotfit.spec.file import read_spec_file
+from spotfit.spec.rules import RULE_MODELS, Notify, RuleSpec
 
 DOCS = "docs/job-spec.md"
 MAX_HOURS = 87_600.0  # ten years: bounds the hour fields so that dates and seconds never overflow
@@ -269,28 +270,8 @@ class JobSpec(_Section):
     def is_notebook(self) -> bool:
         return self.kind == "notebook"
 
-    def aws_options(self) -> dict[str, Any]:
-        """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
-        env, text = self.environment, ""
-        if env.requirements:
-            path = Path(self.base_dir) / env.requirements
-            try:
-                text = path.read_text()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise SpecError(f"Invalid `environment.requirements`: cannot read {_short(str(path))} ({exc}), "
-                                "expected a readable pip requirements file.",
-                                hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
-                    from None
-        return {**self.aws.model_dump(), "runtime_extras": self._runtime_extras(self.aws.runtime_extras),
-                "environment": {"pip": list(env.pip), "requirements": text}}
-
-    def kubernetes_options(self) -> dict[str, Any]:
-        """The `kubernetes:` section for the backend, with the notebook extra (and its token) for a notebook job."""
-        return {**self.kubernetes.model_dump(), "runtime_extras": self._runtime_extras(self.kubernetes.runtime_extras),
-                "notebook_token": self.is_notebook}
-
-    def _runtime_extras(self, extras: list[str]) -> list[str]:
-        """A notebook job's attempt runs JupyterLab: its spotfit gets the `notebook` extra too."""
+    def runtime_extras(self, extras: list[str]) -> list[str]:
+        """`extras` of the backend's spotfit; a notebook job's attempt runs JupyterLab: it gets `notebook` too."""
         return [*extras, "notebook"] if self.is_notebook and "notebook" not in extras else list(extras)
 
     def spec_hash(self) -> str:
@@ -393,12 +374,6 @@ def _value_at(raw: Any, loc: tuple) -> Any:
         except (KeyError, IndexError, TypeError):
             return None
     return raw
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    """`repr(value)`, cut to `limit` characters: a message quotes a huge value without becoming one."""
-    text = redact_userinfo(repr(value))
-    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
 def _clean_loc(loc: tuple) -> tuple:

@@ -3,9 +3,9 @@
 By default one SQLite file under `$SPOTFIT_HOME`, in WAL mode so that readers never block the
 writer; every write is a short `BEGIN IMMEDIATE` transaction, so two CLI processes (a controller
 and a `spotfit cancel` from another shell) can write at once without losing a row. A team points
-`SPOTFIT_STATE_URL` at PostgreSQL instead: the same schema and queries (`state_dialect.py`
+`SPOTFIT_STATE_URL` at PostgreSQL instead: the same schema and queries (`state/dialect.py`
 translates), row locks where a write reads first. The schema is versioned and migrated forward
-on open. Each job has a lease (`spotfit/lease.py`): the one controller that drives it.
+on open. Each job has a lease (`spotfit/state/lease.py`): the one controller that drives it.
 
 Example:
 
@@ -25,13 +25,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
-from spotfit import lease
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.state_dialect import Postgres, Sqlite, connect, display_target, execute
-from spotfit.state_memory import MemoryFallback
-from spotfit.state_records import AttemptRecord, EventRecord, JobRecord
-from spotfit.state_wait import Wait, WaitPolicy, retried
-from spotfit.states import JobState
+from spotfit.state import lease
+from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute
+from spotfit.state.memory import MemoryFallback
+from spotfit.state.records import AttemptRecord, EventRecord, JobRecord
+from spotfit.state.states import JobState
+from spotfit.state.wait import Wait, WaitPolicy, retried
 
 SCHEMA_VERSION = 2
 
@@ -129,7 +129,7 @@ class StateDB:
 
     def supervise_from_memory(self, **options: Any) -> MemoryFallback | None:
         """A controller's DB: on a full disk, go on in memory and write to the disk once space is back
-        (`state_memory.py`; SQLite only: a PostgreSQL server's disk is its own). `options`: of `MemoryFallback`."""
+        (`state/memory.py`; SQLite only: a PostgreSQL server's disk is its own). `options`: of `MemoryFallback`."""
         if isinstance(self._db, Sqlite):
             self.memory = MemoryFallback(**options)
         return self.memory
@@ -264,7 +264,7 @@ class StateDB:
         with self.transaction():
             self._q(f"UPDATE jobs SET {cols} WHERE id = ?", (*fields.values(), job_id))
 
-    # the lease (spotfit/lease.py) -----------------------------------------------------------
+    # the lease (spotfit/state/lease.py) -----------------------------------------------------------
 
     @retried
     def claim_lease(self, job_id: str, holder: lease.Holder, ttl_s: float) -> bool:

@@ -16,7 +16,7 @@ from typing import Literal, cast
 
 from pydantic import Field, field_validator
 
-from spotfit.specbase import _Section, matching
+from spotfit.spec.base import _Section, matching
 
 NotifyEvent = Literal["completed", "failed", "preempted", "relaunched", "paused", "budget", "rule", "stalled"]
 NOTIFY_EVENTS: tuple[str, ...] = NotifyEvent.__args__  # type: ignore[attr-defined]

@@ -51,6 +51,12 @@ def redact_userinfo(text: str) -> str:
     return _USERINFO.sub(r"\1***@", text)
 
 
+def _short(value: Any, limit: int = 120) -> str:
+    """`repr(value)`, cut to `limit` characters: a message quotes a huge value without becoming one."""
+    text = redact_userinfo(repr(value))
+    return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
+
+
 def matching(value: str, pattern: str, expected: str) -> str:
     """`value` when the whole of it matches `pattern`; else the field's error, saying what was `expected`."""
     if not re.fullmatch(pattern, value):

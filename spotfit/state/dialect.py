@@ -1,6 +1,6 @@
 """The two SQL dialects the state DB speaks: SQLite (a file) and PostgreSQL (a team's server).
 
-`state.py` writes its queries once, in SQLite's spelling with `?` placeholders, and its schema
+`db.py` writes its queries once, in SQLite's spelling with `?` placeholders, and its schema
 once; a dialect connects, turns the placeholders and column types into its own, opens write
 transactions, keeps the schema version and tells the time. PostgreSQL's driver (psycopg 3, the
 `postgres` extra) is imported only when a `postgresql://` URL is opened.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spotfit.errors import UsageError
-from spotfit.state_wait import busy_timeout_s
+from spotfit.state.wait import busy_timeout_s
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -77,7 +77,7 @@ class Sqlite:
 
     @classmethod
     def memory_copy(cls, source: Sqlite) -> Sqlite:
-        """A copy of `source`'s database in memory (SQLite's backup API), for `state_memory.py`."""
+        """A copy of `source`'s database in memory (SQLite's backup API), for `state/memory.py`."""
         self = cls.__new__(cls)
         self.conn = sqlite3.connect(":memory:", isolation_level=None)
         source.conn.backup(self.conn)

@@ -4,7 +4,7 @@
 file over `MAX_SPEC_BYTES` is refused before it is read, text must be UTF-8 (UTF-16/32 byte
 order marks, NUL bytes and undecodable bytes are named), and the YAML loader refuses nesting
 deeper than `MAX_SPEC_DEPTH` and documents of more than `MAX_SPEC_VALUES` values once aliases
-are expanded, while it composes them (so an alias bomb never expands). `spec.py` validates
+are expanded, while it composes them (so an alias bomb never expands). `job.py` validates
 what it returns.
 
 Example:

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
-from spotfit.sinkspec import JobSink, one_target
+from spotfit.spec.sinks import JobSink, one_target
 
 Action = Literal["notify", "pause", "stop"]
 

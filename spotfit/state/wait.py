@@ -80,7 +80,7 @@ class Wait:
     since: float
     waited_s: float
     tries: int
-    kept: int = 0  # writes kept in memory meanwhile (`state_memory.py`)
+    kept: int = 0  # writes kept in memory meanwhile (`state/memory.py`)
 
     def message(self, target: str) -> str:
         why = "locked by another process" if self.reason == "locked" else "on a full disk"
@@ -123,7 +123,7 @@ class WaitPolicy:
 
 def retried(method: Callable[..., T]) -> Callable[..., T]:
     """A `StateDB` write method, run under its `wait_policy` (its `waits` collect the waits), or by its
-    `memory` fallback when it has one and the write is one of a job's supervision (`state_memory.py`)."""
+    `memory` fallback when it has one and the write is one of a job's supervision (`state/memory.py`)."""
 
     @functools.wraps(method)
     def run(self: Any, *args: Any, **kwargs: Any) -> T:

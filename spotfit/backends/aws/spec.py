@@ -1,0 +1,67 @@
+"""The `aws:` section of a job spec (docs/aws.md) and the launch options the backend gets from it.
+
+Example:
+
+>>> Aws(region="eu-west-1").boot_timeout_s
+1800.0
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from spotfit.spec.base import _Section
+
+
+class Aws(_Section):
+    """The `aws` backend's settings (docs/aws.md); zones come from `market.zones`."""
+
+    region: str | None = Field(None, description="region when no zone is given; default us-east-1")
+    instance_type: str | None = Field(None, description="override the catalog's type for the accelerator")
+    ami: str | None = Field(None, description="`ami-...`, `ssm:/param` or `name:PATTERN`; default Deep Learning AMI")
+    key_name: str | None = Field(None, description="EC2 key pair for SSH; none = no SSH (use SSM)")
+    ssh_cidr: str | None = Field(None, description="the one address SSH is open to, e.g. 203.0.113.7/32")
+    subnet: str | None = Field(None, description="subnet id; default: the default VPC")
+    iam_instance_profile: str | None = Field(None, description="instance profile (name or ARN) for storage access")
+    runtime_pip: str | None = Field(None, description="a published spotfit to pip-install instead of the shipped wheel")
+    runtime_extras: list[str] = Field(default_factory=lambda: ["tf-gpu", "s3"],
+                                      description="extras of the shipped wheel; [s3] on an image with TF")
+    worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port, open only inside the job's group")
+    boot_timeout_s: float = Field(1800.0, gt=0, description="an attempt with no runtime progress by then failed")
+
+    @field_validator("ssh_cidr")
+    @classmethod
+    def _one_address(cls, value: str | None) -> str | None:
+        import ipaddress
+
+        if value is None:
+            return value
+        try:
+            net = ipaddress.ip_network(value, strict=True)
+        except ValueError:
+            raise ValueError("expected one address as a /32 or /128 network, e.g. 203.0.113.7/32") from None
+        if net.num_addresses != 1:
+            raise ValueError("expected one address (/32 or /128): SSH is never opened to a range or the world")
+        return value
+
+
+def aws_options(spec: Any) -> dict[str, Any]:
+    """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
+    from spotfit.errors import SpecError
+    from spotfit.spec.base import _short
+
+    env, text = spec.environment, ""
+    if env.requirements:
+        path = Path(spec.base_dir) / env.requirements
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"Invalid `environment.requirements`: cannot read {_short(str(path))} ({exc}), "
+                            "expected a readable pip requirements file.",
+                            hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
+                from None
+    return {**spec.aws.model_dump(), "runtime_extras": spec.runtime_extras(spec.aws.runtime_extras),
+            "environment": {"pip": list(env.pip), "requirements": text}}
