@@ -58,7 +58,7 @@ def test_minimal_spec_gets_defaults():
     assert spec.market.zones == [] and spec.market.preemptions == []
     assert spec.market.start is None and spec.market.gap_s is None
     assert (spec.market.time_scale, spec.market.policy, spec.market.overhead_h) == (600.0, "default", 0.2)
-    assert spec.market.max_overpay == 0.05
+    assert spec.market.max_overpay == 0.1
     assert spec.checkpoint.model_dump() == {"store": None, "interval": "auto", "keep": 2, "full_wait_s": 600.0}
     assert spec.training.model_dump() == {
         "strategy": "auto", "mixed_precision": "auto", "xla": "auto", "auto_apply": False, "seed": 0,

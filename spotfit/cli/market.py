@@ -24,7 +24,7 @@ def simulate(
     policy: Annotated[str, typer.Option("--policy", help="A policy name, 'default', or 'all'.")] = "all",
     gap_s: Annotated[int | None, typer.Option("--gap-s", help="Tick length; inferred if omitted.")] = None,
     max_overpay: Annotated[float, typer.Option(
-        "--max-overpay", help="The default policy's floor: at most this share above all-on-demand.")] = 0.05,
+        "--max-overpay", help="The default policy's floor: at most this share above all-on-demand.")] = 0.1,
     json_: JsonFlag = False,
 ) -> None:
     """Replay the trace: what each policy pays, and whether it meets the deadline."""

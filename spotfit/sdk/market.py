@@ -78,7 +78,7 @@ def catalog(accelerator: str | None = None, count: float | None = None, cloud: s
 
 def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 52.0, overhead_h: float = 0.2,
              zones: list[str] | None = None, starts: int = 6, policy: str = "all",
-             gap_s: int | None = None, max_overpay: float = 0.05) -> dict:
+             gap_s: int | None = None, max_overpay: float = 0.1) -> dict:
     """Replay a trace: what each policy pays and whether it meets the deadline (`spotfit simulate`).
 
     `max_overpay` is `market.max_overpay`: the default policy's floor (the others have none)."""
@@ -95,7 +95,7 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
         arguments.number(flag, hours, low=0, high=MAX_HOURS, low_open=True, hint=f"Pass {flag} {default} (hours).")
     arguments.number("--overhead-h", overhead_h, low=0, high=MAX_HOURS, hint="Pass --overhead-h 0.2 (hours).")
     arguments.number("--starts", starts, low=1, high=MAX_STARTS, hint="Pass --starts 6.")
-    arguments.number("--max-overpay", max_overpay, low=0, high=10, hint="Pass --max-overpay 0.05 (5% above "
+    arguments.number("--max-overpay", max_overpay, low=0, high=10, hint="Pass --max-overpay 0.1 (10% above "
                      "all-on-demand at most) or 0 (never above it, in the policy's model).")
     if gap_s is not None:
         arguments.number("--gap-s", gap_s, low=1, high=86_400, hint="Leave --gap-s out to infer it from the trace.")

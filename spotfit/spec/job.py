@@ -67,7 +67,7 @@ class Market(_Section):
     gap_s: float | None = Field(None, gt=0, le=86_400, description="override the trace's tick length")
     policy: str = Field("default", description="spot policy name (see `spotfit simulate`)")
     overhead_h: float = Field(0.2, ge=0, le=MAX_HOURS, description="restart overhead per launch (replay bills it)")
-    max_overpay: float = Field(0.05, ge=0, le=10, description="the default policy pays at most this share above "
+    max_overpay: float = Field(0.1, ge=0, le=10, description="the default policy pays at most this share above "
                                "all-on-demand, in its own model (0: never more)")
     preemptions: list[Preemption] = Field(default_factory=list)
 

@@ -44,8 +44,8 @@ def test_spot_price_history_becomes_a_trace_the_planner_reads(aws, tmp_path):
     assert trace.gap_s == 300 and trace.n_ticks == 48 and trace.zones == ("us-east-1a", "us-east-1b")
     assert trace.available.all() and (trace.on_demand_usd_per_h == 3.06).all()  # catalog on-demand
 
-    # A floor of 10%: under the default 5% a half-hour job, whose 0.2 h start-up could be lost to
-    # a reclaim, is planned on on-demand (docs/job-spec.md, `market.max_overpay`).
+    # A floor of 10% (the default): under 5% a half-hour job, whose 0.2 h start-up could be lost
+    # to a reclaim, is planned on on-demand (docs/job-spec.md, `market.max_overpay`).
     p = plan("V100", count=1, work_h=0.5, deadline_h=1.5, trace=str(path), starts=3, max_overpay=0.1)
     history = {tuple(o.zones): o for o in p.offers if o.basis == "history"}
     assert set(history) == {("us-east-1a",), ("us-east-1b",), ("us-east-1a", "us-east-1b")}

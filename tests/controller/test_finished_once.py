@@ -4,9 +4,9 @@ trained the last step, never overwritten, and nothing is trained or billed twice
 The window: us-west-2b from 2023-02-27T00:25:16, 3 h of work, 4 h deadline. The default policy
 waits 5 ticks, runs on-demand, switches to spot when spot returns (at the 15th tick, step ~21
 of 188 on the modeled instance), is reclaimed 2 ticks later and finishes on-demand. That
-schedule costs 1.06 × all-on-demand ($10.54 against $9.94): under the default floor
-(`market.max_overpay: 0.05`) the policy stays on on-demand, one attempt, so these jobs set the
-floor to 0.1, which keeps the switches this file is about. The trace
+schedule costs 1.06 × all-on-demand ($10.54 against $9.94): under a floor of 0.05
+the policy stays on on-demand, one attempt, so these jobs set the
+floor to 0.1 (the default since the chance bound), which keeps the switches this file is about. The trace
 clock runs on the steps (`work_h`), so every figure below is the same on any machine.
 
 - undisturbed, the job is billed as the simulator bills that schedule;

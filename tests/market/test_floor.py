@@ -63,3 +63,43 @@ def test_the_floor_leaves_a_steady_spot_market_alone_and_0_never_bets():
 
 def test_the_spec_default_is_the_policy_default():
     assert Market().max_overpay == DEFAULT_MAX_OVERPAY == Job(1.0, 2.0, 0.0).max_overpay
+
+
+def _mixed_history_trace(future: list[int]):
+    # Ten cycles of a long up run (40 ticks) and a short one (2 ticks), 5 ticks down between: at a
+    # fresh up run's first tick, half the runs like it ended within 2 ticks (before a 2-tick
+    # start-up pays for itself); past 2 ticks, none did.
+    return make_trace([([1] * 40 + [0] * 5 + [1] * 2 + [0] * 5) * 10 + future], spot=1.0, on_demand=3.0, gap_s=60)
+
+
+def _context(trace, tick: int, job: Job):
+    from spotfit.market.policies.base import NONE, Context
+    from spotfit.market.view import MarketView
+
+    return Context(0.0, trace.gap_s, job.work_s, 0.0, job.deadline_s, job.overhead_s, NONE, 0.0,
+                   MarketView.of_trace(trace, tick), trace.zones, False, 0.0, job.max_overpay)
+
+
+def test_the_chance_bound_skips_a_launch_the_zones_past_says_is_likely_lost():
+    from spotfit.market.policies.floor import MAX_LOSS_CHANCE, loss_chance, risk_ok
+
+    job = Job(30 * 60.0, 120 * 60.0, 120.0, DEFAULT_MAX_OVERPAY)
+    short_now = _mixed_history_trace([1] * 2 + [0] * 5 + [1] * 200)  # this run is a short one
+    long_now = _mixed_history_trace([1] * 207)  # this run lasts
+    start = 520
+    # Online: at the run's first tick both futures read the same, and the launch is too risky.
+    chances = {loss_chance(_context(t, start, job), "z0", 3) for t in (short_now, long_now)}
+    assert len(chances) == 1 and chances.pop() > MAX_LOSS_CHANCE
+    assert not risk_ok(_context(short_now, start, job), "z0", job.overhead_s)
+    # Two ticks on, the runs that lasted that long all lasted: the launch is made.
+    assert risk_ok(_context(long_now, start + 2, job), "z0", job.overhead_s)
+    unbounded = Job(job.work_s, job.deadline_s, job.overhead_s, math.inf)
+    on_demand = simulate("on_demand", short_now, job, start).cost_usd
+    runs = {b.max_overpay: simulate(DEFAULT_POLICY, short_now, b, start) for b in (job, unbounded)}
+    assert all(r.met_deadline for r in runs.values())
+    # Without the floor the job launches into the short run and loses the start-up; with it, it
+    # waits for a run that has lasted, and pays less.
+    assert runs[math.inf].preemptions >= 1 and runs[DEFAULT_MAX_OVERPAY].preemptions == 0
+    assert runs[DEFAULT_MAX_OVERPAY].cost_usd < runs[math.inf].cost_usd < on_demand
+    steady = simulate(DEFAULT_POLICY, long_now, job, start)
+    assert steady.met_deadline and steady.cost_usd < on_demand

@@ -262,7 +262,7 @@ POLICIES: dict[str, str] = {
 }
 
 DEFAULT_POLICY = "mdp"
-DEFAULT_MAX_OVERPAY = 0.05  # `market.max_overpay`: the default policy's floor (`within_floor`)
+DEFAULT_MAX_OVERPAY = 0.1  # `market.max_overpay`: the default policy's hard bound (`within_floor`, floor.py)
 ALIASES = {"default": DEFAULT_POLICY}
 
 

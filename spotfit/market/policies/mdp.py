@@ -57,6 +57,7 @@ from spotfit.market.policies.base import (
     start_up_safe,
     within_floor,
 )
+from spotfit.market.policies.floor import risk_ok
 from spotfit.market.policies.futures import PRIOR_DOWN_H, PRIOR_RUNS, PRIOR_UP_H
 from spotfit.market.policies.spotfit import effective_usd_per_h, rest_h
 
@@ -114,7 +115,9 @@ class Mdp(BasePolicy):
         up = [z for z in ctx.zones if market.is_available(z)]
         if not self._floor_allows_spot(ctx, riding, up):
             return ON_DEMAND
-        spot_ok = bool(up) and (safe_off_on_demand(ctx, gain_if_continued(ctx)) if riding else
+        launchable = [z for z in up if within_floor(ctx, ctx.market.spot_usd_per_h(z), ctx.overhead_s)
+                      and risk_ok(ctx, z, ctx.overhead_s)]
+        spot_ok = bool(up if riding else launchable) and (safe_off_on_demand(ctx, gain_if_continued(ctx)) if riding else
                                 safe_off_on_demand(ctx, gain_if_launched(ctx)) and start_up_safe(ctx))
         idle_ok = not spot_ok and safe_off_on_demand(ctx, 0.0)  # never idle while spot can be had
         if not (idle_ok or spot_ok):
@@ -124,10 +127,9 @@ class Mdp(BasePolicy):
         rank = {Kind.SPOT: 1, Kind.NONE: 2, Kind.ON_DEMAND: 3}
         best = min(q, key=lambda kind: (round(q[kind], 9), 0 if kind is mode.kind else rank[kind]))
         if best is Kind.SPOT and riding:
-            return self._cheaper_zone(ctx, runs, up) or mode
+            return self._cheaper_zone(ctx, runs, launchable) or mode
         if best is Kind.SPOT:
-            allowed = [z for z in up if within_floor(ctx, ctx.market.spot_usd_per_h(z), ctx.overhead_s)]
-            return spot(min(allowed, key=lambda z: effective_usd_per_h(ctx, z)))
+            return spot(min(launchable, key=lambda z: effective_usd_per_h(ctx, z)))
         return ON_DEMAND if best is Kind.ON_DEMAND else NONE
 
     @staticmethod
@@ -150,7 +152,6 @@ class Mdp(BasePolicy):
         others = [z for z in up if z != here and ctx.market.spot_usd_per_h(z) < ctx.market.spot_usd_per_h(here)]
         if not others or not (safe_off_on_demand(ctx, gain_if_launched(ctx)) and start_up_safe(ctx)):
             return None
-        others = [z for z in others if within_floor(ctx, ctx.market.spot_usd_per_h(z), ctx.overhead_s)]
         launch_usd = self._launch_usd(ctx, runs)
         work_h = ctx.work_left_s / 3600.0
         rest_here = rest_h(ctx, here, typical=True)
