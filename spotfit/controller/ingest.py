@@ -2,7 +2,8 @@
 
 `Controller` (loop.py) holds one `Ingest` and calls it on every pass (and when an attempt
 ends): each new `events/` object becomes an event row once, and the live attempt's
-`progress.json` moves the job's step and the planner's clock.
+`progress.json` moves the job's step and the planner's clock, and its latest GPU reading
+(utilization and memory) goes into the attempt's `info["gpu"]`, where `spotfit status` reads it.
 """
 
 from __future__ import annotations
@@ -57,3 +58,13 @@ class Ingest:
                 self.plan.observe(progress, current)
                 self.db.update_job(self.job_id, step=progress.get("step") or 0,
                                    total_steps=progress.get("total_steps"), loss=progress.get("loss"))
+                self._gpu(current, progress.get("gpu"))
+
+    def _gpu(self, attempt: dict, reading: dict | None) -> None:
+        """Keep the attempt's latest GPU reading in its info (written only when a figure changed)."""
+        if not reading:
+            return
+        figures = {k: v for k, v in reading.items() if k != "at"}
+        known = attempt["info"].get("gpu") or {}
+        if {k: v for k, v in known.items() if k != "at"} != figures:
+            self.db.update_attempt(self.job_id, attempt["number"], info={**attempt["info"], "gpu": reading})
