@@ -58,6 +58,8 @@ class AttemptPlanner:
 
     def connect_live(self, backend, request) -> str | None:
         """Without a trace, use the backend's live prices (if it has them); returns what happened."""
+        if not self.market.replayed and hasattr(backend, "node_prices"):
+            return self._price_nodes(backend)
         if self.market.replayed or not hasattr(backend, "live_market"):
             return None
         try:
@@ -69,6 +71,24 @@ class AttemptPlanner:
         self.market = Live(live, self._epoch)
         return (f"live prices for {', '.join(live.zones)}: spot from the price history, on-demand "
                 f"${live.on_demand_usd_per_h:g}/h from the catalog")
+
+    def _price_nodes(self, backend) -> str:
+        """Bill each attempt at its nodes' prices (`node_market.py`; Kubernetes)."""
+        from spotfit.controller.node_market import NodePriced
+
+        spec_usd_per_h = self.spec.kubernetes.price_usd_per_h
+
+        def lookup(attempt: dict) -> list:
+            return backend.node_prices(backend.load_handle(attempt["handle"]), attempt["market"], spec_usd_per_h)
+
+        def priced(attempt: dict, prices: list) -> None:
+            self.db.add_event(self.job_id, "node_price", "; ".join(p.describe() for p in prices),
+                              attempt=attempt["number"], nodes=[p.node for p in prices],
+                              usd_per_h=[p.usd_per_h for p in prices], source=[p.source for p in prices])
+
+        self.market = NodePriced(lookup, priced)
+        fallback = f", else ${spec_usd_per_h:g}/h (kubernetes.price_usd_per_h)" if spec_usd_per_h else ""
+        return f"prices from each attempt's nodes: their instance type and capacity type in the catalog{fallback}"
 
     def _epoch(self, trace_s: float) -> float:
         """Epoch seconds of a trace second of a job without a trace (its clock is the wall)."""
@@ -126,8 +146,8 @@ class AttemptPlanner:
         return zone is None or self.market.spot_available(zone, self.now_s())
 
     def spot_price(self, zone: str | None) -> float | None:
-        """The zone's spot price now ($/h), or None without a market."""
-        return None if zone is None else self.market.spot_price(zone, self.now_s())
+        """The zone's spot price now ($/h), or None without a market (Kubernetes: the live attempt's node's)."""
+        return self.market.spot_price(zone, self.now_s())
 
     def zones(self) -> list[str]:
         return self.market.zones()
