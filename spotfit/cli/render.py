@@ -307,13 +307,14 @@ def print_spend(console: Console, doc: dict) -> None:
 
 def print_budgets(console: Console, doc: dict) -> None:
     """`spotfit budget list`: each budget, what its jobs spent this period, and what happens at 80 % and 100 %."""
-    table = Table(title=f"budgets over many jobs ({doc['path']})", title_justify="left")
-    for col in ("name", "jobs with labels", "period", "budget", "spent", "used", "at 80%", "at 100%"):
+    where = doc["path"] + (f" and {doc['shared']}" if doc.get("shared") else "")
+    table = Table(title=f"budgets over many jobs ({where})", title_justify="left")
+    for col in ("name", "kept in", "jobs with labels", "period", "budget", "spent", "used", "at 80%", "at 100%"):
         table.add_column(col, justify="right" if col in ("budget", "spent", "used") else "left")
     for b in doc["budgets"]:
         scope = ", ".join(f"{k}={v}" for k, v in b["labels"].items()) or "(every job)"
-        table.add_row(b["name"], scope, b["period"], _usd(b["usd"]), _usd(b["spent_usd"]), f"{b['percent']:.1f}%",
-                      b["at_80_percent"], b["at_100_percent"])
+        table.add_row(b["name"], b.get("where", "file"), scope, b["period"], _usd(b["usd"]), _usd(b["spent_usd"]),
+                      f"{b['percent']:.1f}%", b["at_80_percent"], b["at_100_percent"])
     console.print(table)
 
 
