@@ -59,6 +59,7 @@ class Progress(TypedDict, total=False):
     store_error: str  # the store failed the last write; training goes on
     utilization_source: str | None
     utilization_pct: float | None
+    gpu: dict[str, Any]  # with a GPU: util_pct, mem_pct, mem_used_gib, mem_total_gib, count, at (utilization.py)
     data_bytes_done: int
     data_bytes_total: int
     last_activity_at: float  # a notebook: the kernels' last activity

@@ -148,6 +148,16 @@ class LiveMarketSource(Protocol):
 
 
 @runtime_checkable
+class NodePricer(Protocol):
+    """A backend whose attempts run on nodes it can price (Kubernetes: a node's instance-type and
+    capacity-type labels), so that an attempt without a market is still billed."""
+
+    def node_prices(self, handle: Any, launched: str, spec: Any) -> list[Any]:
+        """The $/h of each node the attempt's pods run on (`backends/kubernetes/nodes.py:NodePrice`), its own
+        section of the job `spec` giving the price of a node the catalog does not know."""
+
+
+@runtime_checkable
 class SecretKeeper(Protocol):
     """A backend that stores the job's `secrets:` values where its attempts read them."""
 

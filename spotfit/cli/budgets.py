@@ -1,4 +1,4 @@
-"""The `budget` verbs: budgets over many jobs in `$SPOTFIT_HOME/config.yaml` (list, set, rm)."""
+"""The `budget` verbs: budgets over many jobs in `$SPOTFIT_HOME/config.yaml` or the shared state DB (list, set, rm)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,17 @@ def budget_set(
     period: Annotated[str, typer.Option(help="day, week or month (UTC calendar).")] = "month",
     at_80_percent: Annotated[str, typer.Option("--at-80-percent", help="none, notify or pause.")] = "notify",
     at_100_percent: Annotated[str, typer.Option("--at-100-percent", help="none, notify or pause.")] = "pause",
+    shared: Annotated[bool, typer.Option("--shared", help="Keep it in the shared state DB (SPOTFIT_STATE_URL), "
+                                                          "where every controller of the team reads it.")] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Add or replace a budget over the jobs with the given labels."""
-    _show(sdk.budget_set(name, usd, label, period, at_80_percent, at_100_percent), json_)
+    _show(sdk.budget_set(name, usd, label, period, at_80_percent, at_100_percent, shared), json_)
 
 
 @budget_app.command("rm")
-def budget_rm(name: Annotated[str, typer.Argument(help="The budget's name.")], json_: JsonFlag = False) -> None:
+def budget_rm(name: Annotated[str, typer.Argument(help="The budget's name.")],
+              shared: Annotated[bool, typer.Option("--shared", help="Remove it from the shared state DB.")] = False,
+              json_: JsonFlag = False) -> None:
     """Remove a budget."""
-    _show(sdk.budget_rm(name), json_)
+    _show(sdk.budget_rm(name, shared), json_)

@@ -52,6 +52,22 @@ def status_table(doc: dict) -> Table:
     return table
 
 
+def gpu_line(gpu: dict) -> str:
+    """`status`'s GPU line: the last attempt's latest reading, or that it had no GPU.
+
+    >>> gpu_line({"attempt": 2, "util_pct": 87.0, "mem_pct": 40.0, "mem_used_gib": 6.4, "mem_total_gib": 16.0,
+    ...           "count": 1})
+    'gpu: 87% busy, memory 6.4 of 16.0 GiB (40%), 1 GPU (attempt 2)'
+    >>> gpu_line({"attempt": 1, "count": 0, "note": "no GPU (NVML found no GPU): ..."})
+    'gpu: none on attempt 1 (no GPU (NVML found no GPU): ...)'
+    """
+    if not gpu.get("count"):
+        return f"gpu: none on attempt {gpu['attempt']} ({gpu.get('note') or 'no GPU'})"
+    plural = "GPU" if gpu["count"] == 1 else "GPUs"
+    return (f"gpu: {gpu['util_pct']:.0f}% busy, memory {gpu['mem_used_gib']:.1f} of {gpu['mem_total_gib']:.1f} GiB "
+            f"({gpu['mem_pct']:.0f}%), {gpu['count']} {plural} (attempt {gpu['attempt']})")
+
+
 def print_status(console: Console, doc: dict) -> None:
     console.print(status_table(doc))
     paused = doc.get("paused")
@@ -64,6 +80,8 @@ def print_status(console: Console, doc: dict) -> None:
         console.print(f"[dim]{escape(doc['message'] or '')}[/]  controller: {escape(controller)}")
     if doc.get("store_problem"):
         console.print(f"[yellow]store:[/] {escape(doc['store_problem'])}", highlight=False)
+    if doc.get("gpu"):
+        console.print(escape(gpu_line(doc["gpu"])), highlight=False)
     if doc.get("weights_sha256"):
         console.print(f"weights sha256: {doc['weights_sha256']}")
     export = doc.get("export") or {}
@@ -289,13 +307,14 @@ def print_spend(console: Console, doc: dict) -> None:
 
 def print_budgets(console: Console, doc: dict) -> None:
     """`spotfit budget list`: each budget, what its jobs spent this period, and what happens at 80 % and 100 %."""
-    table = Table(title=f"budgets over many jobs ({doc['path']})", title_justify="left")
-    for col in ("name", "jobs with labels", "period", "budget", "spent", "used", "at 80%", "at 100%"):
+    where = doc["path"] + (f" and {doc['shared']}" if doc.get("shared") else "")
+    table = Table(title=f"budgets over many jobs ({where})", title_justify="left")
+    for col in ("name", "kept in", "jobs with labels", "period", "budget", "spent", "used", "at 80%", "at 100%"):
         table.add_column(col, justify="right" if col in ("budget", "spent", "used") else "left")
     for b in doc["budgets"]:
         scope = ", ".join(f"{k}={v}" for k, v in b["labels"].items()) or "(every job)"
-        table.add_row(b["name"], scope, b["period"], _usd(b["usd"]), _usd(b["spent_usd"]), f"{b['percent']:.1f}%",
-                      b["at_80_percent"], b["at_100_percent"])
+        table.add_row(b["name"], b.get("where", "file"), scope, b["period"], _usd(b["usd"]), _usd(b["spent_usd"]),
+                      f"{b['percent']:.1f}%", b["at_80_percent"], b["at_100_percent"])
     console.print(table)
 
 

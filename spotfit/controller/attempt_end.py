@@ -38,7 +38,7 @@ class EndRecorder:
         end_s = self.plan.now_s()  # one reading: the span billed is the span recorded
         billed_s, cost = self.plan.bill(attempt, end_s)
         info = {"timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
-                "on_demand_usd_per_h": self.plan.on_demand_usd_per_h(),
+                "on_demand_usd_per_h": self.plan.on_demand_usd_per_h(), "gpu": progress.get("gpu"),
                 "overhead_s": self.plan.billed_overhead_s(attempt, end_s), **({"failure": failure} if failure else {})}
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,

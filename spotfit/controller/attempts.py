@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from spotfit.attempt.progress import TRAINED_PHASES, Phase
-from spotfit.backends.base import LiveMarketSource
+from spotfit.backends.base import LiveMarketSource, NodePricer
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.market_source import Live, MarketSource, NoMarket, Replay
 from spotfit.controller.ticks import Launch, PolicyTicker, WallTicker
@@ -26,7 +26,7 @@ from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
 from spotfit.spec.job import JobSpec, Preemption
 from spotfit.state.db import StateDB
-from spotfit.state.records import AttemptRecord, spot_zone, trace_start_s
+from spotfit.state.records import AttemptRecord, handle_text, spot_zone, trace_start_s
 from spotfit.state.states import AttemptState, Market
 
 AWS_NOTICE_S = 120.0  # a spot interruption notice gives two minutes
@@ -60,6 +60,8 @@ class AttemptPlanner:
 
     def connect_live(self, backend, request) -> str | None:
         """Without a trace, use the backend's live prices (if it has them); returns what happened."""
+        if not self.market.replayed and isinstance(backend, NodePricer):
+            return self._price_nodes(backend)
         if self.market.replayed or not isinstance(backend, LiveMarketSource):
             return None
         try:
@@ -71,6 +73,22 @@ class AttemptPlanner:
         self.market = Live(live, self._epoch)
         return (f"live prices for {', '.join(live.zones)}: spot from the price history, on-demand "
                 f"${live.on_demand_usd_per_h:g}/h from the catalog")
+
+    def _price_nodes(self, backend: NodePricer) -> str:
+        """Bill each attempt at its nodes' prices (`node_market.py`; Kubernetes)."""
+        from spotfit.controller.node_market import NodePriced
+
+        def lookup(attempt: AttemptRecord) -> list:
+            return backend.node_prices(backend.load_handle(handle_text(attempt)),  # type: ignore[attr-defined]
+                                       attempt["market"], self.spec)
+
+        def priced(attempt: AttemptRecord, prices: list) -> None:
+            self.db.add_event(self.job_id, "node_price", "; ".join(p.describe() for p in prices),
+                              attempt=attempt["number"], nodes=[p.node for p in prices],
+                              usd_per_h=[p.usd_per_h for p in prices], source=[p.source for p in prices])
+
+        self.market = NodePriced(lookup, priced)
+        return "prices from each attempt's nodes: their instance type and capacity type in the catalog"
 
     def _epoch(self, trace_s: float) -> float:
         """Epoch seconds of a trace second of a job without a trace (its clock is the wall)."""
@@ -130,8 +148,8 @@ class AttemptPlanner:
         return zone is None or self.market.spot_available(zone, self.now_s())
 
     def spot_price(self, zone: str | None) -> float | None:
-        """The zone's spot price now ($/h), or None without a market."""
-        return None if zone is None else self.market.spot_price(zone, self.now_s())
+        """The zone's spot price now ($/h), or None without a market (Kubernetes: the live attempt's node's)."""
+        return self.market.spot_price(zone, self.now_s())
 
     def zones(self) -> list[str]:
         return self.market.zones()

@@ -2,13 +2,17 @@
 
 `Controller` (loop.py) holds one `Ingest` and calls it on every pass (and when an attempt
 ends): each new `events/` object becomes an event row once, and the live attempt's
-`progress.json` moves the job's step and the planner's clock.
+`progress.json` moves the job's step and the planner's clock, and its latest GPU reading
+(utilization and memory) goes into the attempt's `info["gpu"]`, where `spotfit status` reads it.
+With `aws.cloudwatch: true` the progress and the job's spend so far also go to CloudWatch
+(`cloudwatch.py`).
 """
 
 from __future__ import annotations
 
 from spotfit.attempt import layout
 from spotfit.controller.attempts import AttemptPlanner
+from spotfit.controller.cloudwatch import CloudWatchPublisher
 from spotfit.controller.job_files import JobFiles
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord
@@ -33,6 +37,8 @@ class Ingest:
         self.job_id = job_id
         self.files = files
         self.plan = plan
+        aws = plan.spec.aws
+        self.cloudwatch = CloudWatchPublisher(job_id, plan.spec.name, aws.region) if aws.cloudwatch else None
         self._seen_events: set[str] = {
             str(e["data"]["key"]) for e in db.events(job_id) if e["data"].get("key")
         }
@@ -58,3 +64,24 @@ class Ingest:
                 self.plan.observe(progress, current)
                 self.db.update_job(self.job_id, step=progress.get("step") or 0,
                                    total_steps=progress.get("total_steps"), loss=progress.get("loss"))
+                self._gpu(current, progress.get("gpu"))
+                if self.cloudwatch is not None:
+                    self._publish(current, progress)
+
+    def _publish(self, attempt: AttemptRecord, progress: dict) -> None:
+        """The progress and the job's spend so far (ended attempts' bills and the live one's) to CloudWatch."""
+        assert self.cloudwatch is not None
+        spent = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != attempt["number"])
+        if attempt["trace_start_s"] is not None:
+            spent += self.plan.bill(attempt)[1]
+        if (problem := self.cloudwatch.publish(progress, spent)) is not None:
+            self.db.add_event(self.job_id, "cloudwatch_failed", problem, attempt=attempt["number"])
+
+    def _gpu(self, attempt: AttemptRecord, reading: dict | None) -> None:
+        """Keep the attempt's latest GPU reading in its info (written only when a figure changed)."""
+        if not reading:
+            return
+        figures = {k: v for k, v in reading.items() if k != "at"}
+        known = attempt["info"].get("gpu") or {}
+        if {k: v for k, v in known.items() if k != "at"} != figures:
+            self.db.update_attempt(self.job_id, attempt["number"], info={**attempt["info"], "gpu": reading})

@@ -38,7 +38,7 @@ class MarketSource(Protocol):
     def on_demand_usd_per_h(self) -> float | None: ...
     def zones(self) -> list[str]: ...
     def spot_available(self, zone: str, at_s: float) -> bool: ...
-    def spot_price(self, zone: str, at_s: float) -> float | None: ...
+    def spot_price(self, zone: str | None, at_s: float) -> float | None: ...
     def bill(self, attempt: AttemptRecord, end_s: float) -> tuple[float, float]: ...
     def budget_reached_s(self, attempt: AttemptRecord, left_usd: float) -> float | None: ...
     def billed_overhead_s(self, attempt: AttemptRecord, end_s: float, overhead_s: float) -> float | None: ...
@@ -70,7 +70,7 @@ class NoMarket:
     def spot_available(self, zone: str, at_s: float) -> bool:
         return True
 
-    def spot_price(self, zone: str, at_s: float) -> float | None:
+    def spot_price(self, zone: str | None, at_s: float) -> float | None:
         return None
 
     def bill(self, attempt: AttemptRecord, end_s: float) -> tuple[float, float]:
@@ -111,8 +111,8 @@ class Live(NoMarket):
     def zones(self) -> list[str]:
         return self.live.zones
 
-    def spot_price(self, zone: str, at_s: float) -> float | None:
-        return self.live.spot_usd_per_h(zone, self.epoch(at_s))
+    def spot_price(self, zone: str | None, at_s: float) -> float | None:
+        return None if zone is None else self.live.spot_usd_per_h(zone, self.epoch(at_s))
 
     def bill(self, attempt: AttemptRecord, end_s: float) -> tuple[float, float]:
         start_s = attempt["trace_start_s"] or 0.0
@@ -149,7 +149,9 @@ class Replay:
     def spot_available(self, zone: str, at_s: float) -> bool:
         return self.replay.available(zone, at_s)
 
-    def spot_price(self, zone: str, at_s: float) -> float | None:
+    def spot_price(self, zone: str | None, at_s: float) -> float | None:
+        if zone is None:
+            return None
         z = self.replay.trace.zone_index(zone)
         return float(self.replay.trace.spot_usd_per_h[z, self.replay.tick_at(at_s)])
 

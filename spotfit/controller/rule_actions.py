@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
@@ -22,11 +23,15 @@ from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import SpotfitError
+from spotfit.home import state_is_shared, state_target
 from spotfit.settings import load_settings
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord, handle_text
 from spotfit.state.states import AttemptState, JobState, Market
+
+if TYPE_CHECKING:
+    from spotfit.controller.budget_store import BudgetStore
 
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
@@ -52,6 +57,7 @@ class RuleActions:
         self.price_paused = False
         self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
         self._next_team_check = 0.0  # monotonic time of the next look at the team budgets while an attempt runs
+        self._budget_store: BudgetStore | None = None  # the shared state's budgets and reservations (budget_store.py)
 
     def _handle(self, attempt: AttemptRecord) -> Handle:
         return self.backend.load_handle(handle_text(attempt))
@@ -83,7 +89,7 @@ class RuleActions:
         Before a launch; with `running` (the live attempt), its cost so far counts too.
         """
         try:
-            budgets = load_settings().budgets
+            budgets = self._team_budgets()
         except SpotfitError as err:  # edited since `spotfit run` checked it: no launch on an unknown budget
             if running is not None:
                 return None  # the attempt goes on; the next launch pauses on the error
@@ -93,9 +99,12 @@ class RuleActions:
         if not budgets:
             return None
         live_usd = self.plan.bill(running)[1] if running is not None else 0.0
-        found = team_budget.crossings(budgets, self.spec.labels,
-                                      lambda start_s: [*self._billed_since(start_s), (self.spec.labels, live_usd)],
-                                      time.time())
+        if running is None and self._budget_store is not None:  # shared: reserve the launch's spend
+            found = self._budget_store.reserve(self.job_id, self.spec.labels, budgets, self._expected_launch_usd())
+        else:
+            found = team_budget.crossings(budgets, self.spec.labels,
+                                          lambda start_s: [*self._billed_since(start_s), (self.spec.labels, live_usd)],
+                                          time.time())
         told = {(e["data"].get("budget"), e["data"].get("percent"), e["data"].get("period_start_s"))
                 for e in self.db.events(self.job_id) if e["kind"] == "team_budget"}
         for crossing in found:
@@ -128,6 +137,24 @@ class RuleActions:
         self.halt = halt
         self.request_stop(attempt, progress, halt[1])
         return True
+
+    def _team_budgets(self) -> list:
+        """config.yaml's budgets, and with a shared state DB the `team_budgets` table's (which win on a name)."""
+        budgets = load_settings().budgets
+        if self._budget_store is None and state_is_shared():
+            from spotfit.controller.budget_store import BudgetStore
+
+            self._budget_store = BudgetStore(state_target())
+        if self._budget_store is None:
+            return budgets
+        shared = self._budget_store.budgets()
+        return [b for b in budgets if b.name not in {s.name for s in shared}] + shared
+
+    def _expected_launch_usd(self) -> float:
+        """What the next attempt is expected to cost: the work left at the dearest price known ($0 without one)."""
+        spot = [p for p in (self.plan.spot_price(z) for z in self.plan.zones()) if p is not None]
+        price = max(spot, default=None) if self.spec.resources.spot else None
+        return self.plan.work_left_s() / 3600.0 * (price or self.plan.on_demand_usd_per_h() or 0.0)
 
     def _billed_since(self, start_s: float) -> list[tuple[dict, float]]:
         return [(json.loads(spec_json).get("labels") or {}, usd) for spec_json, usd in self.db.billed_since(start_s)]

@@ -71,7 +71,8 @@ def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
     after_save: tuple[Callable[[], None], ...] = ()
     if session.tensorboard is not None:
         start = session.calls.base_step if start_ckpt is None else start_ckpt.meta["step"]
-        callbacks.append(TensorBoardLogger(session.tensorboard, start))
+        state = session.reporter.state
+        callbacks.append(TensorBoardLogger(session.tensorboard, start, gpu=lambda: state.get("gpu")))
         after_save = (session.tensorboard.flush,)
     callbacks.append(instrument.SpotfitCallback(session, start_ckpt, watched, initial_epoch, after_save))
     return callbacks

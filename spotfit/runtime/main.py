@@ -47,7 +47,7 @@ def run(job_url: str, attempt: int) -> int:
     session.watcher.install()  # from here a notice ends the attempt "preempted", even one with nothing to train
     if (done := session.finished_result()) is not None:
         return _already_done(session, done)
-    stop_sampling = start_sampling(rep.state)
+    stop_sampling = start_sampling(rep.state, no_gpu=lambda why: _no_gpu(rep, why))
     stop_heartbeat = rep.start_heartbeat()
     stop_polling = session.start_stop_polling()
     try:
@@ -109,6 +109,12 @@ def run(job_url: str, attempt: int) -> int:
         stop_heartbeat.set()
         stop_polling.set()
         session.watcher.close()
+
+
+def _no_gpu(rep, why: str) -> None:
+    """Say once, as an event and a log line, that there is no GPU to sample (rather than write zeros)."""
+    rep.event("no_gpu", f"no GPU ({why}): GPU utilization and memory are not sampled", reason=why)
+    sys.stderr.write(f"spotfit: no GPU ({why}): GPU utilization and memory are not sampled\n")
 
 
 def _already_done(session: Session, done: dict) -> int:

@@ -11,6 +11,11 @@ weight every N epochs. How often `batch_loss` is written is `training.tensorboar
 - `epoch`: epoch scalars only;
 - an integer N: every N steps (1 = every step).
 
+With a GPU, the runtime's latest NVML reading (utilization.py) is logged by global step as
+`system/gpu_util` (busy percent, mean over the GPUs) and `system/gpu_mem` (memory used, percent
+of the GPUs' total) in the `train` run: at the first step, then at most every `GPU_EVERY_S`,
+and at the end of each fit call. Without a GPU nothing is logged (the runtime says "no GPU" once).
+
 The training loop only appends values to a deque: no lock, no thread wake-up. A writer
 thread of its own (`TensorBoardLog`) wakes every `DRAIN_S` (or when asked to flush), writes
 what is there as event protocol buffers in TensorBoard's record format (~10 us a scalar here;
@@ -39,6 +44,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +59,7 @@ from spotfit.tensorboard_server import PREFIX, local_folder
 BUDGET_SHARE = 0.005  # `auto`: batch scalars cost at most this share of the step time
 UPDATE_FREQS = ("auto", "epoch")  # or an integer number of steps
 DRAIN_S = 1.0  # the writer thread writes what the steps queued this often
+GPU_EVERY_S = 10.0  # `system/gpu_*` scalars at most this often
 _file_ids = itertools.count()
 
 
@@ -208,13 +215,17 @@ class TensorBoardLogger(keras.callbacks.Callback):
     """Hands one `fit` call's scalars (and histograms) to the attempt's `TensorBoardLog`.
 
     `resume_step`: the global step this call resumes at, or None to start at the optimizer's
-    step counter (the main callback counts steps the same way).
+    step counter (the main callback counts steps the same way). `gpu`: the latest GPU reading
+    (progress.json's `gpu` dict), or None on a machine without one.
     """
 
-    def __init__(self, log: TensorBoardLog, resume_step: int | None = None):
+    def __init__(self, log: TensorBoardLog, resume_step: int | None = None,
+                 gpu: Callable[[], dict | None] | None = None):
         super().__init__()
         self.log = log
         self.resume_step = resume_step
+        self.gpu = gpu
+        self._gpu_logged: tuple[int, float] | None = None  # (step, monotonic s) of the last GPU scalars
         self.step = 0
         self._next_step: float = 0
         self._last: tuple[int, float] | None = None  # (step, perf_counter) of the last batch scalar
@@ -233,6 +244,8 @@ class TensorBoardLogger(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self.step += self.model.steps_per_execution
+        if self.gpu is not None:
+            self._log_gpu()
         if self.step < self._next_step:
             return
         loss = _finite(logs.get("loss") if logs else None)
@@ -260,7 +273,23 @@ class TensorBoardLogger(keras.callbacks.Callback):
         self._last = None  # epoch-end work (validation) is not step time
 
     def on_train_end(self, logs=None):
+        if self.gpu is not None:
+            self._log_gpu(due=True)
         self.log.flush()
+
+    def _log_gpu(self, due: bool = False) -> None:
+        """The latest GPU reading as `system/gpu_*` scalars at this step, when `GPU_EVERY_S` passed (or `due`)."""
+        reading = self.gpu() if self.gpu is not None else None
+        if reading is None:
+            return
+        now = time.monotonic()
+        if self._gpu_logged is not None:
+            step, at = self._gpu_logged
+            if step == self.step or (not due and now - at < GPU_EVERY_S):
+                return
+        self.log.scalar("train", "system/gpu_util", float(reading["util_pct"]), self.step)
+        self.log.scalar("train", "system/gpu_mem", float(reading["mem_pct"]), self.step)
+        self._gpu_logged = (self.step, now)
 
 
 def _finite(value) -> float | None:

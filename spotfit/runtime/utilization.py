@@ -1,19 +1,33 @@
-"""Accelerator utilization, sampled in the runtime: NVML on GPUs, the process's CPU elsewhere.
+"""Accelerator utilization and GPU memory, sampled in the runtime: NVML on GPUs, the process's CPU elsewhere.
 
-One interface (`sample() -> percent`), two samplers: `NvmlSampler` averages the GPUs' busy
-percentage (nvidia-ml-py, in the `tf-gpu` extra); `ProcessCpuSampler` reports the process's
-CPU use as a share of all cores. `start_sampling` runs one in a daemon thread and writes the
-latest value into the progress the controller reads (`utilization_pct`, `utilization_source`).
+One interface (`sample() -> percent`), two kinds of sampler: `NvmlSampler` averages the GPUs'
+busy percentage (nvidia-ml-py, in the `tf-gpu` extra) and also reads their memory
+(`read() -> GpuReading`); `ProcessCpuSampler` reports the process's CPU use as a share of all
+cores. `start_sampling` runs one in a daemon thread and writes the latest value into the
+progress the controller reads (`utilization_pct`, `utilization_source`; with a GPU also
+`gpu`, a `GpuReading` as a dict, which `spotfit status`, the dashboard and TensorBoard show).
+
+Without a GPU nothing GPU-shaped is written (no zeros): `start_sampling`'s `no_gpu` callback
+is called once with the reason (the runtime turns it into one `no_gpu` event and one log line).
+
+>>> GpuReading(util_pct=50.0, mem_used_gib=4.0, mem_total_gib=16.0, count=1).as_progress()["mem_pct"]
+25.0
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
 from spotfit.attempt.progress import Progress
+
+GIB = 1024**3
 
 
 class ProcessCpuSampler:
@@ -53,6 +67,26 @@ class ProcessTreeCpuSampler:
         return min(100.0, total / self._cores)
 
 
+@dataclass(frozen=True)
+class GpuReading:
+    """The GPUs of this machine at one moment: mean busy percent, and memory summed over them."""
+
+    util_pct: float
+    mem_used_gib: float
+    mem_total_gib: float
+    count: int
+
+    @property
+    def mem_pct(self) -> float:
+        return 100.0 * self.mem_used_gib / self.mem_total_gib if self.mem_total_gib else 0.0
+
+    def as_progress(self) -> dict[str, Any]:
+        """The `gpu` field of progress.json (rounded; `at`: epoch seconds of the reading)."""
+        return {"util_pct": round(self.util_pct, 1), "mem_pct": round(self.mem_pct, 1),
+                "mem_used_gib": round(self.mem_used_gib, 2), "mem_total_gib": round(self.mem_total_gib, 2),
+                "count": self.count, "at": round(time.time(), 3)}
+
+
 class NvmlSampler:
     source = "nvml"
 
@@ -63,31 +97,54 @@ class NvmlSampler:
         self._nvml = pynvml
         self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
         if not self._handles:
-            raise RuntimeError("no GPU")
+            raise RuntimeError("NVML found no GPU")
+
+    def read(self) -> GpuReading:
+        rates = [self._nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles]
+        memory = [self._nvml.nvmlDeviceGetMemoryInfo(h) for h in self._handles]
+        return GpuReading(util_pct=float(sum(rates)) / len(rates), mem_used_gib=sum(m.used for m in memory) / GIB,
+                          mem_total_gib=sum(m.total for m in memory) / GIB, count=len(self._handles))
 
     def sample(self) -> float:
-        rates = [self._nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles]
-        return float(sum(rates)) / len(rates)
+        return self.read().util_pct
 
 
-def make_sampler(tree: bool = False):
-    """NVML when a GPU and nvidia-ml-py are there, else the process's CPU (with `tree`, its descendants' too)."""
+def open_nvml() -> tuple[NvmlSampler | None, str]:
+    """An NVML sampler, or None and why not (no library, no driver, no GPU)."""
     try:
-        return NvmlSampler()
-    except Exception:  # noqa: BLE001 — no library, no driver or no GPU: fall back
-        return ProcessTreeCpuSampler() if tree else ProcessCpuSampler()
+        return NvmlSampler(), ""
+    except ImportError:
+        return None, "nvidia-ml-py is not installed"
+    except Exception as exc:  # noqa: BLE001 — NVML's own errors (no driver) and an empty device list
+        return None, str(exc) or type(exc).__name__
 
 
-def start_sampling(state: Progress, interval_s: float = 1.0, tree: bool = False) -> threading.Event:
-    """Sample every `interval_s` into `state`; set the returned event to stop."""
-    sampler = make_sampler(tree)
+def start_sampling(state: Progress, interval_s: float = 1.0, tree: bool = False,
+                   no_gpu: Callable[[str], None] | None = None) -> threading.Event:
+    """Sample every `interval_s` into `state`; set the returned event to stop.
+
+    With a GPU the first reading is taken at once (NVML's figures cover the driver's last
+    sample period), so `state["gpu"]` holds a reading before training starts. Without one,
+    `no_gpu(reason)` is called once.
+    """
+    nvml, why = open_nvml()
+    sampler = nvml or (ProcessTreeCpuSampler() if tree else ProcessCpuSampler())
     stop = threading.Event()
     state["utilization_source"] = sampler.source
     state["utilization_pct"] = None  # the key exists before the thread sets it: no dict resize mid-write
+    if nvml is not None:
+        state["gpu"] = nvml.read().as_progress()
+    elif no_gpu is not None:
+        no_gpu(why)
 
     def loop():
         while not stop.wait(interval_s):
-            state["utilization_pct"] = round(sampler.sample(), 1)
+            if nvml is not None:
+                reading = nvml.read()
+                state["gpu"] = reading.as_progress()  # one new dict: the writer never sees it half-filled
+                state["utilization_pct"] = round(reading.util_pct, 1)
+            else:
+                state["utilization_pct"] = round(sampler.sample(), 1)
 
     threading.Thread(target=loop, name="spotfit-utilization", daemon=True).start()
     return stop

@@ -10,7 +10,7 @@ from spotfit.errors import NotFoundError
 from spotfit.home import home, state_is_shared
 from spotfit.sdk.context import controller_alive, db, find_job
 from spotfit.state.db import StateDB
-from spotfit.state.records import EventRecord, JobRecord
+from spotfit.state.records import AttemptRecord, EventRecord, JobRecord
 from spotfit.state.states import JobState
 
 
@@ -62,6 +62,7 @@ def status(ref: str) -> dict:
         "resume": resume,
         "paused": paused,
         "store_problem": _store_problem(state_db, job["id"]) if active else None,
+        "gpu": _gpu(state_db, job["id"], attempts),
         "created_at": job["created_at"],
     }
 
@@ -81,6 +82,23 @@ def _paused(state_db: StateDB, job: JobRecord) -> dict | None:
     reason = last["message"].split(": ", 1)[-1].rsplit(" -> ", 1)[0] if last else job["message"]
     resume = None if controller_alive(job, state_db) else f"spotfit resume {job['id']}"
     return {"rule": rule, "reason": reason, "resume": resume}
+
+
+def _gpu(state_db: StateDB, job_id: str, attempts: list[AttemptRecord]) -> dict | None:
+    """The last attempt's latest GPU reading (`count` 0 and a `note` when it had no GPU); None before one.
+
+    Utilization and memory are in percent (`util_pct`, `mem_pct`), memory also in GiB, summed
+    over the attempt's `count` GPUs; `at` is when it was read.
+    """
+    if not attempts:
+        return None
+    last = attempts[-1]
+    if last["info"].get("gpu"):
+        return {"attempt": last["number"], **last["info"]["gpu"]}
+    said = state_db.last_event(job_id, ("no_gpu",))
+    if said is not None and said["attempt"] == last["number"]:
+        return {"attempt": last["number"], "count": 0, "note": said["message"]}
+    return None
 
 
 def _store_problem(state_db: StateDB, job_id: str) -> str | None:

@@ -92,17 +92,29 @@ def timeline_figure(tl: dict) -> dict:
 
 
 def progress_figure(series: dict[str, list[tuple[int, float]]]) -> dict:
-    """The loss by global step (top) and the epoch metrics by epoch (bottom)."""
+    """The loss by global step (top), the epoch metrics by epoch, and, with a GPU, its use by step (bottom).
+
+    The runtime's `system/gpu_util` and `system/gpu_mem` scalars (percent; runtime/tensorboard.py)
+    get a third row only when the job logged them.
+
+    >>> fig = progress_figure({"train/batch_loss": [(1, 0.5)], "train/system/gpu_util": [(1, 80.0)]})
+    >>> [(t["name"], t["yaxis"]) for t in fig["data"]], fig["layout"]["yaxis3"]["title"]["text"]
+    ([('train/batch_loss', 'y'), ('train/system/gpu_util', 'y3')], 'GPU %')
+    """
     data = []
+    gpu = any("/system/gpu_" in name for name in series)
     for name, points in series.items():
-        by_step = name.endswith("batch_loss")
-        data.append({"type": "scatter", "mode": "lines" if by_step else "lines+markers", "name": name,
+        row = "3" if "/system/gpu_" in name else "" if name.endswith("batch_loss") else "2"
+        data.append({"type": "scatter", "mode": "lines+markers" if row == "2" else "lines", "name": name,
                      "x": [p[0] for p in points], "y": [p[1] for p in points],
-                     "xaxis": "x" if by_step else "x2", "yaxis": "y" if by_step else "y2"})
+                     "xaxis": f"x{row}", "yaxis": f"y{row}"})
+    rows = {"xaxis3": {"title": {"text": "global step"}},
+            "yaxis3": {"title": {"text": "GPU %"}, "range": [0, 100]}} if gpu else {}
     return {"data": data, "layout": _layout(
-        "Training progress", height=420, grid={"rows": 2, "columns": 1, "pattern": "independent"},
+        "Training progress", height=620 if gpu else 420, grid={"rows": 3 if gpu else 2, "columns": 1,
+                                                               "pattern": "independent"},
         xaxis={"title": {"text": "global step"}}, yaxis={"title": {"text": "loss"}},
-        xaxis2={"title": {"text": "epoch"}, "dtick": 1}, yaxis2={"title": {"text": "epoch metrics"}})}
+        xaxis2={"title": {"text": "epoch"}, "dtick": 1}, yaxis2={"title": {"text": "epoch metrics"}}, **rows)}
 
 
 def plan_figure(plan: dict) -> dict:

@@ -20,7 +20,10 @@ the backend calls, over real HTTP, to the real `kubernetes` client:
   deletion sends SIGTERM and SIGKILL (to the whole process tree, as a container's cgroup) after
   the grace period, then removes the pod; `reclaim_node` plays a spot node going away under
   the graceful node shutdown: `DisruptionTarget` (TerminationByKubelet), SIGTERM, SIGKILL after
-  the grace period, the pod left `Failed` with reason `Terminated`.
+  the grace period, the pod left `Failed` with reason `Terminated`;
+- Nodes (`nodes={name: labels}`, read with GET `/api/v1/nodes[/NAME]`): the kubelet puts a pod on
+  the first node whose labels match its `nodeSelector` (else the first node) and sets
+  `spec.nodeName`; without nodes, pods run with no node named, as before.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import psutil
 POD_ENTRY = 'exec python3 -m spotfit.backends.kubernetes.pod "$SPOTFIT_JOB_URL" "$SPOTFIT_ATTEMPT"'
 _PATH = re.compile(r"^/(?:api/v1|apis/(?P<group>[^/]+)/(?P<version>[^/]+))/namespaces/(?P<ns>[^/]+)/"
                    r"(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$")
+_NODE = re.compile(r"^/api/v1/nodes(?:/(?P<name>[^/]+))?$")
 _CRD = re.compile(r"^/apis/apiextensions.k8s.io/v1/customresourcedefinitions/(?P<name>[^/]+)$")
 
 
@@ -67,8 +71,11 @@ def _status(code: int, reason: str, message: str) -> dict:
 class FakeCluster:
     """The API server, Job controller and kubelet of one test (see the module doc)."""
 
-    def __init__(self, folder: Path, tfjob_crd: bool = False, run_pods: bool = True):
+    def __init__(self, folder: Path, tfjob_crd: bool = False, run_pods: bool = True,
+                 nodes: dict[str, dict[str, str]] | None = None):
         self.folder = folder
+        self.nodes = {name: {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+                      for name, labels in (nodes or {}).items()}
         self.tfjob_crd = tfjob_crd
         self.run_pods = run_pods  # False: pods stay Pending (no node has room), as the scheduler leaves them
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name) -> object
@@ -181,6 +188,13 @@ class FakeCluster:
         return Handler
 
     def _serve(self, method: str, path: str, query: dict, body: dict | None) -> tuple[int, dict]:
+        node = _NODE.match(path)
+        if node and method == "GET":
+            if node["name"] is None:
+                return 200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": list(self.nodes.values())}
+            if node["name"] in self.nodes:
+                return 200, self.nodes[node["name"]]
+            return 404, _status(404, "NotFound", f"nodes {node['name']!r} not found")
         crd = _CRD.match(path)
         if crd:
             if self.tfjob_crd and crd["name"] == "tfjobs.kubeflow.org":
@@ -403,6 +417,10 @@ class FakeCluster:
                 [sys.executable, "-m", "spotfit.backends.kubernetes.pod", env["SPOTFIT_JOB_URL"],
                  env["SPOTFIT_ATTEMPT"]],
                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        selector = pod["spec"].get("nodeSelector") or {}
+        fits = [n for n, o in self.nodes.items() if selector.items() <= o["metadata"]["labels"].items()]
+        if fits or self.nodes:
+            pod["spec"]["nodeName"] = (fits or list(self.nodes))[0]
         pod["status"] |= {"phase": "Running", "startTime": _now(),
                           "containerStatuses": [{"name": container["name"], "ready": True, "restartCount": 0,
                                                  "image": container["image"], "imageID": "",

@@ -39,10 +39,12 @@ checkpoint: {{interval: {{steps: 10}}}}
 class SimulatedInstances(threading.Thread):
     """The instance side of every attempt (simulated, see the module doc)."""
 
-    def __init__(self, ec2, job_id: str, job_url: str, total_steps: int, interrupt_at: dict[int, int]):
+    def __init__(self, ec2, job_id: str, job_url: str, total_steps: int, interrupt_at: dict[int, int],
+                 extra_progress: dict | None = None):
         super().__init__(daemon=True)
         self.ec2, self.job_id, self.store = ec2, job_id, open_store(job_url)
         self.total_steps, self.interrupt_at = total_steps, interrupt_at  # attempt -> step
+        self.extra_progress = extra_progress or {}
         self.checkpoint = 0
         self.steps: dict[int, int] = {}
         self.seq = 0
@@ -69,7 +71,7 @@ class SimulatedInstances(threading.Thread):
         if step % 10 == 0:
             self.checkpoint = step
         progress = {"attempt": attempt, "phase": "training", "step": step, "total_steps": self.total_steps,
-                    "loss": 1.0 / step, "timings": {}, "heartbeat_at": time.time()}
+                    "loss": 1.0 / step, "timings": {}, "heartbeat_at": time.time(), **self.extra_progress}
         self.store.write_bytes("progress.json", json.dumps(progress).encode())
         preempt_key = f"attempts/{attempt:04d}/preempt.json"
         if step >= self.interrupt_at.get(attempt, self.total_steps + 1) or self.store.exists(preempt_key):
@@ -88,14 +90,16 @@ class SimulatedInstances(threading.Thread):
 
 
 def drive(aws: MotoAws, spec: str, total_steps: int, interrupt_at: dict[int, int] | None = None,
-          timeout_s: float = 300.0) -> dict:
+          timeout_s: float = 300.0, extra_progress: dict | None = None) -> dict:
     """Submit the spec at `spec`, drive the job to its end on moto; its status with its `events`.
 
-    `interrupt_at` maps an attempt to the step where its spot instance is interrupted.
+    `interrupt_at` maps an attempt to the step where its spot instance is interrupted;
+    `extra_progress`: fields every progress report carries too (a GPU reading).
     """
     job_id = sdk.submit(spec)
     backend = aws_backend(aws)
-    side = SimulatedInstances(aws.ec2, job_id, sdk.status(job_id)["store"], total_steps, interrupt_at or {})
+    side = SimulatedInstances(aws.ec2, job_id, sdk.status(job_id)["store"], total_steps, interrupt_at or {},
+                              extra_progress)
     side.start()
     loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=backend, poll_s=0.02).run(),
                             daemon=True)  # SQLite connections stay in the thread that made them

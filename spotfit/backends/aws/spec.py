@@ -31,6 +31,8 @@ class Aws(_Section):
                                       description="extras of the shipped wheel; [s3] on an image with TF")
     worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port, open only inside the job's group")
     boot_timeout_s: float = Field(1800.0, gt=0, description="an attempt with no runtime progress by then failed")
+    cloudwatch: bool = Field(False, description="publish step rate, loss, GPU use and spend as CloudWatch custom "
+                                                "metrics (docs/costs.md)")
 
     @field_validator("ssh_cidr")
     @classmethod

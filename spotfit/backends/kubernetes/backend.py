@@ -12,6 +12,7 @@ the pods terminate is remembered, since a deleted pod can vanish before the next
 `preempt` evicts the pods with the notice as grace period: the API marks them
 `DisruptionTarget`, the kubelet sends SIGTERM and, after the notice, SIGKILL — what a node
 drain does to a spot node. `stop` deletes the pods (grace `grace_s`), the Job and the rest.
+`node_prices` prices the nodes the attempt's pods run on (nodes.py), so that it is billed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.backends.kubernetes.install import DEFAULT_EXTRAS, container_script
+from spotfit.backends.kubernetes.nodes import NodePrice, price_node
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
 from spotfit.backends.kubernetes.spec import DEFAULT_IMAGE, kubernetes_options
@@ -248,6 +250,15 @@ class KubernetesBackend(BackendTraits):
             _quietly(core.delete_namespaced_service, handle.service, handle.namespace)
         if handle.secret:
             _quietly(core.delete_namespaced_secret, handle.secret, handle.namespace)
+
+    def node_prices(self, handle: KubernetesHandle, launched: str, spec: Any) -> list[NodePrice]:
+        """The price of each node the attempt's pods run on ([] while none has a node yet); a node the
+        catalog does not price costs the spec's `kubernetes.price_usd_per_h`, when given."""
+        spec_usd_per_h = spec.kubernetes.price_usd_per_h
+        api, core, _, _ = self._apis(handle)
+        nodes = sorted({n for p in self._pods(handle) if (n := (p.get("spec") or {}).get("nodeName"))})
+        return [price_node(node, kc.to_dict(api, core.read_node(node))["metadata"].get("labels") or {}, launched,
+                           spec_usd_per_h) for node in nodes]
 
     # -- reading ------------------------------------------------------------------------------------
 

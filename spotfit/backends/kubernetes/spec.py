@@ -47,6 +47,8 @@ class Kubernetes(_Section):
     worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port")
     pending_timeout_s: float = Field(600.0, gt=0, description="an attempt whose pods have no node by then ends "
                                                               "no_capacity (an empty spot pool)")
+    price_usd_per_h: float | None = Field(None, gt=0, description="$/h of one node, for instance types the "
+                                                                 "catalog does not price (docs/costs.md)")
 
     @field_validator("namespace")
     @classmethod

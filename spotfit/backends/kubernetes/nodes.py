@@ -1,0 +1,99 @@
+"""What an attempt's node costs: its instance type and capacity type, priced from the catalog or the spec.
+
+A node's labels say what it is: `node.kubernetes.io/instance-type` (set by the kubelet on every
+cloud), `topology.kubernetes.io/region` and `/zone`, and whether it is spot, from Karpenter
+(`karpenter.sh/capacity-type: spot|on-demand`), EKS managed node groups
+(`eks.amazonaws.com/capacityType: SPOT|ON_DEMAND`), GKE (`cloud.google.com/gke-spot: "true"`) or
+AKS (`kubernetes.azure.com/scalesetpriority: spot`); without one the attempt's own market
+(the pool it asked for) counts. The price is the bundled catalog's for that instance type
+(spotfit/market/catalog.py): the zone's row when the zone label names one, else the mean over
+the region's rows (the catalog names zones by id, `use1-az1`, where nodes say `us-east-1a`),
+else over every region; when the catalog does not know the type (or has no spot price for it),
+the spec's `kubernetes.price_usd_per_h`, else no price (the attempt then costs $0, as before).
+
+Example:
+
+>>> labels = {INSTANCE_TYPE: "p3.2xlarge", REGION: "us-east-1", KARPENTER: "spot"}
+>>> p = price_node("n1", labels, "spot", spec_usd_per_h=None)
+>>> p.market, p.source, round(p.usd_per_h, 4), p.on_demand_usd_per_h
+('spot', 'catalog', 0.3967, 3.06)
+>>> price_node("n2", {INSTANCE_TYPE: "my-box"}, "on_demand", spec_usd_per_h=2.5).describe()
+'node n2 (my-box, on_demand): $2.5/h from kubernetes.price_usd_per_h'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import mean
+
+from spotfit.market.catalog import CatalogOffer, load_catalog
+
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LEGACY_INSTANCE_TYPE = "beta.kubernetes.io/instance-type"
+REGION = "topology.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+KARPENTER = "karpenter.sh/capacity-type"
+EKS = "eks.amazonaws.com/capacityType"
+# label -> {value: market}; the first label a node has decides.
+CAPACITY_LABELS = {
+    KARPENTER: {"spot": "spot", "on-demand": "on_demand"},
+    EKS: {"SPOT": "spot", "ON_DEMAND": "on_demand"},
+    "cloud.google.com/gke-spot": {"true": "spot"},
+    "kubernetes.azure.com/scalesetpriority": {"spot": "spot", "regular": "on_demand"},
+}
+
+
+@dataclass(frozen=True)
+class NodePrice:
+    """One node's price per hour and where it came from (`usd_per_h` None: no price known)."""
+
+    node: str
+    instance_type: str | None
+    market: str  # "spot" or "on_demand"
+    usd_per_h: float | None
+    source: str | None  # "catalog", "kubernetes.price_usd_per_h", or None
+    on_demand_usd_per_h: float | None = None  # the catalog's, for the ledger's all-on-demand line
+    zone: str | None = None
+
+    def describe(self) -> str:
+        what = f"node {self.node} ({self.instance_type or 'no instance-type label'}, {self.market})"
+        if self.usd_per_h is None:
+            return (f"{what}: no price (not in the catalog); set `kubernetes.price_usd_per_h` to bill it, "
+                    "the attempt counts $0 until then")
+        return f"{what}: ${self.usd_per_h:.4g}/h from {self.source}"
+
+
+def market_of(labels: dict[str, str], launched: str) -> str:
+    """`spot` or `on_demand` from the node's capacity label, else the market the attempt was launched on."""
+    for label, values in CAPACITY_LABELS.items():
+        if label in labels:
+            return values.get(labels[label], "on_demand")
+    return launched
+
+
+def price_node(node: str, labels: dict[str, str], launched: str, spec_usd_per_h: float | None) -> NodePrice:
+    """Price one node from its labels (see the module docstring for the order)."""
+    instance_type = labels.get(INSTANCE_TYPE) or labels.get(LEGACY_INSTANCE_TYPE)
+    market = market_of(labels, launched)
+    rows = _rows(instance_type, labels.get(REGION), labels.get(ZONE)) if instance_type else []
+    on_demand = _mean([r.on_demand_usd_per_h for r in rows])
+    usd = _mean([r.spot_usd_per_h for r in rows]) if market == "spot" else on_demand
+    source = "catalog" if usd is not None else None
+    if usd is None and spec_usd_per_h is not None:
+        usd, source = spec_usd_per_h, "kubernetes.price_usd_per_h"
+    return NodePrice(node=node, instance_type=instance_type, market=market, usd_per_h=usd, source=source,
+                     on_demand_usd_per_h=on_demand, zone=labels.get(ZONE))
+
+
+def _rows(instance_type: str, region: str | None, zone: str | None) -> list[CatalogOffer]:
+    """The catalog rows of the type: the zone's, else the region's, else every region's."""
+    rows = [o for o in load_catalog() if o.instance_type == instance_type]
+    for narrower in ([o for o in rows if zone and o.zone == zone], [o for o in rows if region and o.region == region]):
+        if narrower:
+            return narrower
+    return rows
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return mean(known) if known else None

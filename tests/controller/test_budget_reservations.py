@@ -1,0 +1,106 @@
+"""Team budgets in the shared PostgreSQL, and two controllers that must not both launch past one.
+
+A real PostgreSQL server (the session's embedded one, tests/support/postgres.py) holds the state
+and the `team_budgets` / `budget_reservations` tables. Two controllers, each with its own
+connection in its own thread, decide their launch at the same moment (a barrier): each launch
+reserves its expected spend in the transaction that checks the budget, so the second sees the
+first's reservation and pauses. Nothing trains: the jobs run on a stand-in backend.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from spotfit import sdk
+from spotfit.controller.budget_store import BudgetStore
+from spotfit.controller.loop import Controller
+from spotfit.errors import UsageError
+from spotfit.settings import TeamBudget
+from spotfit.spec import JobSpec
+from spotfit.state import StateDB
+from tests.support.postgres import schema_url
+from tests.support.stand_in import START, ZONE, RunsUntilSignalled
+
+
+@pytest.fixture
+def shared_state(postgres, monkeypatch, request) -> str:
+    url = schema_url(postgres.url, f"t_budget_{request.node.name[:40].lower()}")
+    monkeypatch.setenv("SPOTFIT_STATE_URL", url)
+    return url
+
+
+def _billed(db: StateDB, job_id: str, usd: float, labels: dict) -> None:
+    """A finished job of `labels` whose one attempt, launched now, was billed `usd`."""
+    spec = JobSpec.model_validate({"name": "before", "script": "t.py", "labels": labels, "market": {"trace": None}})
+    db.create_job(job_id, "before", spec.model_dump_json(), "memory://before")
+    number = db.add_attempt(job_id, backend="local", zone=None, market="on_demand", state="completed")
+    db.update_attempt(job_id, number, billed_s=3600.0, cost_usd=usd)
+    db.update_job(job_id, state="completed")
+
+
+def _waiting_job(db: StateDB, job_id: str, tmp_path) -> None:
+    spec = JobSpec.model_validate({"name": job_id, "script": "train.py", "labels": {"project": "nlp"}, "work_h": 1.0,
+                                   "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
+    db.create_job(job_id, job_id, spec.model_dump_json(), f"file://{tmp_path}/store-{job_id}")
+
+
+def test_two_controllers_on_one_postgresql_do_not_both_launch_past_a_budget(shared_state, tmp_path):
+    db = StateDB(shared_state)
+    _billed(db, "before-1", 5.0, {"project": "nlp"})
+    for job_id in ("a-1", "b-1"):
+        _waiting_job(db, job_id, tmp_path)
+    expected = Controller(db, "a-1", backend=RunsUntilSignalled(), poll_s=0.0).rules._expected_launch_usd()
+    assert expected > 0  # an hour of work at the zone's spot price
+    # Either launch alone fits ($5 billed, under the budget); the two together do not.
+    BudgetStore(shared_state).set_budget(TeamBudget(name="nlp-month", labels={"project": "nlp"},
+                                                    usd=5.0 + expected / 2, at_80_percent="none"))
+    barrier = threading.Barrier(2)
+    halted: dict[str, bool] = {}
+
+    def controller(job_id: str) -> None:  # its own connection, as another host's controller has
+        rules = Controller(StateDB(shared_state), job_id, backend=RunsUntilSignalled(), poll_s=0.0).rules
+        barrier.wait(timeout=120)
+        halted[job_id] = rules.halt_before_launch()
+
+    threads = [threading.Thread(target=controller, args=(job_id,)) for job_id in ("a-1", "b-1")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(240)
+    assert sorted(halted.values()) == [False, True], halted  # exactly one launches
+    [waits] = [job_id for job_id, halt in halted.items() if halt]
+    [goes] = [job_id for job_id, halt in halted.items() if not halt]
+    assert db.get_job(waits)["state"] == "paused"
+    [event] = [e for e in db.events(waits) if e["kind"] == "team_budget"]
+    assert event["data"]["action"] == "pause" and event["data"]["spent_usd"] == pytest.approx(5.0 + expected)
+    assert not [e for e in db.events(goes) if e["kind"] == "team_budget"]
+
+
+def test_a_reservation_counts_while_its_attempt_runs_and_then_its_bill_does(shared_state, tmp_path):
+    db, store = StateDB(shared_state), BudgetStore(shared_state)
+    _waiting_job(db, "a-1", tmp_path)
+    budget = TeamBudget(name="nlp", labels={"project": "nlp"}, usd=10.0, at_80_percent="none")
+    assert store.reserve("a-1", {"project": "nlp"}, [budget], 8.0) == []
+    number = db.add_attempt("a-1", backend="local", zone=ZONE, market="spot", state="running")
+    late = 1e12  # long after the reservation's hold: it counts because its attempt is live
+    assert store.spent_since(0.0, "b-1", now_s=late) == [({"project": "nlp"}, 8.0)]
+    db.update_attempt("a-1", number, state="completed", billed_s=3600.0, cost_usd=3.0)
+    assert store.spent_since(0.0, "b-1", now_s=late) == [({"project": "nlp"}, 3.0)]  # the bill, not both
+
+
+def test_shared_budgets_are_set_listed_and_removed_and_win_over_the_file(shared_state, spotfit_home):
+    spotfit_home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (spotfit_home / "config.yaml").write_text('{"budgets": [{"name": "nlp", "usd": 1}, {"name": "cv", "usd": 2}]}')
+    doc = sdk.budget_set("nlp", 500.0, ["project=nlp"], shared=True)
+    assert {(b["name"], b["where"], b["usd"]) for b in doc["budgets"]} == {("nlp", "shared", 500.0),
+                                                                           ("cv", "file", 2.0)}
+    assert doc["shared"] is not None
+    left = sdk.budget_rm("nlp", shared=True)["budgets"]
+    assert {(b["name"], b["where"], b["usd"]) for b in left} == {("nlp", "file", 1.0), ("cv", "file", 2.0)}
+
+
+def test_shared_needs_a_shared_state_db():
+    with pytest.raises(UsageError, match="SPOTFIT_STATE_URL is not set"):
+        sdk.budget_set("nlp", 5.0, shared=True)
