@@ -30,7 +30,7 @@ backend is used): adding a backend is a folder under `backends/` and one line th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
 from spotfit.registry import BACKENDS
 from spotfit.state.states import Market
@@ -175,10 +175,10 @@ class SecretKeeper(Protocol):
 class Reachable(Protocol):
     """A backend whose running attempts a user can reach (`spotfit ssh`, `spotfit port-forward`)."""
 
-    def shell_command(self, handle: Any, options: dict, command: list[str]) -> list[str]:
+    def shell_command(self, handle: Any, options: dict[str, Any], command: list[str]) -> list[str]:
         """The command that runs `command` (a login shell when empty) on the attempt's machine."""
 
-    def port_forward_command(self, handle: Any, options: dict, local: int, remote: int) -> list[str] | None:
+    def port_forward_command(self, handle: Any, options: dict[str, Any], local: int, remote: int) -> list[str] | None:
         """The command that carries 127.0.0.1:`local` here to `remote` there; None: spotfit relays it itself."""
 
 
@@ -186,7 +186,7 @@ class Reachable(Protocol):
 class DryRunner(Protocol):
     """A backend that sends cloud requests, and can print them instead (`spotfit run --dry-run`)."""
 
-    def dry_run(self, path: str) -> dict:
+    def dry_run(self, path: str) -> dict[str, Any]:
         """The exact requests of attempt 1 of the job spec at `path`; nothing is sent or recorded."""
 
 
@@ -214,9 +214,9 @@ def backend_class(name: str) -> type[BackendTraits]:
     module, cls = _BACKENDS[name].split(":")
     import importlib
 
-    return getattr(importlib.import_module(module), cls)
+    return cast(type[BackendTraits], getattr(importlib.import_module(module), cls))
 
 
-def make_backend(name: str, **options) -> Backend:
+def make_backend(name: str, **options: Any) -> Backend[Any]:
     """The backend registered as `name`."""
     return backend_class(name)(**options)  # type: ignore[return-value]

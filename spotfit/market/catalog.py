@@ -19,6 +19,7 @@ import csv
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from spotfit.errors import TraceError, UsageError
 from spotfit.market.data_dir import DATA_DIR
@@ -46,7 +47,7 @@ class CatalogOffer:
     spot_usd_per_h: float | None
     vm_included: bool = True  # False: the price is the GPU attachment only, the host VM is extra
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -37,6 +37,7 @@ import re
 import sys
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region", "Price", "SpotPrice", "PriceDate")
 STALE_DAYS = 365
@@ -46,12 +47,12 @@ _BY_NAME = {  # machine families whose history rows carry no accelerator: the na
 }
 
 
-def latest_vm_prices(history: Iterable[dict]) -> list[dict]:
+def latest_vm_prices(history: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The latest on-demand and spot price per (machine type, region), as catalog rows."""
     rows = list(history)
     labels = {r["machine_type"]: (r["accelerator"].upper(), r["accelerator_count"])
               for r in rows if r["accelerator"] and r["accelerator_count"]}
-    latest: dict[tuple[str, str], dict] = {}
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
     for r in rows:
         key = (r["machine_type"], r["region"])
         when = datetime.fromisoformat(r["snapshot_date_utc"])

@@ -107,7 +107,7 @@ class Plan:
         """The cheapest offer spotfit can launch (of any cloud with `all_clouds`)."""
         return next((o for o in self.offers if o.launchable or self.all_clouds), None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["recommended"] = asdict(self.recommended) if self.recommended else None
         return doc
@@ -141,7 +141,7 @@ def plan(accelerator: str, count: int = 1, work_h: float | None = None,
     if trace is None and spot:
         trace = DEFAULT_TRACES.get((accelerator.lower(), int(count)))
     market = load_trace(trace) if isinstance(trace, str) else trace
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     recorded: dict[str, CatalogOffer] = {}
     if market is not None and spot:
         market = market.select(zones)
@@ -228,7 +228,7 @@ def _no_record(market: Trace, catalog: list[CatalogOffer], accelerator: str, cou
 
 
 def _history_rows(market: Trace, job: Job, recorded: dict[str, CatalogOffer], start: datetime | None,
-                  starts: int, policy_name: str) -> list[dict]:
+                  starts: int, policy_name: str) -> list[dict[str, Any]]:
     usable = _before(market.select(list(recorded)), start, job)
     ticks = start_ticks(usable, job, starts)
     policy = make_policy(policy_name)
@@ -291,7 +291,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _catalog_rows(catalog: list[CatalogOffer], job: Job, spot: bool, policy: str, launchable: list[str],
-                  all_clouds: bool) -> list[dict]:
+                  all_clouds: bool) -> list[dict[str, Any]]:
     hours = (job.work_s + job.overhead_s) / 3600.0
     rows: list[dict[str, Any]] = []
     for o in catalog:

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
 import numpy as np
 
@@ -85,11 +86,11 @@ class MarketReplay:
             rel = (t - self._first_s) / self.gap_s
             tick = int(np.floor(rel))
             if tick < 0:
-                return rel * self.trace.spot_usd_per_h[z, 0]
+                return cast(float, rel * self.trace.spot_usd_per_h[z, 0])
             if tick >= self.trace.n_ticks:
                 last = self.trace.n_ticks - 1
-                return self._cum_price[z, last + 1] + (rel - last - 1) * self.trace.spot_usd_per_h[z, last]
-            return self._cum_price[z, tick] + (rel - tick) * self.trace.spot_usd_per_h[z, tick]
+                return cast(float, self._cum_price[z, last + 1] + (rel - last - 1) * self.trace.spot_usd_per_h[z, last])
+            return cast(float, self._cum_price[z, tick] + (rel - tick) * self.trace.spot_usd_per_h[z, tick])
 
         return (cum(end_s) - cum(start_s)) * self.gap_s / 3600.0
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ class RunResult:
     spot_h: float
     on_demand_h: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -166,14 +167,14 @@ def simulate(policy: Policy | str, trace: Trace, job: Job, start_tick: int = 0,
     raise InvalidDecision(f"policy {policy.name!r} did not finish the job within {limit} ticks")
 
 
-def _check(decision: Decision, zone_row: dict, avail: np.ndarray, a: int, n_ticks: int,
+def _check(decision: Decision, zone_row: dict[str | None, int], avail: np.ndarray, a: int, n_ticks: int,
            policy: Policy) -> None:
     if decision.kind is not Kind.SPOT:
         return
     row = zone_row.get(decision.zone)
     if row is None:
         raise InvalidDecision(f"policy {policy.name!r} chose zone {decision.zone!r}, "
-                              f"not one of {', '.join(zone_row)}")
+                              f"not one of {', '.join(map(str, zone_row))}")
     if not (a < n_ticks and avail[row, a]):
         raise InvalidDecision(f"policy {policy.name!r} chose spot in {decision.zone!r} at tick "
                               f"{a}, where spot is unavailable")
@@ -198,7 +199,7 @@ def run_grid(trace: Trace, job: Job, policies: list[str], starts: int,
     return runs
 
 
-def summarize(runs: list[RunResult]) -> list[dict]:
+def summarize(runs: list[RunResult]) -> list[dict[str, Any]]:
     """Per policy and scope ("zone" or "multi"): mean and worst cost ratio to `optimum`, misses."""
     best = {(r.zone, r.start_tick): r.cost_usd for r in runs if r.policy == "optimum"}
     groups: dict[tuple[str, str], list[RunResult]] = {}

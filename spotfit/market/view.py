@@ -18,8 +18,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from spotfit.market.trace import Trace
 
 
 class MarketView:
@@ -37,7 +41,7 @@ class MarketView:
         self._avail = np.asarray(available, dtype=bool)
         self._spot = np.asarray(spot_usd_per_h, dtype=float)
         self._od = np.asarray(on_demand_usd_per_h, dtype=float)
-        self._n = self._avail.shape[1]
+        self._n: int = self._avail.shape[1]
         a = self._avail
         self._cum_up = np.cumsum(a, axis=1)
         change = np.zeros_like(a)
@@ -50,17 +54,17 @@ class MarketView:
         rises[:, 1:] = ~a[:, :-1] & a[:, 1:]
         self._falls = np.cumsum(falls, axis=1)
         self._rises = np.cumsum(rises, axis=1)
-        self._runs: dict[int, tuple] = {}
+        self._runs: dict[int, tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]] = {}
 
     @classmethod
-    def of_trace(cls, trace, tick: int = 0) -> MarketView:
+    def of_trace(cls, trace: Trace, tick: int = 0) -> MarketView:
         """A replay view over a `Trace`; move `view.tick` forward as time passes."""
         return cls(trace.zones, trace.gap_s, trace.available, trace.spot_usd_per_h,
                    trace.on_demand_usd_per_h, tick)
 
     @classmethod
-    def observed(cls, zones: Sequence[str], gap_s: int, available, spot_usd_per_h,
-                 on_demand_usd_per_h) -> MarketView:
+    def observed(cls, zones: Sequence[str], gap_s: int, available: Any, spot_usd_per_h: Any,
+                 on_demand_usd_per_h: Any) -> MarketView:
         """A live view: the arrays hold every observation so far, the last one is now."""
         view = cls(zones, gap_s, np.atleast_2d(available), np.atleast_2d(spot_usd_per_h),
                    np.atleast_2d(on_demand_usd_per_h))

@@ -40,7 +40,7 @@ import importlib
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, cast, runtime_checkable
 
 from spotfit.errors import UsageError
 from spotfit.market.view import MarketView
@@ -275,4 +275,4 @@ def make_policy(name: str) -> Policy:
             hint=f"Use --policy {DEFAULT_POLICY} (the default) or --policy all.",
         )
     module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)()
+    return cast(Policy, getattr(importlib.import_module(module), cls)())

@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -96,7 +97,7 @@ class _Futures:
 
     def slack(self) -> np.ndarray:
         """Time to spare if on-demand were launched now."""
-        return self.t - self.w - self.job.overhead_h
+        return cast(np.ndarray, self.t - self.w - self.job.overhead_h)
 
     def launch(self, mask: np.ndarray, mode: int) -> None:
         self.m = np.where(mask, mode, self.m)
@@ -158,4 +159,4 @@ def play(job: Job, runs: np.ndarray, up_first: bool, mode: int, overhead_left_h:
         f.base_policy_at(up)
         f.advance(np.broadcast_to(runs[None, :, j], f.t.shape), up, hops[None, :, j])
     f.finish_on_demand(f.live)  # past the sampled horizon
-    return f.cost.mean(axis=1)
+    return cast(np.ndarray, f.cost.mean(axis=1))

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -76,7 +77,7 @@ _IDLE, _SPOT, _OD = 0, 1, 2
 class _Table:
     """A solved program: V[t, mode, w, s] = expected cost to finish w work steps in t steps."""
 
-    key: tuple
+    key: tuple[int | str, ...]
     value: np.ndarray  # float32, (T + 1, 3, W, 2 * _B); s = up * _B + age bucket
     trans: np.ndarray  # (S, S) step transition matrix of the availability phases
     k: int  # ticks per step
@@ -92,7 +93,7 @@ class _Runs:
     """What the program models: completed up and down runs (ticks), the current run, the spot
     price, and (several zones) how often a job riding spot must hop zones while spot stays up."""
 
-    key: tuple
+    key: tuple[int | str, ...]
     up_ticks: np.ndarray
     down_ticks: np.ndarray
     up_now: bool
@@ -265,7 +266,7 @@ def _union_runs(ctx: Context) -> _Runs:
 
 def _spot_next(nxt: np.ndarray) -> np.ndarray:
     """Values after a step on spot: riding on where spot is still up, idle (preempted) where not."""
-    return np.where((np.arange(2 * _B) >= _B)[None, :], nxt[_SPOT], nxt[_IDLE])
+    return cast(np.ndarray, np.where((np.arange(2 * _B) >= _B)[None, :], nxt[_SPOT], nxt[_IDLE]))
 
 
 def _edges_ticks(k: int) -> np.ndarray:
@@ -293,7 +294,7 @@ def _end_chances(lengths_ticks: np.ndarray, age_ticks: int | None, prior_ticks: 
     reach_hi = np.where(np.isinf(hi), 0.0, (1.0 - q) ** (np.where(np.isinf(hi), 0.0, hi) - 1))
     exposure += PRIOR_RUNS * (reach_lo - reach_hi) / q
     ends += PRIOR_RUNS * (reach_lo - reach_hi)
-    return np.clip(ends / np.maximum(exposure, 1e-12), 0.0, 1.0)
+    return cast(np.ndarray, np.clip(ends / np.maximum(exposure, 1e-12), 0.0, 1.0))
 
 
 def _transitions(up_end: np.ndarray, down_end: np.ndarray, k: int) -> np.ndarray:

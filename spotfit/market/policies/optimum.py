@@ -26,14 +26,23 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from spotfit.market.policies.base import BasePolicy, Context, Decision
 
+if TYPE_CHECKING:
+    from spotfit.market.simulator import Job, RunResult
+    from spotfit.market.trace import Trace
+
 _V, _N, _F, _SPOT, _OD = range(5)  # rows of a state's value block
 _EPS = 1e-6
+
+# Value blocks keyed "none" (not running) or (mode, ticks into the launch).
+_Values = dict[str | tuple[int, int], np.ndarray]
 
 
 class Optimum(BasePolicy):
@@ -44,7 +53,7 @@ class Optimum(BasePolicy):
     def decide(self, ctx: Context) -> Decision:
         raise TypeError("optimum is offline: call solve(trace, job, start_tick, zones)")
 
-    def solve(self, trace, job, start_tick: int, zones):
+    def solve(self, trace: Trace, job: Job, start_tick: int, zones: Sequence[str]) -> RunResult:
         """The optimal run from `start_tick` over `zones` (one zone or several together)."""
         from spotfit.market.simulator import RunResult, simulate
 
@@ -61,7 +70,7 @@ class Optimum(BasePolicy):
                          float(best[_SPOT]) * hours, float(best[_OD]) * hours)
 
 
-def solve_block(trace, job, start_tick: int, zones) -> np.ndarray | None:
+def solve_block(trace: Trace, job: Job, start_tick: int, zones: Sequence[str]) -> np.ndarray | None:
     """Value block (cost, launches, finish_s, spot ticks, od ticks) of the optimal run, or None."""
     grid = _grid(trace.gap_s, job, n_zones=len(zones))
     rows = [trace.zone_index(z) for z in zones]
@@ -111,7 +120,7 @@ class _Tick:
     cost_usd: list[float]  # per mode, for one tick
 
 
-def _grid(gap_s: int, job, n_zones: int) -> _Grid:
+def _grid(gap_s: int, job: Job, n_zones: int) -> _Grid:
     gap = int(gap_s)
     overhead = int(round(job.overhead_s))
     if abs(overhead - job.overhead_s) > _EPS:
@@ -129,13 +138,13 @@ def _grid(gap_s: int, job, n_zones: int) -> _Grid:
     )
 
 
-def _empty_values(grid: _Grid) -> dict:
+def _empty_values(grid: _Grid) -> _Values:
     """Value blocks keyed "none" (not running) or (mode, ticks into the launch), all empty."""
     empty = np.zeros((5, 0))
     return {"none": empty, **{(c, k): empty for c in range(grid.n_modes) for k in range(1, grid.k_max + 1)}}
 
 
-def _tick(trace, rows: list[int], start_tick: int, t: int, lo: int, hi: int) -> _Tick:
+def _tick(trace: Trace, rows: list[int], start_tick: int, t: int, lo: int, hi: int) -> _Tick:
     """Tick `t` of the run; past the trace's end spot is down and prices stay at the last tick's."""
     gap = int(trace.gap_s)
     a = min(start_tick + t, trace.n_ticks - 1)
@@ -146,12 +155,12 @@ def _tick(trace, rows: list[int], start_tick: int, t: int, lo: int, hi: int) -> 
     return _Tick(t=t, lo=lo, js=np.arange(lo, hi + 1), available=available, cost_usd=cost)
 
 
-def _step(grid: _Grid, tick: _Tick, nxt: dict, nxt_lo: int) -> dict:
+def _step(grid: _Grid, tick: _Tick, nxt: _Values, nxt_lo: int) -> _Values:
     """The value blocks at `tick` from those of the next tick (which start at progress `nxt_lo`)."""
     none = _shift(grid, tick, nxt["none"], nxt_lo, 0)
     launches = _launches(grid, tick, nxt, nxt_lo)
     first_choice, best, second = _best_two(launches)
-    cur: dict[str | tuple[int, int], np.ndarray] = {"none": _pick(none, best)}
+    cur: _Values = {"none": _pick(none, best)}
     for c in range(grid.n_modes):
         if not tick.available[c]:
             for k in range(1, grid.k_max + 1):
@@ -166,7 +175,7 @@ def _step(grid: _Grid, tick: _Tick, nxt: dict, nxt_lo: int) -> dict:
     return cur
 
 
-def _launches(grid: _Grid, tick: _Tick, nxt: dict, nxt_lo: int) -> np.ndarray:
+def _launches(grid: _Grid, tick: _Tick, nxt: _Values, nxt_lo: int) -> np.ndarray:
     """Per mode, the value of launching in it at `tick` (inf where the mode is unavailable)."""
     launches = np.full((grid.n_modes, 5, tick.js.size), np.inf)
     for c in range(grid.n_modes):

@@ -71,7 +71,7 @@ class Rollout(Spotfit):
 
     def reset(self) -> None:
         # The plan of the last rollout: keep the present mode until this tick of this run.
-        self._plan: tuple[tuple, int] | None = None
+        self._plan: tuple[tuple[Kind, Kind, int], int] | None = None
 
     def leaves_on_demand(self, ctx: Context, zone: str) -> bool:
         return keeps_reserve_switching(ctx) and self._change_now(ctx, spot(zone))
