@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from spotfit.cli.jobs import EXIT_PAUSED
-from tests.controller.test_budget_stop import START, ZONE, _minimum_usd
 from tests.support.jobs import spotfit_cmd
+from tests.support.stand_in import START, ZONE, first_minute_usd
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_job_paused_by_a_rule_exits_3_and_says_how_to_resume(job_spec, tmp_path):
-    budget = round(_minimum_usd() * 0.75, 6)  # crossed at the first look: pauses during start-up
+    budget = round(first_minute_usd() * 0.75, 6)  # crossed at the first look: pauses during start-up
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "train.py").write_text("import time\ntime.sleep(300)\n")
     spec = job_spec(f"name: paused\nscript: train.py\n"
