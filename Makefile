@@ -41,8 +41,8 @@ test-stress: $(STAMP) browser
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-# The fast loop: unit tests and docstring examples on both cores, no end-to-end training
-# (907 tests in 140 s on an idle 2-core machine).
+# The fast loop: unit tests and docstring examples on both cores, no end-to-end training and no
+# TensorFlow process (1033 tests; their time: docs/benchmarks.md, "Test suite time").
 check: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q -n 2
 

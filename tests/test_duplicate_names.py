@@ -1,7 +1,8 @@
 """A job with the name of a live job is refused unless `--allow-duplicate` is given; batches too.
 
 `spotfit run` and `spotfit submit` in a subprocess, as a user runs them; the live job is one
-recorded with `sdk.submit` (pending: no controller runs it, so nothing here trains).
+recorded with `sdk.submit` (pending: no controller runs it). Only `--allow-duplicate`'s job runs:
+a one-line script, whose attempt still imports TensorFlow (so that test is marked slow).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from spotfit import batch, sdk
 from tests.support.jobs import spotfit_cmd
@@ -38,6 +41,7 @@ def test_a_second_run_with_a_live_jobs_name_is_refused_and_names_it(tmp_path):
     assert [j["id"] for j in sdk.list_jobs()] == [live]  # nothing else recorded, launched or billed
 
 
+@pytest.mark.slow  # its job's attempt is a runtime, which imports TensorFlow: `make test`'s, not the fast loop's
 def test_allow_duplicate_runs_both(tmp_path):
     spec = _spec(tmp_path / "job", "twin")
     live = sdk.submit(str(spec))

@@ -44,6 +44,7 @@ def test_a_missing_module_counts_as_missing():
     assert keras_internals.missing([("keras.src.no_such_module", "thing")]) == ["keras.src.no_such_module.thing"]
 
 
+@pytest.mark.slow  # a new process that imports TensorFlow: `make test`'s, not the fast loop's
 def test_importing_the_runtime_against_a_keras_without_a_patched_name_fails_at_import():
     code = ("import keras.src.backend.tensorflow.trainer as t\n"
             "del t.TFEpochIterator\n"

@@ -1,4 +1,4 @@
-"""A real sweep: 12 trials of a tiny Keras script, 2 at once, ASHA, a preemption, kill -9 and resume.
+"""A real sweep: 8 trials of a tiny Keras script, 2 at once, ASHA, a preemption, kill -9 and resume.
 
 One sweep carries the properties (training is the cost, so they share it):
 - the sweep controller is killed with SIGKILL mid-sweep; `spotfit sweep resume` finishes it
@@ -12,6 +12,11 @@ One sweep carries the properties (training is the cost, so they share it):
 - `sweep status --json` has the documented shape, `sweep compare` writes a self-contained page.
 The two re-runs go through `spotfit submit --parallel 2 --wait`, side by side (that the queue keeps
 its limit is test_batch_resume.py's).
+
+Every trial is a runtime start-up (a TensorFlow import), so the sweep runs the 8 trials these
+properties need: the kill lands after the 4th, and trial 1's promotion at epoch 1 comes when
+trials 0-2 have reported, before a 5th trial can start. All 8 are of TPE's random start-up
+phase; its sampling past it, across a resume, is test_study.py's.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from tests.support.jobs import spotfit_cmd
 from tests.support.wait import wait_for
 from tests.sweep.tiny import SWEEP, job_folder
 
+TRIALS = 8
+
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(spotfit_cmd(*args), capture_output=True, text=True, timeout=timeout,
@@ -45,7 +52,7 @@ def _epochs(job_id: str) -> dict[int, dict]:
 @pytest.mark.slow
 def test_sweep_survives_kill_and_resume_prunes_promotes_and_reproduces(tmp_path, spotfit_home):
     spec_path = job_folder(tmp_path / "sweep", "tiny", [])
-    (spec_path.parent / "sweep.yaml").write_text(SWEEP)
+    (spec_path.parent / "sweep.yaml").write_text(SWEEP.replace("trials: 12", f"trials: {TRIALS}"))
     log = (tmp_path / "sweep.err").open("w")
     proc = subprocess.Popen(spotfit_cmd("sweep", str(spec_path.parent / "sweep.yaml"), "--json",
                                         "--preempt-at", "5:5", "--preempt-trial", "0"),
@@ -67,13 +74,13 @@ def test_sweep_survives_kill_and_resume_prunes_promotes_and_reproduces(tmp_path,
     assert set(doc) == {"id", "state", "trials", "best", "totals"} and doc["state"] == "completed"
     assert set(doc["totals"]) == {"spent_usd", "saved_by_pruning_usd"}
     assert all(set(t) == {"number", "params", "state", "value", "cost_usd", "job_id"} for t in doc["trials"])
-    assert [t["number"] for t in doc["trials"]] == list(range(12))
+    assert [t["number"] for t in doc["trials"]] == list(range(TRIALS))
     trial_jobs = [j for j in sdk.db().list_jobs(1000) if j["name"].startswith(sweep_id)]
     assert sorted(j["id"] for j in trial_jobs) == sorted(t["job_id"] for t in doc["trials"])
-    assert len({j["name"] for j in trial_jobs}) == 12
+    assert len({j["name"] for j in trial_jobs}) == TRIALS
     spec = SweepSpec.model_validate(json.loads(db().get_sweep(sweep_id)["spec_json"]))
     closed = study.load(sweep_id, spec).get_trials(deepcopy=False)
-    assert len(closed) == 12 and all(t.state.is_finished() for t in closed)
+    assert len(closed) == TRIALS and all(t.state.is_finished() for t in closed)
     assert {t["state"] for t in doc["trials"]} <= {"completed", "pruned"}
     assert doc["totals"]["spent_usd"] == pytest.approx(sum(t["cost_usd"] for t in doc["trials"]))
     assert doc["totals"]["spent_usd"] > 0

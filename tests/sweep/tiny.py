@@ -1,7 +1,8 @@
 """The tiny sweep the sweep tests run: a seeded Keras MLP (scripts/tiny_train.py) and its sweep file.
 
 `job_folder(folder, name, args)` writes the base job (the script beside its spec) and returns
-the spec's path; `SWEEP` is the 12-trial ASHA sweep file, which tests trim with `str.replace`.
+the spec's path; `SWEEP` is the 12-trial ASHA sweep file, which tests trim with `str.replace`
+(the kill-and-resume sweep to 8).
 `batch_specs(folder, go)` writes the batch tests' three jobs, whose script waits for the file
 `go` before its one epoch: the test, not the machine's speed, decides when they end.
 """
