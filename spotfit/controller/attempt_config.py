@@ -8,7 +8,7 @@ before it launches the attempt.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spotfit.attempt.config import RuntimeConfig
 
@@ -63,7 +63,7 @@ def _nan_rule_armed(plan: AttemptPlanner) -> bool:
                for i, r in enumerate(plan.spec.rules))
 
 
-def _export_options(plan: AttemptPlanner, attempt: int, zone: str | None) -> dict | None:
+def _export_options(plan: AttemptPlanner, attempt: int, zone: str | None) -> dict[str, Any] | None:
     """What the runtime needs to export and to fill the model card (runtime/export.py)."""
     if plan.spec.export is None:
         return None

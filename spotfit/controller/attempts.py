@@ -13,9 +13,10 @@ and the outages seen so far; it does not switch a running attempt.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from spotfit.attempt.progress import TRAINED_PHASES, Phase
-from spotfit.backends.base import LiveMarketSource, NodePricer
+from spotfit.backends.base import Backend, LaunchRequest, LiveMarketSource, NodePricer
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.market_source import Live, MarketSource, NoMarket, Replay
 from spotfit.controller.ticks import Launch, PolicyTicker, WallTicker
@@ -58,7 +59,7 @@ class AttemptPlanner:
         self._no_capacity: dict[str | None, float] = {}  # zone -> trace second of a failed launch
         self._cap: tuple[int, float] | None = None  # (attempt, trace s): where its budget is spent
 
-    def connect_live(self, backend, request) -> str | None:
+    def connect_live(self, backend: Backend[Any], request: LaunchRequest) -> str | None:
         """Without a trace, use the backend's live prices (if it has them); returns what happened."""
         if not self.market.replayed and isinstance(backend, NodePricer):
             return self._price_nodes(backend)
@@ -78,11 +79,11 @@ class AttemptPlanner:
         """Bill each attempt at its nodes' prices (`node_market.py`; Kubernetes)."""
         from spotfit.controller.node_market import NodePriced
 
-        def lookup(attempt: AttemptRecord) -> list:
+        def lookup(attempt: AttemptRecord) -> list[Any]:
             return backend.node_prices(backend.load_handle(handle_text(attempt)),  # type: ignore[attr-defined]
                                        attempt["market"], self.spec)
 
-        def priced(attempt: AttemptRecord, prices: list) -> None:
+        def priced(attempt: AttemptRecord, prices: list[Any]) -> None:
             self.db.add_event(self.job_id, "node_price", "; ".join(p.describe() for p in prices),
                               attempt=attempt["number"], nodes=[p.node for p in prices],
                               usd_per_h=[p.usd_per_h for p in prices], source=[p.source for p in prices])
@@ -189,12 +190,12 @@ class AttemptPlanner:
 
     # -- progress, the modeled cloud and the policy ----------------------------------------------
 
-    def observe(self, progress: dict, attempt: AttemptRecord | None = None) -> None:
+    def observe(self, progress: dict[str, Any], attempt: AttemptRecord | None = None) -> None:
         """Take the attempt's progress; its first training report starts the clock past the overhead."""
         if self.meter.observe(progress) and attempt is not None:
             self.ticker.on_training(attempt, progress.get("step") or 0)
 
-    def observe_end(self, attempt: AttemptRecord, progress: dict) -> None:
+    def observe_end(self, attempt: AttemptRecord, progress: dict[str, Any]) -> None:
         """The attempt's process ended: if it trained (perhaps between two polls), its clock ran."""
         if progress.get("phase") in TRAINED_PHASES:
             self.observe({**progress, "phase": Phase.TRAINING}, attempt)
@@ -230,7 +231,8 @@ class AttemptPlanner:
                        mode=mode, overhead_left_s=left, market=view, zones=zones, preempted=preempted,
                        spent_usd=spent, max_overpay=floor)
 
-    def decide(self, attempt: AttemptRecord | None, progress: dict, at_s: float | None = None) -> Launch | None:
+    def decide(self, attempt: AttemptRecord | None, progress: dict[str, Any],
+               at_s: float | None = None) -> Launch | None:
         """(market, zone) to run on now (or at trace second `at_s`), or None to wait."""
         if not self.market.asks_policy():
             if not self.spec.resources.spot:
@@ -248,7 +250,7 @@ class AttemptPlanner:
             return Market.ON_DEMAND, None
         return Market.SPOT, decision.zone
 
-    def _decide_at(self, attempt: AttemptRecord | None, progress: dict, at_s: float | None) -> Launch | None:
+    def _decide_at(self, attempt: AttemptRecord | None, progress: dict[str, Any], at_s: float | None) -> Launch | None:
         return self.decide(attempt, progress, at_s)
 
     # -- ticks: the policy ticker (`ticks.py`) ----------------------------------------------------

@@ -13,12 +13,13 @@ the events and carries them out.
 
 from __future__ import annotations
 
-from spotfit.spec.rules import Budget, IdleNotebook
+from spotfit.spec.job import JobSpec
+from spotfit.spec.rules import Budget, IdleNotebook, RuleSpec
 
 EPSILON_USD = 1e-9  # a bill capped at a budget ends this far past it: sums of floats then still reach it
 
 
-def rules_of(spec) -> list:
+def rules_of(spec: JobSpec) -> list[RuleSpec]:
     """The spec's rules; a top-level `budget_usd` is a `budget` rule that stops the job.
 
     A notebook without an `idle_notebook` rule gets one with its defaults (1 h idle, below 10%).
@@ -31,7 +32,7 @@ def rules_of(spec) -> list:
     return rules
 
 
-def holding_rules(rules: list) -> list[tuple[int, Budget]]:
+def holding_rules(rules: list[RuleSpec]) -> list[tuple[int, Budget]]:
     """(index, rule) of the budget rules that pause or stop the job."""
     return [(i, r) for i, r in enumerate(rules) if r.rule == "budget" and r.action in ("pause", "stop")]
 

@@ -91,7 +91,7 @@ class BudgetStore:
 
     def remove_budget(self, name: str) -> bool:
         with self._db.transaction():
-            return self._q("DELETE FROM team_budgets WHERE name = ?", (name,)).rowcount > 0
+            return bool(self._q("DELETE FROM team_budgets WHERE name = ?", (name,)).rowcount > 0)
 
     def spent_since(self, start_s: float, but_job: str | None = None, now_s: float | None = None
                     ) -> list[tuple[dict[str, str], float]]:

@@ -30,6 +30,7 @@ from spotfit.job_secrets import check_present
 from spotfit.market.policies.base import ALIASES, POLICIES, make_policy
 from spotfit.market.trace import resolve_trace
 from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
 
 __all__ = ["EXIT_CONFIG", "ConfigError", "check_script", "preflight"]
 
@@ -124,7 +125,7 @@ def as_config_error(exc: UsageError) -> ConfigError:
     return ConfigError(exc.message, hint=exc.hint or "Fix the `market:` section of the job spec.")
 
 
-def runtime_config_error(db, job_id: str, number: int) -> ConfigError:
+def runtime_config_error(db: StateDB, job_id: str, number: int) -> ConfigError:
     """The configuration error attempt `number`'s runtime reported (its `failed` event)."""
     failed = [e for e in db.events(job_id) if e["kind"] == "failed" and e["attempt"] == number]
     if not failed:

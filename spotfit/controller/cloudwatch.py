@@ -38,7 +38,7 @@ PUBLISH_EVERY_S = 60.0
 DEFAULT_REGION = "us-east-1"
 
 
-def metric_data(job_id: str, name: str, progress: dict, steps_per_s: float | None, spent_usd: float,
+def metric_data(job_id: str, name: str, progress: dict[str, Any], steps_per_s: float | None, spent_usd: float,
                 at: float) -> list[dict[str, Any]]:
     """The `MetricData` of one publication (metrics without a value are left out)."""
     gpu = progress.get("gpu") or {}
@@ -68,7 +68,7 @@ class CloudWatchPublisher:
         self._next = 0.0  # monotonic time of the next publication
         self._failed = False
 
-    def publish(self, progress: dict, spent_usd: float) -> str | None:
+    def publish(self, progress: dict[str, Any], spent_usd: float) -> str | None:
         """Publish when due; None, or (once) what went wrong."""
         if time.monotonic() < self._next:
             return None

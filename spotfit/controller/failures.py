@@ -45,10 +45,13 @@ from __future__ import annotations
 
 import signal as _signal
 from collections.abc import Callable
+from typing import Any
 
 from spotfit.backends.base import backend_class
 from spotfit.controller import waits
-from spotfit.state.records import AttemptRecord
+from spotfit.spec.job import JobSpec
+from spotfit.state.db import StateDB
+from spotfit.state.records import AttemptRecord, EventRecord
 from spotfit.state.states import AttemptState, JobState
 
 MAX_BACKOFF_S = 1800.0
@@ -86,7 +89,7 @@ def counted(attempt: AttemptRecord) -> bool:
     return failure not in UNCOUNTED and (attempt["state"] == AttemptState.FAILED or bool(failure))
 
 
-def failures_in_a_row(attempts: list[dict]) -> int:
+def failures_in_a_row(attempts: list[AttemptRecord]) -> int:
     """Failures since the last attempt that ended otherwise (capacity errors do not break a row)."""
     n = 0
     for attempt in reversed(attempts):
@@ -101,7 +104,7 @@ def failures_in_a_row(attempts: list[dict]) -> int:
 MENDABLE = ("StoreError", "NotFoundError")  # spotfit's store errors: an outage, an object not there yet
 
 
-def script_errors(events: list[dict]) -> dict[int, tuple[str, int]]:
+def script_errors(events: list[EventRecord]) -> dict[int, tuple[str, int]]:
     """Attempt -> (error line, step) of each runtime `failed` event that says both (a store error aside)."""
     out = {}
     for e in events:
@@ -139,7 +142,8 @@ class FailureTracker:
     Counts and the backoff survive a controller restart: both are read back from the attempts.
     """
 
-    def __init__(self, db, job_id: str, spec, progress_of: Callable[[int], dict] | None = None):
+    def __init__(self, db: StateDB, job_id: str, spec: JobSpec,
+                 progress_of: Callable[[int], dict[str, Any]] | None = None):
         self.db = db
         self.job_id = job_id
         self.progress_of = progress_of or (lambda number: {})  # an attempt's progress.json
@@ -164,7 +168,7 @@ class FailureTracker:
         start = next((a["start_step"] or 0 for a in self.db.attempts(self.job_id) if a["number"] == number), 0)
         return (self.progress_of(number).get("step") or 0) > start
 
-    def boot_overdue(self, attempt: AttemptRecord, progress: dict, now: float) -> bool:
+    def boot_overdue(self, attempt: AttemptRecord, progress: dict[str, Any], now: float) -> bool:
         """The attempt has reported nothing from its runtime for longer than the boot timeout."""
         if self.boot_timeout_s is None or progress:
             return False

@@ -26,6 +26,7 @@ import math
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from spotfit.backends.base import backend_class
 from spotfit.errors import SpotfitError
@@ -37,7 +38,7 @@ from spotfit.spec.job import JobSpec
 _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
 
 
-def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float) -> dict:
+def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float) -> dict[str, Any]:
     """`optimum_usd`, `policies` {name: usd}, `regret` and the window; or a `note` saying why not."""
     why = _why_not(spec, origin_s, work_s)
     if why is not None:
@@ -97,5 +98,5 @@ def _why_not(spec: JobSpec | None, origin_s: float | None, work_s: float | None)
     return None
 
 
-def _absent(why: str) -> dict:
+def _absent(why: str) -> dict[str, Any]:
     return {"optimum_usd": None, "policies": None, "regret": None, "window": None, "note": why}

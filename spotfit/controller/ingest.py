@@ -10,6 +10,8 @@ With `aws.cloudwatch: true` the progress and the job's spend so far also go to C
 
 from __future__ import annotations
 
+from typing import Any
+
 from spotfit.attempt import layout
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.cloudwatch import CloudWatchPublisher
@@ -68,7 +70,7 @@ class Ingest:
                 if self.cloudwatch is not None:
                     self._publish(current, progress)
 
-    def _publish(self, attempt: AttemptRecord, progress: dict) -> None:
+    def _publish(self, attempt: AttemptRecord, progress: dict[str, Any]) -> None:
         """The progress and the job's spend so far (ended attempts' bills and the live one's) to CloudWatch."""
         assert self.cloudwatch is not None
         spent = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != attempt["number"])
@@ -77,7 +79,7 @@ class Ingest:
         if (problem := self.cloudwatch.publish(progress, spent)) is not None:
             self.db.add_event(self.job_id, "cloudwatch_failed", problem, attempt=attempt["number"])
 
-    def _gpu(self, attempt: AttemptRecord, reading: dict | None) -> None:
+    def _gpu(self, attempt: AttemptRecord, reading: dict[str, Any] | None) -> None:
         """Keep the attempt's latest GPU reading in its info (written only when a figure changed)."""
         if not reading:
             return

@@ -9,19 +9,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from spotfit.attempt import layout
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.errors import NotFoundError
+from spotfit.stores.base import ObjectStore
 
 
 class JobFiles:
-    def __init__(self, store, guard: StoreGuard):
+    def __init__(self, store: ObjectStore, guard: StoreGuard):
         self.store = store
         self.guard = guard
-        self._progress_seen: dict[int, dict] = {}  # the last progress read per attempt
+        self._progress_seen: dict[int, dict[str, Any]] = {}  # the last progress read per attempt
 
-    def read_json(self, key: str) -> dict | None:
+    def read_json(self, key: str) -> dict[str, Any] | None:
         """The object `key` as JSON; None when it is missing, damaged or the store is away."""
         try:
             doc = self.guard.call(lambda: json.loads(self.store.read_bytes(key)), fallback=None)
@@ -29,7 +31,7 @@ class JobFiles:
             return None
         return doc if isinstance(doc, dict) else None
 
-    def progress(self, attempt: int) -> dict:
+    def progress(self, attempt: int) -> dict[str, Any]:
         """The attempt's `progress.json`; {} when it is another attempt's or none was read yet."""
         doc = self.read_json(layout.PROGRESS)
         if doc is None:  # the last one read stands in while the store is away
@@ -50,7 +52,7 @@ class JobFiles:
         code = doc.get("code") if doc else None
         return code if isinstance(code, int) else None
 
-    def read_result(self, wait_s: float, poll_s: float, keep_alive: Callable[[], None]) -> dict | None:
+    def read_result(self, wait_s: float, poll_s: float, keep_alive: Callable[[], None]) -> dict[str, Any] | None:
         """`result.json` ({} when missing or damaged), waiting up to `wait_s` while the store is away (None)."""
         deadline = time.time() + wait_s
         while True:

@@ -8,6 +8,7 @@ before the attempt is recorded, and the attempt is recorded before the backend l
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from spotfit.attempt import layout
 from spotfit.backends.base import Backend, LaunchRequest, backend_class, backend_options
@@ -27,7 +28,7 @@ class Launcher:
     """Launches one job's attempts, and ends those that found no capacity."""
 
     def __init__(self, *, db: StateDB, job_id: str, job_url: str, spec: JobSpec, files: JobFiles,
-                 backend: Backend, plan: AttemptPlanner, failures: FailureTracker, watchdog: Watchdog):
+                 backend: Backend[Any], plan: AttemptPlanner, failures: FailureTracker, watchdog: Watchdog):
         self.db = db
         self.job_id = job_id
         self.job_url = job_url

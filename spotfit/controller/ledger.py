@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from spotfit.state.records import AttemptRecord
 from spotfit.state.states import AttemptState
 
@@ -34,14 +36,14 @@ def _overhead_s(attempt: AttemptRecord) -> float:
     first = (info.get("timings") or {}).get("first_step_s")
     if first is None:
         return float(attempt.get("billed_s") or 0.0) if not _steps(attempt) else 0.0
-    return min(first * info.get("time_scale", 1.0), float(attempt.get("billed_s") or 0.0))
+    return cast(float, min(first * info.get("time_scale", 1.0), float(attempt.get("billed_s") or 0.0)))
 
 
 def _steps(attempt: AttemptRecord) -> int:
     return max(0, (attempt.get("end_step") or 0) - (attempt.get("start_step") or 0))
 
 
-def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict:
+def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict[str, Any]:
     """Per-attempt rows and totals; see the module docstring for the definitions."""
     rows, spent, redone, restart_s, waste_usd = [], 0.0, 0, 0.0, 0.0
     od_price = next((a["info"].get("on_demand_usd_per_h") for a in attempts

@@ -12,6 +12,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from typing import Any, cast
 
 from spotfit import job_secrets
 from spotfit.attempt import layout
@@ -45,7 +46,7 @@ STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
 class Controller:
     """Drives one job to a terminal state."""
 
-    def __init__(self, db: StateDB, job_id: str, backend: Backend | None = None,
+    def __init__(self, db: StateDB, job_id: str, backend: Backend[Any] | None = None,
                  poll_s: float = 0.1, on_update: Callable[[], None] | None = None):
         self.db = db
         db.supervise_from_memory()  # a full disk under the home never stops its supervision
@@ -75,7 +76,7 @@ class Controller:
                  if e["kind"] == "rule" and e["data"].get("rule") != "price_cap"}
         self.watchdog = Watchdog(budget.rules_of(self.spec), fired)
         self.webhook = notify.webhook_for(db, job_id, self.spec.notify)
-        self.notifier = Notifier(db, job_id, notify.sinks() + (self.spec.notify.sinks if self.spec.notify else []))
+        self.notifier = Notifier(db, job_id, [*notify.sinks(), *(self.spec.notify.sinks if self.spec.notify else [])])
         self.rules = RuleActions(db=db, job_id=job_id, spec=self.spec, files=self.files, backend=self.backend,
                                  plan=self.plan, watchdog=self.watchdog, webhook=self.webhook, watches=self.watches)
         self.market_watch = MarketWatch(db, job_id, self.plan, self.watches)
@@ -295,7 +296,7 @@ class Controller:
         self.launcher.launch(*decision)
 
     def _handle(self, attempt: AttemptRecord) -> Handle:
-        return self.backend.load_handle(handle_text(attempt))
+        return cast(Handle, self.backend.load_handle(handle_text(attempt)))
 
     def _cancel(self, current: AttemptRecord | None, request: StopRequest) -> None:
         """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
@@ -329,7 +330,7 @@ class Controller:
 
     # -- reading the store ----------------------------------------------------------------------
 
-    def _read_result(self) -> dict:
+    def _read_result(self) -> dict[str, Any]:
         """`result.json` of a completed attempt, waiting (with backoff) while the store is away."""
         doc = self.files.read_result(RESULT_WAIT_S, self.poll_s, keep_alive=lambda: self.db.renew_lease(
             self.job_id, self.holder, self.lease_s))

@@ -186,7 +186,7 @@ class Replay:
         mtbf_h = getattr(stats.get(zone), "mtbf_h", None)
         if not mtbf_h or not math.isfinite(mtbf_h):
             return None
-        return mtbf_h * 3600.0 / self._time_scale
+        return float(mtbf_h) * 3600.0 / self._time_scale
 
     def asks_policy(self) -> bool:
         return True

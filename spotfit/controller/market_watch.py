@@ -9,6 +9,8 @@ an attempt whose process ended by itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 from spotfit.controller import outcome
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
@@ -47,7 +49,7 @@ class MarketWatch:
         self.db.add_event(self.job_id, "switch", f"policy switches to {self.plan.pending_text()}",
                           attempt=attempt["number"], trace_s=event[1])
 
-    def ended(self, attempt: AttemptRecord, result: AttemptState, progress: dict,
+    def ended(self, attempt: AttemptRecord, result: AttemptState, progress: dict[str, Any],
               trained_last: bool = False) -> AttemptState:
         """An attempt that ended by itself past a tick where the market or the policy ended it.
 

@@ -37,11 +37,14 @@ import threading
 import time
 import urllib.request
 from email.message import EmailMessage
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotfit.controller import waits
 from spotfit.state.records import JobRecord
 from spotfit.state.states import JobState
+
+if TYPE_CHECKING:
+    from spotfit.spec.sinks import Sink
 
 TRIES = 3
 FIRST_WAIT_S = 1.0  # between tries, doubled each time
@@ -50,7 +53,7 @@ TIMEOUT_S = 10.0
 _STATE_EVENTS = {JobState.COMPLETED: "completed", JobState.FAILED: "failed", JobState.PAUSED: "paused"}
 
 
-def event_of(event: dict) -> str | None:
+def event_of(event: dict[str, Any]) -> str | None:
     """The notification event a state DB event is, or None."""
     kind, data = event["kind"], event.get("data") or {}
     if kind == "attempt_preempted":
@@ -69,7 +72,7 @@ def state_event(before: str, now: str) -> str | None:
     return _STATE_EVENTS.get(JobState(now)) if now != before else None
 
 
-def message(event: str, job: JobRecord, what: str, cost_usd: float) -> dict:
+def message(event: str, job: JobRecord, what: str, cost_usd: float) -> dict[str, Any]:
     """What every sink gets: what happened, the job, its cost so far and the command to look."""
     look = f"spotfit status {job['id']}"
     return {"text": f"spotfit {event}: job {job['name']} ({job['id']}): {what}; cost so far ${cost_usd:.4f}. "
@@ -78,7 +81,7 @@ def message(event: str, job: JobRecord, what: str, cost_usd: float) -> dict:
             "cost_usd": round(cost_usd, 6), "look": look}
 
 
-def send(sink: Any, doc: dict) -> None:
+def send(sink: Any, doc: dict[str, Any]) -> None:
     """Deliver `doc` to `sink` (a `spec.sinks.Sink`) once; raises on failure."""
     if sink.email is not None:
         _mail(sink.email, doc)
@@ -91,7 +94,7 @@ def send(sink: Any, doc: dict) -> None:
             raise OSError(f"HTTP {answer.status}")
 
 
-def _mail(email: Any, doc: dict) -> None:
+def _mail(email: Any, doc: dict[str, Any]) -> None:
     mail = EmailMessage()
     mail["Subject"] = f"spotfit {doc['event']}: {doc['name']} ({doc['job']})"
     mail["From"], mail["To"] = email.sender, ", ".join(email.to)
@@ -107,13 +110,13 @@ def _mail(email: Any, doc: dict) -> None:
 class Notifier:
     """The job's notifications: `poll` each pass (never waits), `close` at the end."""
 
-    def __init__(self, db: Any, job_id: str, sinks: list):
+    def __init__(self, db: Any, job_id: str, sinks: list[Sink]):
         self.db, self.job_id, self.sinks = db, job_id, sinks
         events = db.events(job_id) if sinks else []
         self.after_id = events[-1]["id"] if events else 0  # what happened before this controller is not news
         self.state = db.get_job(job_id)["state"]
-        self.outbox: queue.Queue = queue.Queue()
-        self.failures: queue.Queue = queue.Queue()
+        self.outbox: queue.Queue[tuple[Sink, dict[str, Any]]] = queue.Queue()
+        self.failures: queue.Queue[tuple[str, str, str]] = queue.Queue()
         self.thread: threading.Thread | None = None
 
     def poll(self, job: JobRecord) -> None:
@@ -140,7 +143,7 @@ class Notifier:
                 if name in sink.events:
                     self._queue(sink, message(name, job, what, cost))
 
-    def _queue(self, sink: Any, doc: dict) -> None:
+    def _queue(self, sink: Any, doc: dict[str, Any]) -> None:
         self.outbox.put((sink, doc))
         if self.thread is None:
             self.thread = threading.Thread(target=self._deliver, name=f"notify-{self.job_id}", daemon=True)

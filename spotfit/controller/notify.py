@@ -14,15 +14,23 @@ import json
 import os
 import urllib.error
 import urllib.request
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
 from spotfit.home import home
 
+if TYPE_CHECKING:
+    from spotfit.controller.rules import Verdict
+    from spotfit.controller.team_budget import Crossing
+    from spotfit.spec.rules import Notify
+    from spotfit.spec.sinks import Sink
+    from spotfit.state.db import StateDB
+
 _kept: dict[str, str] = {}  # job id -> its literal webhook URL, taken out of the environment
 
 
-def webhook_for(state_db, job_id: str, spec_notify) -> str | None:
+def webhook_for(state_db: StateDB, job_id: str, spec_notify: Notify | None) -> str | None:
     """The job's webhook: the spec's (named secret or literal kept in memory), else the user config's, else none.
 
     A webhook the spec names but this controller cannot get is an event, once per controller start.
@@ -33,13 +41,14 @@ def webhook_for(state_db, job_id: str, spec_notify) -> str | None:
     if (url := os.environ.pop(webhook_env(job_id), None)) is not None:
         _kept[job_id] = url
     webhook = spec_notify.webhook if spec_notify is not None else None
-    if webhook is None:
+    if spec_notify is None or webhook is None:
         return webhook_url(None)
     if (name := spec_notify.webhook_secret) is not None:
         found = os.environ.get(name)
         why = f"`{name}` is not set in the controller's environment"
     else:
-        found = _kept.get(job_id) or (None if is_redacted(webhook) else webhook)  # a job recorded before redaction
+        literal = cast(str, webhook)  # a webhook without a secret name is a URL
+        found = _kept.get(job_id) or (None if is_redacted(literal) else literal)  # a job recorded before redaction
         why = "the URL given literally in the spec is kept only in the memory of the shell that started the job"
     if found is None:
         state_db.add_event(job_id, "notify_unavailable", f"no webhook for this controller: {why}",
@@ -48,7 +57,7 @@ def webhook_for(state_db, job_id: str, spec_notify) -> str | None:
     return found
 
 
-def sinks() -> list:
+def sinks() -> list[Sink]:
     """The settings file's notification sinks (`notify.sinks`); none when it cannot be read.
 
     A broken settings file pauses the job at its next launch (`rule_actions`), with the error.
@@ -73,13 +82,13 @@ def webhook_url(spec_webhook: str | None) -> str | None:
     return ((config.get("notify") or {}).get("webhook")) or None
 
 
-def rule_payload(job_id: str, verdict, message: str) -> dict:
+def rule_payload(job_id: str, verdict: Verdict, message: str) -> dict[str, Any]:
     """The webhook's JSON for a rule that fired (Slack reads `text`; the rest is for programs)."""
     return {"text": f"spotfit job {job_id}: {message}", "job": job_id, "rule": verdict.rule,
             "action": verdict.action, "message": verdict.message, "saved_usd": verdict.saved_usd}
 
 
-def send(url: str, payload: dict, timeout_s: float = 5.0) -> str | None:
+def send(url: str, payload: dict[str, Any], timeout_s: float = 5.0) -> str | None:
     """POST `payload` as JSON; returns None on success or the error as one line."""
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
@@ -93,7 +102,7 @@ def send(url: str, payload: dict, timeout_s: float = 5.0) -> str | None:
     return None
 
 
-def rule_fired(state_db, job_id: str, url: str | None, verdict, message: str) -> None:
+def rule_fired(state_db: StateDB, job_id: str, url: str | None, verdict: Verdict, message: str) -> None:
     """Tell the job's webhook (if any) that a rule fired; a failed delivery is an event, never an error."""
     if url and (error := send(url, rule_payload(job_id, verdict, message))):
         state_db.add_event(job_id, "notify_failed", f"webhook delivery failed: {error}")
@@ -102,7 +111,7 @@ def rule_fired(state_db, job_id: str, url: str | None, verdict, message: str) ->
 _WINDOW = {"day": "1d", "week": "7d", "month": "31d"}  # `cost --all --since` covering a budget's period
 
 
-def team_budget(state_db, job_id: str, url: str | None, crossing) -> None:
+def team_budget(state_db: StateDB, job_id: str, url: str | None, crossing: Crossing) -> None:
     """Tell the webhook (if any) that a job's launch passed a budget over many jobs (`team_budget.Crossing`)."""
     payload = {"text": f"spotfit job {job_id}: {crossing.message}", "job": job_id, "rule": "team_budget",
                "budget": crossing.budget.name, "percent": crossing.percent, "action": crossing.action,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
@@ -24,7 +24,7 @@ from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import SpotfitError
 from spotfit.home import state_is_shared, state_target
-from spotfit.settings import load_settings
+from spotfit.settings import TeamBudget, load_settings
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord, handle_text
@@ -41,7 +41,7 @@ TEAM_CHECK_S = 10.0  # how often a running attempt's cost is checked against the
 class RuleActions:
     """The rules' effects on one job, held by its `Controller`."""
 
-    def __init__(self, *, db: StateDB, job_id: str, spec: JobSpec, files: JobFiles, backend: Backend,
+    def __init__(self, *, db: StateDB, job_id: str, spec: JobSpec, files: JobFiles, backend: Backend[Any],
                  plan: AttemptPlanner, watchdog: Watchdog, webhook: str | None, watches: AttemptWatches):
         self.db = db
         self.job_id = job_id
@@ -60,7 +60,7 @@ class RuleActions:
         self._budget_store: BudgetStore | None = None  # the shared state's budgets and reservations (budget_store.py)
 
     def _handle(self, attempt: AttemptRecord) -> Handle:
-        return self.backend.load_handle(handle_text(attempt))
+        return cast(Handle, self.backend.load_handle(handle_text(attempt)))
 
     def _spent_usd(self, but: int | None = None) -> float:
         return sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != but)
@@ -122,7 +122,7 @@ class RuleActions:
                                         "budget allows"
         return None
 
-    def team_budget_while_running(self, attempt: AttemptRecord, progress: dict) -> bool:
+    def team_budget_while_running(self, attempt: AttemptRecord, progress: dict[str, Any]) -> bool:
         """Every `TEAM_CHECK_S`: a team budget passed with the attempt's cost so far pauses the job.
 
         The attempt is asked to save a checkpoint and stop, as a rule's pause asks it; the job
@@ -138,7 +138,7 @@ class RuleActions:
         self.request_stop(attempt, progress, halt[1])
         return True
 
-    def _team_budgets(self) -> list:
+    def _team_budgets(self) -> list[TeamBudget]:
         """config.yaml's budgets, and with a shared state DB the `team_budgets` table's (which win on a name)."""
         budgets = load_settings().budgets
         if self._budget_store is None and state_is_shared():
@@ -156,7 +156,7 @@ class RuleActions:
         price = max(spot, default=None) if self.spec.resources.spot else None
         return self.plan.work_left_s() / 3600.0 * (price or self.plan.on_demand_usd_per_h() or 0.0)
 
-    def _billed_since(self, start_s: float) -> list[tuple[dict, float]]:
+    def _billed_since(self, start_s: float) -> list[tuple[dict[str, Any], float]]:
         return [(json.loads(spec_json).get("labels") or {}, usd) for spec_json, usd in self.db.billed_since(start_s)]
 
     def cap_at_budget(self, attempt: AttemptRecord) -> None:
@@ -175,7 +175,7 @@ class RuleActions:
         if at_s is not None:
             self.plan.cap_at(number, at_s)
 
-    def over_budget_limit(self, attempt: AttemptRecord, progress: dict) -> bool:
+    def over_budget_limit(self, attempt: AttemptRecord, progress: dict[str, Any]) -> bool:
         """Whether the attempt must end now: its cost passed a budget plus half a billing minimum."""
         rules = budget.holding_rules(self.watchdog.engine.rules)
         number = attempt["number"]
@@ -198,7 +198,7 @@ class RuleActions:
             self.halt = (JobState.PAUSED if rule.action == "pause" else JobState.STOPPED, message)
         return True
 
-    def apply(self, attempt: AttemptRecord, progress: dict) -> None:
+    def apply(self, attempt: AttemptRecord, progress: dict[str, Any]) -> None:
         """Evaluate the watchdog rules; notify, pause or stop as they say."""
         cost = self._spent_usd(but=attempt["number"]) + self.plan.bill(attempt)[1]
         price = self.plan.spot_price(attempt["zone"]) if attempt["market"] == Market.SPOT else None
@@ -216,7 +216,7 @@ class RuleActions:
                 self.request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
                                    at_once=verdict.rule == "stalled", at_step=at_step)
 
-    def request_stop(self, attempt: AttemptRecord, progress: dict, reason: str, export: bool = False,
+    def request_stop(self, attempt: AttemptRecord, progress: dict[str, Any], reason: str, export: bool = False,
                       at_once: bool = False, at_step: int | None = None) -> None:
         """Ask the attempt to save and stop (exit 76); SIGTERM follows if it does not.
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import UTC, datetime
+from typing import Any
 
 from spotfit.labels import UNLABELED, group_of
 from spotfit.state.records import AttemptRecord, JobRecord
@@ -41,9 +42,9 @@ _SUMS = ("spent_usd", "on_demand_usd", "spent_with_on_demand_usd", "waste_usd", 
          "spent_with_optimum_usd")
 
 
-def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict]], by: str) -> dict:
+def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict[str, Any]]], by: str) -> dict[str, Any]:
     """`groups` (sorted by spend, largest first), `totals`, `days` and `jobs` over (job, attempts, cost doc)."""
-    groups: dict[str, dict] = defaultdict(lambda: dict.fromkeys(_SUMS, 0.0) | {"jobs": set()})
+    groups: dict[str, dict[str, Any]] = defaultdict(lambda: dict.fromkeys(_SUMS, 0.0) | {"jobs": set()})
     days: dict[tuple[str, str], float] = defaultdict(float)
     jobs = []
     for job, attempts, doc in entries:
@@ -63,7 +64,7 @@ def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict]], by: str) -
             **{k: totals.get(k) for k in ("spent_usd", "on_demand_usd", "savings_usd", "waste_usd", "optimum_usd")},
             "regret": totals.get("regret"),
         })
-    total: dict = dict.fromkeys(_SUMS, 0.0) | {"jobs": set()}
+    total: dict[str, Any] = dict.fromkeys(_SUMS, 0.0) | {"jobs": set()}
     for sums in groups.values():
         for key in _SUMS:
             total[key] += sums[key]
@@ -79,7 +80,7 @@ def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict]], by: str) -
     }
 
 
-def _shares(doc: dict, by: str, raw: dict) -> dict[str, dict]:
+def _shares(doc: dict[str, Any], by: str, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The job's figures per group: all of them in one group, or (`zone`) split over its attempts' zones."""
     totals = doc["totals"]
     whole = {
@@ -105,7 +106,7 @@ def _shares(doc: dict, by: str, raw: dict) -> dict[str, dict]:
                    "weight": first[zone] / steps if steps else 0.0} for zone in spent}
 
 
-def _add(sums: dict, job_id: str, share: dict) -> None:
+def _add(sums: dict[str, Any], job_id: str, share: dict[str, Any]) -> None:
     sums["jobs"].add(job_id)
     sums["spent_usd"] += share["spent_usd"]
     sums["waste_usd"] += share["waste_usd"]
@@ -117,7 +118,7 @@ def _add(sums: dict, job_id: str, share: dict) -> None:
         sums["spent_with_optimum_usd"] += share["spent_usd"]
 
 
-def _figures(sums: dict) -> dict:
+def _figures(sums: dict[str, Any]) -> dict[str, Any]:
     on_demand, optimum = sums["on_demand_usd"], sums["optimum_usd"]
     saved = on_demand - sums["spent_with_on_demand_usd"]
     return {

@@ -9,6 +9,7 @@ attempt trains and ends.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.work_meter import WorkMeter
@@ -17,7 +18,7 @@ from spotfit.state.records import AttemptRecord, spot_zone, trace_start_s
 from spotfit.state.states import Market
 
 Launch = tuple[Market, str | None]  # (market, zone)
-Decide = Callable[[AttemptRecord | None, dict, float | None], Launch | None]  # (attempt, progress, at_s)
+Decide = Callable[[AttemptRecord | None, dict[str, Any], float | None], Launch | None]  # (attempt, progress, at_s)
 
 
 class WallTicker:

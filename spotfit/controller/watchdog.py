@@ -10,15 +10,17 @@ loop carries the verdicts out.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from spotfit.attempt.progress import Phase
 from spotfit.controller.rules import Observation, RuleEngine, Verdict
+from spotfit.spec.rules import RuleSpec
 
 MAX_SAMPLES = 20000
 
 
 class Watchdog:
-    def __init__(self, rules: list, fired: set[int] | None = None):
+    def __init__(self, rules: list[RuleSpec], fired: set[int] | None = None):
         self.engine = RuleEngine(rules, fired)
         self._samples: list[tuple[float, float]] = []
         self._last_heartbeat = None
@@ -31,7 +33,7 @@ class Watchdog:
     def active(self) -> bool:
         return bool(self.engine.rules)
 
-    def check(self, progress: dict, cost_usd: float, spot_usd_per_h: float | None) -> list[Verdict]:
+    def check(self, progress: dict[str, Any], cost_usd: float, spot_usd_per_h: float | None) -> list[Verdict]:
         now = time.time()
         step = progress.get("step") or 0
         training = progress.get("phase") == Phase.TRAINING

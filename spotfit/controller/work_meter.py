@@ -7,6 +7,7 @@ the work the policy plans with (`work_s`, `work_done_s`) and the restart overhea
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from spotfit.attempt.progress import Phase
 from spotfit.spec.job import JobSpec
@@ -22,7 +23,7 @@ class WorkMeter:
         self.spec = spec
         self.db = db
         self.job_id = job_id
-        self.trained: dict[int, dict] = {}  # attempt -> its "training" event (trace_s, overhead_s)
+        self.trained: dict[int, dict[str, Any]] = {}  # attempt -> its "training" event (trace_s, overhead_s)
         self._rate: tuple[float, int] | None = None  # (wall time, step) of the first observation
         self._trace_s_per_step: float | None = None
         self.total_steps: int | None = None
@@ -35,7 +36,7 @@ class WorkMeter:
         self.trained = {e["attempt"]: e["data"] for e in self.db.events(self.job_id)
                         if e["kind"] == "training" and e["attempt"] is not None}
 
-    def observe(self, progress: dict) -> bool:
+    def observe(self, progress: dict[str, Any]) -> bool:
         """Take a progress report; True when it says the attempt trains."""
         step = progress.get("step") or 0
         self.step = max(self.step, step)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spotfit.controller.rules.checks import CHECKS, Observation
+from spotfit.spec.rules import RuleSpec
 
 __all__ = ["Observation", "RuleEngine", "Verdict"]
 
@@ -35,7 +36,7 @@ class Verdict:
 class RuleEngine:
     """The job's rules, with the memory of which ones already fired."""
 
-    def __init__(self, rules: list, fired: set[int] | None = None):
+    def __init__(self, rules: list[RuleSpec], fired: set[int] | None = None):
         self.rules = list(rules)
         self._fired: set[int] = set(fired or ())
 

@@ -22,7 +22,7 @@ class Observation:
     total_steps: int | None = None
     training: bool = False
     losses: list[tuple[int, float | None]] = field(default_factory=list)  # recent (step, loss)
-    metrics: dict = field(default_factory=dict)  # the latest epoch's metrics
+    metrics: dict[str, Any] = field(default_factory=dict)  # the latest epoch's metrics
     nan_loss: bool = False
     nan_step: int | None = None  # the first step whose loss was NaN or infinite
     utilization: list[tuple[float, float]] = field(default_factory=list)  # (wall s, percent)
