@@ -7,9 +7,10 @@ given) and the instance type:
   image's default (no `BlockDeviceMappings`), and the user-data mounts the NVMe and points the
   data cache at it (`nvme_cache=True`);
 - otherwise, with a known size, the root gp3 volume is `root_gib + ceil(1.2 × data + 10)` GiB
-  (the data, 20% headroom for the cache's temporary files and a checkpoint, 10 GiB for the
-  environment), with IOPS and throughput stated: gp3's baseline 3,000 IOPS / 125 MiB/s, raised
-  for larger data (`_performance`), within gp3's limits (16 TiB, 16,000 IOPS, 1,000 MiB/s);
+  (`data_disk.data_disk_gib`: the data, 20% headroom for the cache's partial downloads and a
+  checkpoint, 10 GiB for the environment), with IOPS and throughput stated: gp3's baseline
+  3,000 IOPS / 125 MiB/s, raised for larger data (`_performance`), within gp3's limits
+  (16 TiB, 16,000 IOPS, 1,000 MiB/s);
 - with no size, nothing is sent: the image's own root volume, as before.
 
 Example:
@@ -27,17 +28,14 @@ Example:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from spotfit.backends.data_disk import GIB, data_disk_gib
 from spotfit.errors import UsageError
 
-GIB = 1024**3
 DEFAULT_ROOT_GIB = 100  # assumed root of the Deep Learning AMI; `aws.root_volume_gib` overrides it
 DEFAULT_ROOT_DEVICE = "/dev/sda1"  # the root device name of the Ubuntu Deep Learning AMIs
-HEADROOM = 0.2
-EXTRA_GIB = 10
 GP3_MAX_GIB, GP3_MAX_IOPS, GP3_MAX_MIBPS = 16384, 16000, 1000
 NVME_MOUNT = "/opt/dlami/nvme"  # where the Deep Learning AMIs mount instance store; the user-data ensures it
 
@@ -65,7 +63,7 @@ def has_instance_store(instance_type: str) -> bool:
 
 def root_size_gib(data_bytes: int, root_gib: int = DEFAULT_ROOT_GIB) -> int:
     """The root volume for `data_bytes` of data: root + data + 20% + 10 GiB, in whole GiB."""
-    return root_gib + math.ceil(data_bytes / GIB * (1 + HEADROOM) + EXTRA_GIB)
+    return root_gib + data_disk_gib(data_bytes)
 
 
 def _performance(data_bytes: int) -> tuple[int, int]:
