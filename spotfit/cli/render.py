@@ -362,6 +362,8 @@ def print_dry_run(console: Console, doc: dict) -> None:
         return
     console.print(f"dry run: job {doc['job_id']} attempt 1 in {doc['zone'] or 'any zone'} — nothing sent",
                   highlight=False)
+    if doc.get("disk"):
+        console.print(f"disk: {doc['disk']}", highlight=False)
     for call in doc["calls"]:
         params = dict(call["params"])
         user_data = params.pop("UserData", None)

@@ -168,6 +168,8 @@ class Data(_Section):
     source: str = Field(description="store URL of the dataset, e.g. s3://bucket/prefix or file:///path")
     cache_dir: str | None = Field(None, description="local cache folder; default $SPOTFIT_HOME/cache/data")
     cache_limit_gib: float | None = Field(None, gt=0, description="evict least-recently-used data above this")
+    size_gib: float | None = Field(None, gt=0, description="the dataset's size: cloud disks are sized for it "
+                                                           "(docs/aws.md#disks)")
     workers: int = Field(16, ge=1, le=64, description="parallel downloads")
     verify: Literal["etag", "md5"] = Field(
         "etag", description="etag: size + reads pinned to the listed ETag; md5: also hash the content")

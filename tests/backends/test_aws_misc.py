@@ -69,6 +69,7 @@ backend: local
 resources: {accelerator: V100, count: 1, workers: 2}
 market: {trace: null, zones: [us-west-2b]}
 aws: {ami: ami-0123456789abcdef0, key_name: me, ssh_cidr: 203.0.113.7/32}
+data: {source: s3://bucket/data, size_gib: 200}
 """
 
 
@@ -88,6 +89,13 @@ def test_run_dry_run_prints_the_exact_requests_and_sends_nothing(tmp_path, job_s
     assert run["ImageId"] == "ami-0123456789abcdef0" and run["MaxCount"] == 2
     assert run["Placement"] == {"AvailabilityZone": "us-west-2b", "GroupName": ops["CreatePlacementGroup"]["GroupName"]}
     assert "#!/bin/bash" in run["UserData"]
+    # The root gp3 volume is sized for the 200 GiB dataset: 100 + 200 × 1.2 + 10 GiB.
+    assert run["BlockDeviceMappings"] == [{"DeviceName": "/dev/sda1", "Ebs": {
+        "VolumeSize": 350, "VolumeType": "gp3", "Iops": 6000, "Throughput": 500, "DeleteOnTermination": True}}]
+    assert doc["disk"] == "root volume /dev/sda1: gp3 350 GiB, 6000 IOPS, 500 MiB/s (sized for `data.size_gib`)"
+    text = subprocess.run(spotfit_cmd("run", str(spec), "--backend", "aws", "--dry-run"), capture_output=True,
+                          text=True, timeout=60, env=env, stdin=subprocess.DEVNULL).stdout
+    assert "disk: root volume /dev/sda1: gp3 350 GiB" in text and '"BlockDeviceMappings"' in text
     assert any("s3://" in w for w in doc["warnings"])
     listed = subprocess.run(spotfit_cmd("list", "--json"), capture_output=True, text=True, env=env)
     assert json.loads(listed.stdout) == []  # nothing recorded

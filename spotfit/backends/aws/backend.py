@@ -29,6 +29,7 @@ from spotfit.attempt import layout
 from spotfit.backends.aws import access
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3, sdk_failure
+from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, GIB
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
@@ -99,6 +100,9 @@ class AwsBackend(BackendTraits):
             key_name=opts.get("key_name"), ssh_cidr=opts.get("ssh_cidr"),
             iam_instance_profile=opts.get("iam_instance_profile"),
             worker_port=int(opts.get("worker_port") or 2222),
+            data_bytes=int(opts["data_size_gib"] * GIB) if opts.get("data_size_gib") else None,
+            root_volume_gib=int(opts.get("root_volume_gib") or DEFAULT_ROOT_GIB),
+            root_device=opts.get("root_device") or DEFAULT_ROOT_DEVICE,
         )
         rq.check_ssh_cidr(settings.ssh_cidr, settings.key_name)
         if not lookup:
@@ -128,7 +132,8 @@ class AwsBackend(BackendTraits):
 
         settings = self.settings(request, lookup=lookup)
         text = user_data(request.job_url, request.attempt,
-                         instance_env(request.job_url, settings.image_id, request.options))
+                         instance_env(request.job_url, settings.image_id, request.options),
+                         nvme_cache=settings.disk.nvme_cache)
         return rq.launch_requests(settings, request.job_id, request.attempt, text)
 
     # -- secrets (backends/aws/secrets.py) ----------------------------------------------------------
@@ -226,7 +231,7 @@ class AwsBackend(BackendTraits):
                            placement_group=rq.resource_name(request.job_id, request.attempt)
                            if rq.uses_placement_group(s) else None)
         calls = rq.launch_requests(s, request.job_id, request.attempt,
-                                   user_data(request.job_url, request.attempt, boot))
+                                   user_data(request.job_url, request.attempt, boot, nvme_cache=s.disk.nvme_cache))
         try:
             existing = self._instances_by_token(ec2, rq.client_token(request.job_id, request.attempt))
             group = self._security_group(ec2, calls)

@@ -33,6 +33,7 @@ def dry_run(path: str, backend: Any) -> dict:
                             options=aws_options(spec))
     check_env(request.env)
     calls = backend.plan(request, lookup=False)
+    disk = backend.settings(request, lookup=False).disk
     warnings = []
     if job_url.startswith(("file://", "memory://")):
         warnings.append(f"the job's store {job_url} is not reachable from EC2: set `checkpoint.store: "
@@ -40,4 +41,17 @@ def dry_run(path: str, backend: Any) -> dict:
     if not spec.aws.iam_instance_profile:
         warnings.append("no `aws.iam_instance_profile`: the instance cannot read or write the job's bucket")
     return {"job_id": job_id, "job_url": job_url, "zone": zone, "sent": False,
-            "calls": [c.to_json() for c in calls], "warnings": warnings}
+            "disk": describe_disk(disk), "calls": [c.to_json() for c in calls], "warnings": warnings}
+
+
+def describe_disk(disk: Any) -> str:
+    """One line on where the data cache lives (a `disks.DiskPlan`), for the dry run's summary."""
+    from spotfit.backends.aws.disks import NVME_MOUNT
+
+    if disk.nvme_cache:
+        return f"data cache on the instance-store NVMe ({NVME_MOUNT}); root volume: the image's default"
+    if disk.size_gib is None:
+        return "root volume: the image's default (set `data.size_gib` to size it for the dataset)"
+    device = disk.block_device_mappings[0]["DeviceName"]
+    return (f"root volume {device}: gp3 {disk.size_gib} GiB, {disk.iops} IOPS, "
+            f"{disk.throughput_mibps} MiB/s (sized for `data.size_gib`)")

@@ -10,7 +10,9 @@ Safe defaults, on purpose: no inbound rule open to the world; SSH only from one 
 (`/32` or `/128`) and only with a key pair — without one there is no SSH at all (use SSM);
 the workers' port open only to members of the job's own security group; IMDSv2 required;
 the instance terminates itself when it shuts down; tags name the job and the attempt; a
-client token derived from (job, attempt) makes a retried launch idempotent.
+client token derived from (job, attempt) makes a retried launch idempotent. The root volume
+is sized for the dataset (`BlockDeviceMappings`, gp3) unless the instance type has
+instance-store NVMe, which then holds the data cache (`disks.py`).
 
 Example:
 
@@ -30,6 +32,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, DiskPlan, disk_plan
 from spotfit.errors import UsageError
 from spotfit.state.states import Market
 
@@ -71,6 +74,14 @@ class LaunchSettings:
     iam_instance_profile: str | None = None
     worker_port: int = 2222
     extra_tags: dict[str, str] = field(default_factory=dict)
+    data_bytes: int | None = None  # the dataset's size (`data.size_gib`), None when not given
+    root_volume_gib: int = DEFAULT_ROOT_GIB
+    root_device: str = DEFAULT_ROOT_DEVICE
+
+    @property
+    def disk(self) -> DiskPlan:
+        """The root volume sized for the data, or the instance-store NVMe for the cache (disks.py)."""
+        return disk_plan(self.data_bytes, self.instance_type, self.root_volume_gib, self.root_device)
 
 
 def client_token(job_id: str, attempt: int) -> str:
@@ -193,6 +204,8 @@ def run_instances_request(s: LaunchSettings, job_id: str, attempt: int, user_dat
             "MarketType": "spot",
             "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
         }
+    if s.disk.block_device_mappings:
+        params["BlockDeviceMappings"] = s.disk.block_device_mappings
     if s.key_name:
         params["KeyName"] = s.key_name
     if s.iam_instance_profile:

@@ -31,6 +31,10 @@ class Aws(_Section):
                                       description="extras of the shipped wheel; [s3] on an image with TF")
     worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port, open only inside the job's group")
     boot_timeout_s: float = Field(1800.0, gt=0, description="an attempt with no runtime progress by then failed")
+    root_volume_gib: int = Field(100, ge=8, le=16384, description="the image's root volume; the data's size is "
+                                                               "added to it (docs/aws.md#disks)")
+    root_device: str = Field("/dev/sda1", description="the image's root device name (Ubuntu Deep Learning AMIs: "
+                                                      "/dev/sda1)")
     cloudwatch: bool = Field(False, description="publish step rate, loss, GPU use and spend as CloudWatch custom "
                                                 "metrics (docs/costs.md)")
 
@@ -66,4 +70,5 @@ def aws_options(spec: Any) -> dict[str, Any]:
                             hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
                 from None
     return {**spec.aws.model_dump(), "runtime_extras": spec.runtime_extras(spec.aws.runtime_extras),
+            "data_size_gib": spec.data.size_gib if spec.data else None,
             "environment": {"pip": list(env.pip), "requirements": text}}

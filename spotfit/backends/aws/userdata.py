@@ -15,6 +15,8 @@ The script (see `environment.py` for what is installed and the cache key):
 2. hands over to the instance agent (`python -m spotfit.backends.aws.agent`), which fetches the
    code, sets `TF_CONFIG`, runs the runtime and forwards spot interruption notices (IMDSv2) as
    SIGTERM;
+   On an instance type with instance-store NVMe it first mounts the NVMe and sets
+   `SPOTFIT_CACHE_DIR` there (`disks.nvme_script`), so the dataset is not cached on the root;
 3. whatever happens, ends with `shutdown -h now`; the instance's shutdown behaviour is `terminate`.
 
 Two environment variables, unset on EC2, let the emulated instance of the tests
@@ -36,6 +38,7 @@ import re
 import shlex
 
 from spotfit.attempt import layout
+from spotfit.backends.aws.disks import nvme_script
 from spotfit.backends.aws.environment import InstanceEnv
 from spotfit.errors import BackendError
 
@@ -83,18 +86,23 @@ else
     && aws s3 cp --quiet "$ROOT/env.tar.gz" {env_url} || echo "spotfit: could not cache environment {key}"
   echo "spotfit: environment {key} installed at $(date +%s.%N)"
 fi
-"$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
+{nvme}"$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
 """
 
 
-def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, imds_url: str = IMDS_URL) -> str:
-    """The user-data script of one attempt (every worker of it runs the same script)."""
+def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, imds_url: str = IMDS_URL,
+              nvme_cache: bool = False) -> str:
+    """The user-data script of one attempt (every worker of it runs the same script).
+
+    `nvme_cache`: mount the instance-store NVMe and keep the data cache there (disks.py).
+    """
     boot_log_url = shlex.quote(f"{job_url.rstrip('/')}/{layout.boot_log(int(attempt))}")
     fetch = f'  aws s3 cp --quiet {shlex.quote(env.wheel_url)} "$ROOT/"\n' if env.wheel_url else ""
     text = _TEMPLATE.format(attempt=int(attempt), job_url=job_url.replace("\n", " "), root=root, imds=imds_url,
                             env_url=shlex.quote(env.env_url), key=env.key, fetch_wheel=fetch,
                             requirements_url=shlex.quote(env.requirements_url), pip_spec=shlex.quote(env.pip_spec),
-                            job_url_q=shlex.quote(job_url), boot_log_url=boot_log_url)
+                            job_url_q=shlex.quote(job_url), boot_log_url=boot_log_url,
+                            nvme=nvme_script() if nvme_cache else "")
     check_no_secrets(text)
     return text
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from spotfit.attempt.notebook import TOKEN_ENV
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
+from spotfit.backends.data_disk import GIB, data_disk_gib
 from spotfit.backends.kubernetes import access
 from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
@@ -152,7 +153,9 @@ class KubernetesBackend(BackendTraits):
             # A notebook's token goes into the attempt's Secret beside `secret_env` (never into the store).
             secret_env=tuple(opts.get("secret_env") or ()) + ((TOKEN_ENV,) if opts.get("notebook_token") else ()),
             env_from_secrets=tuple(opts.get("env_from_secrets") or ()),
-            worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi)
+            worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi,
+            data_volume_gib=data_disk_gib(int(opts["data_size_gib"] * GIB)) if opts.get("data_size_gib") else None,
+            data_storage_class=opts.get("data_storage_class"))
 
     # -- the Backend protocol -----------------------------------------------------------------------
 

@@ -4,7 +4,10 @@
   not the Job controller, decides what to relaunch, and where);
 - several workers: a Kubeflow TFJob (its operator injects `TF_CONFIG`), or an Indexed Job plus
   a headless Service, from which each pod builds `TF_CONFIG` (`pod.tf_config`);
-- the attempt's Secret when `kubernetes.secret_env` names variables (passed with `envFrom`).
+- the attempt's Secret when `kubernetes.secret_env` names variables (passed with `envFrom`);
+- with `data.size_gib`, a generic ephemeral volume for the data cache, sized by
+  `data_disk.data_disk_gib` (`kubernetes.data_storage_class`), mounted at `DATA_CACHE_MOUNT`
+  and named by `SPOTFIT_CACHE_DIR`.
 
 Every pod asks for `nvidia.com/gpu` (unless the accelerator is `CPU`), has
 `terminationGracePeriodSeconds: kubernetes.grace_s` (the time a checkpoint needs after SIGTERM),
@@ -33,6 +36,7 @@ LABEL_MANAGED, LABEL_JOB, LABEL_ATTEMPT, LABEL_NAME = (
     "spotfit.io/managed", "spotfit.io/job", "spotfit.io/attempt", "spotfit.io/name")
 CONTAINER = "spotfit"
 FINISHED_TTL_S = 86_400  # a finished attempt's objects go away after a day (the controller deletes them sooner)
+DATA_VOLUME, DATA_CACHE_MOUNT = "data-cache", "/spotfit-data-cache"
 _MAX_NAME = 52  # 63 minus room for the Job controller's pod suffixes and the index
 
 
@@ -56,6 +60,8 @@ class AttemptSettings:
     env_from_secrets: tuple[str, ...] = ()
     worker_port: int = 2222
     multi_worker: str = "indexed"  # "tfjob" or "indexed" (resolved: the backend looked for the CRD)
+    data_volume_gib: int | None = None  # an ephemeral volume for the data cache (`data.size_gib` given)
+    data_storage_class: str | None = None
 
     @property
     def name(self) -> str:
@@ -103,6 +109,8 @@ def secret_name(s: AttemptSettings) -> str | None:
 def _env(s: AttemptSettings) -> list[dict]:
     fixed = {"SPOTFIT_JOB_URL": s.job_url, "SPOTFIT_ATTEMPT": str(s.attempt), "SPOTFIT_WORKERS": str(s.workers),
              "PYTHONUNBUFFERED": "1"}
+    if s.data_volume_gib:
+        fixed["SPOTFIT_CACHE_DIR"] = DATA_CACHE_MOUNT
     if s.kind == "IndexedJob":
         fixed |= {"SPOTFIT_SERVICE": s.name, "SPOTFIT_WORKER_PORT": str(s.worker_port)}
     env: list[dict] = [{"name": k, "value": v} for k, v in {**s.env, **fixed}.items()]
@@ -127,9 +135,21 @@ def pod_template(s: AttemptSettings) -> dict:
                   **s.placement.pod_fields()}
     if s.service_account:
         spec["serviceAccountName"] = s.service_account
+    if s.data_volume_gib:
+        container["volumeMounts"] = [{"name": DATA_VOLUME, "mountPath": DATA_CACHE_MOUNT}]
+        spec["volumes"] = [data_volume(s)]
     if s.kind == "IndexedJob":
         spec["subdomain"] = s.name  # with the headless Service: <name>-<index>.<name>.<namespace>.svc
     return {"metadata": {"labels": labels(s)}, "spec": spec}
+
+
+def data_volume(s: AttemptSettings) -> dict:
+    """The data cache's generic ephemeral volume: a PVC made with the pod and deleted with it."""
+    claim: dict = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{s.data_volume_gib}Gi"}}}
+    if s.data_storage_class:
+        claim["storageClassName"] = s.data_storage_class
+    return {"name": DATA_VOLUME, "ephemeral": {"volumeClaimTemplate": {"metadata": {"labels": labels(s)},
+                                                                       "spec": claim}}}
 
 
 def _meta(s: AttemptSettings, name: str) -> dict:

@@ -47,6 +47,8 @@ class Kubernetes(_Section):
     worker_port: int = Field(2222, ge=1024, le=65535, description="TF worker port")
     pending_timeout_s: float = Field(600.0, gt=0, description="an attempt whose pods have no node by then ends "
                                                               "no_capacity (an empty spot pool)")
+    data_storage_class: str | None = Field(None, description="StorageClass of the pod's data cache volume (with "
+                                                             "`data.size_gib`); default the cluster's default")
     price_usd_per_h: float | None = Field(None, gt=0, description="$/h of one node, for instance types the "
                                                                  "catalog does not price (docs/costs.md)")
 
@@ -73,4 +75,4 @@ class Kubernetes(_Section):
 def kubernetes_options(spec: Any) -> dict[str, Any]:
     """The `kubernetes:` section for the backend, with the notebook extra (and its token) for a notebook job."""
     return {**spec.kubernetes.model_dump(), "runtime_extras": spec.runtime_extras(spec.kubernetes.runtime_extras),
-            "notebook_token": spec.is_notebook}
+            "notebook_token": spec.is_notebook, "data_size_gib": spec.data.size_gib if spec.data else None}

@@ -52,6 +52,8 @@ def _every_manifest():
                                       env_from_secrets=["team-tokens"], service_account="trainer")
     yield "indexed-job", _objects(3, spot="gke")
     yield "tfjob", _objects(3, tfjob=True, spot="aks", secret_env=["TOKEN"])
+    yield "job-data-volume", _objects(1, data_size_gib=200, data_storage_class="fast-ssd")
+    yield "tfjob-data-volume", _objects(2, tfjob=True, data_size_gib=0.5)
 
 
 def _validate(obj: dict) -> None:
@@ -159,6 +161,26 @@ def test_runtime_wheel_and_runtime_pip_together_are_refused():
     with pytest.raises(SpecError, match="runtime_pip"):
         parse_spec({"name": "j", "script": "train.py", "kubernetes": {"runtime_pip": "spotfit==0.1.0",
                                                                        "runtime_wheel": "s3://b/spotfit-0.1.0.whl"}})
+
+
+def test_a_job_with_a_data_size_gets_an_ephemeral_volume_for_its_cache_sized_like_on_aws():
+    [job] = _objects(1, data_size_gib=200, data_storage_class="fast-ssd")
+    pod = job["spec"]["template"]["spec"]
+    [volume] = pod["volumes"]
+    claim = volume["ephemeral"]["volumeClaimTemplate"]["spec"]
+    assert claim == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "250Gi"}},
+                     "storageClassName": "fast-ssd"}  # 200 GiB + 20% + 10 GiB
+    [container] = pod["containers"]
+    assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": mf.DATA_CACHE_MOUNT}]
+    assert {"name": "SPOTFIT_CACHE_DIR", "value": mf.DATA_CACHE_MOUNT} in container["env"]
+    [plain] = _objects(1)
+    assert "volumes" not in plain["spec"]["template"]["spec"]
+    assert "SPOTFIT_CACHE_DIR" not in json.dumps(plain)
+    # Through the spec: `data.size_gib` and `kubernetes.data_storage_class` reach the options.
+    spec = parse_spec({"name": "d", "script": "t.py", "backend": "kubernetes",
+                       "data": {"source": "s3://b/d", "size_gib": 3}, "kubernetes": {"data_storage_class": "gp3"}})
+    opts = backend_options(spec)
+    assert opts["data_size_gib"] == 3 and opts["data_storage_class"] == "gp3"
 
 
 def test_dry_run_prints_exactly_the_manifests(tmp_path):
