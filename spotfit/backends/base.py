@@ -30,10 +30,13 @@ backend is used): adding a backend is a folder under `backends/` and one line th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
 from spotfit.registry import BACKENDS
 from spotfit.state.states import Market
+
+if TYPE_CHECKING:
+    from spotfit.market.policies.base import Decision
 
 
 @dataclass
@@ -51,6 +54,7 @@ class LaunchRequest:
     accelerator: str = "V100"  # per machine, as in the spec's `resources`
     accelerator_count: int = 1
     options: dict[str, Any] = field(default_factory=dict)  # the spec's section of this backend (`aws:`)
+    decision: Decision | None = None  # the policy's decision this launch carries out (None: a recovery's find)
 
 
 @dataclass

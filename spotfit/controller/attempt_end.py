@@ -37,7 +37,8 @@ class EndRecorder:
         end_step = progress.get("step", attempt.get("start_step") or 0)
         end_s = self.plan.now_s()  # one reading: the span billed is the span recorded
         billed_s, cost = self.plan.bill(attempt, end_s)
-        info = {"timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
+        info = {**(attempt.get("info") or {}),  # what the launch recorded (its decision), then the end's
+                "timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
                 "on_demand_usd_per_h": self.plan.on_demand_usd_per_h(), "gpu": progress.get("gpu"),
                 "overhead_s": self.plan.billed_overhead_s(attempt, end_s), **({"failure": failure} if failure else {})}
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,

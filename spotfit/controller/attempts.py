@@ -233,22 +233,23 @@ class AttemptPlanner:
 
     def decide(self, attempt: AttemptRecord | None, progress: dict[str, Any],
                at_s: float | None = None) -> Launch | None:
-        """(market, zone) to run on now (or at trace second `at_s`), or None to wait."""
+        """The `Decision` to run on now (or at trace second `at_s`), or None to wait: the policy's own,
+        carried unchanged to the launch, its request and the attempt's record (the ledger's `decision`)."""
         if not self.market.asks_policy():
             if not self.spec.resources.spot:
-                return Market.ON_DEMAND, None
+                return ON_DEMAND
             blocked = self._blocked()
             wanted: list[str | None] = list(self.spec.market.zones) or [None]
             zones = [z for z in wanted if z not in blocked]
-            return (Market.SPOT, zones[0]) if zones else None
+            return Decision(Kind.SPOT, zones[0]) if zones else None  # a zone-less spot launch (local)
         if not self.spec.resources.spot:
-            return Market.ON_DEMAND, None
+            return ON_DEMAND
         decision: Decision = self.policy.decide(self.context(attempt, at_s))
         if decision.kind is Kind.NONE:
             return None
         if decision.kind is Kind.ON_DEMAND:
-            return Market.ON_DEMAND, None
-        return Market.SPOT, decision.zone
+            return ON_DEMAND
+        return decision
 
     def _decide_at(self, attempt: AttemptRecord | None, progress: dict[str, Any], at_s: float | None) -> Launch | None:
         return self.decide(attempt, progress, at_s)

@@ -231,7 +231,9 @@ class FailureTracker:
             message, hint = exc.message, exc.hint
         else:  # a bug or an SDK error no backend translated: still one line
             message, hint = f"{type(exc).__name__}: {' '.join(str(exc).split())}", None
+        row = next((a for a in self.db.attempts(self.job_id) if a["number"] == number), None)
+        info = {**(row["info"] if row is not None else {}), "failure": "launch"}  # its decision kept
         self.db.update_attempt(self.job_id, number, state=AttemptState.FAILED, ended_at=now, trace_end_s=trace_end_s,
-                               billed_s=0.0, cost_usd=0.0, info={"failure": "launch"})
+                               billed_s=0.0, cost_usd=0.0, info=info)
         self.db.add_event(self.job_id, "launch_failed", f"attempt {number}: {message}", attempt=number, hint=hint)
         self.record(number, "launch", now)

@@ -18,6 +18,7 @@ from spotfit.controller.failures import FailureTracker
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError
+from spotfit.market.policies.base import Decision
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord
@@ -39,8 +40,11 @@ class Launcher:
         self.failures = failures
         self.watchdog = watchdog
 
-    def launch(self, market: Market, zone: str | None) -> None:
-        """Launch the next attempt on `market` in `zone` (or leave the job waiting for the store)."""
+    def launch(self, decision: Decision) -> None:
+        """Launch the next attempt as the policy decided: its market, in its zone (or leave the job waiting
+        for the store). The decision is recorded with the attempt (`info.decision`, the ledger's column)."""
+        market, zone = decision.market, decision.zone
+        assert market is not None, "a decision to wait launches nothing"
         # The attempt's configuration is in the store before the attempt is recorded: with the
         # store away (or full) nothing is launched, and the next pass tries again.
         number = max((a["number"] for a in self.db.attempts(self.job_id)), default=0) + 1
@@ -53,13 +57,14 @@ class Launcher:
         self.watchdog.new_attempt()
         added = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
                                     state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
-                                    start_step=self.db.get_job(self.job_id)["step"])
+                                    start_step=self.db.get_job(self.job_id)["step"],
+                                    info={"decision": str(decision)})
         assert added == number, f"attempt {added} recorded, {number} configured"
         crashpoints.hold("launching")
         try:
             if market == Market.SPOT and not self.plan.spot_available(zone):
                 raise NoCapacityError(f"no spot capacity in {zone} at trace second {self.plan.now_s():.0f}")
-            handle = self.backend.launch(self.request(number, market, zone))
+            handle = self.backend.launch(self.request(number, market, zone, decision))
         except NoCapacityError as exc:
             self.no_capacity(number, zone, str(exc))
             return
@@ -97,9 +102,10 @@ class Launcher:
         self.files.store.delete(layout.STOP)
         return self.files.write(layout.runtime_config(number), config)
 
-    def request(self, number: int, market: Market, zone: str | None) -> LaunchRequest:
+    def request(self, number: int, market: Market, zone: str | None, decision: Decision | None = None) -> LaunchRequest:
         """What the backend is asked to launch for attempt `number` (and to find, after a crash)."""
         return LaunchRequest(job_id=self.job_id, attempt=number, job_url=self.job_url, zone=zone, market=market,
+                             decision=decision,
                              workers=self.spec.resources.workers, env=dict(self.spec.env),
                              accelerator=self.spec.resources.accelerator,
                              accelerator_count=self.spec.resources.count,

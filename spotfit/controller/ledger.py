@@ -10,6 +10,10 @@ A pure function of the attempts recorded in the state DB (trace time, trace pric
 - work done: the trace seconds of the steps reached, at the rate the attempts measured (what
   `spotfit cost` replays every policy and the optimum on, see `hindsight`).
 
+Each attempt's row also names the policy's `decision` it carried out (`spot:ZONE`, `on_demand`),
+recorded at its launch: the `Decision` travels unchanged from the policy to the launch request and
+here.
+
 Example:
 
 >>> rows = [{"number": 1, "market": "spot", "zone": "z", "state": "completed", "start_step": 0,
@@ -75,6 +79,7 @@ def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict[str, 
             "start_step": a.get("start_step"), "end_step": a.get("end_step"),
             "waste_usd": round(wasted / 3600.0 * price, 6),
             "failure": (a.get("info") or {}).get("failure"),  # what counted toward max_failures (not host_crash)
+            "decision": (a.get("info") or {}).get("decision"),  # the policy's, as it launched: spot:ZONE, on_demand
         })
     on_demand = done_s = None
     if productive_steps:

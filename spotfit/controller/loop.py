@@ -293,7 +293,7 @@ class Controller:
         if decision is None:
             self.db.update_job(self.job_id, state=JobState.WAITING, message=self.plan.waiting_reason())
             return
-        self.launcher.launch(*decision)
+        self.launcher.launch(decision)
 
     def _handle(self, attempt: AttemptRecord) -> Handle:
         return cast(Handle, self.backend.load_handle(handle_text(attempt)))

@@ -13,11 +13,12 @@ from typing import Any
 
 from spotfit.controller.clock import TraceClock
 from spotfit.controller.work_meter import WorkMeter
+from spotfit.market.policies.base import Decision
 from spotfit.market.replay import MarketReplay
 from spotfit.state.records import AttemptRecord, spot_zone, trace_start_s
 from spotfit.state.states import Market
 
-Launch = tuple[Market, str | None]  # (market, zone)
+Launch = Decision  # the policy's decision to launch (never `Kind.NONE`: waiting is None)
 Decide = Callable[[AttemptRecord | None, dict[str, Any], float | None], Launch | None]  # (attempt, progress, at_s)
 
 
@@ -177,7 +178,8 @@ class PolicyTicker:
         return why, at_s
 
     def pending_text(self) -> str:
-        return "wait" if self._pending is None else " ".join(p for p in self._pending if p)
+        pending = self._pending
+        return "wait" if pending is None else " ".join(p for p in (pending.market, pending.zone) if p)
 
     def attempt_ended(self, market_stop: bool) -> None:
         """An attempt ended: a stop the market or the policy made holds the clock at its tick
@@ -199,5 +201,5 @@ class PolicyTicker:
 
 
 def same_mode(attempt: AttemptRecord, decision: Launch) -> bool:
-    market, zone = decision
+    market, zone = decision.market, decision.zone
     return attempt["market"] == market and (market != Market.SPOT or attempt["zone"] == zone)

@@ -13,6 +13,7 @@ from spotfit.backends.aws.ami import DEFAULT_NAME, resolve_ami
 from spotfit.backends.aws.prices import refresh_market
 from spotfit.errors import BackendError
 from spotfit.market.offers import plan
+from spotfit.market.policies.base import spot
 from spotfit.market.trace import load_trace
 from tests.support.aws_moto import publish_spot_prices
 from tests.support.jobs import spotfit_cmd
@@ -117,7 +118,7 @@ def test_a_zone_without_capacity_is_down_for_the_policy_until_the_next_tick(tmp_
     plan = AttemptPlanner(spec, sdk.db(), job_id)
     plan.start_clock()
     first = plan.decide(None, {})
-    assert first == ("spot", "us-west-2a")
+    assert first == spot("us-west-2a") and first.market == "spot"  # the policy's decision, unchanged
     plan.mark_no_capacity("us-west-2a")
     assert plan.decide(None, {}) != first  # greedy holds one zone: it now waits or goes on-demand
     plan._no_capacity["us-west-2a"] -= 3 * plan.market.replay.gap_s  # the mark was made ticks ago

@@ -15,6 +15,7 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.base import AttemptStatus
 from spotfit.controller.loop import Controller
+from spotfit.market.policies.base import spot
 from spotfit.spec.job import JobSpec
 from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 
@@ -74,3 +75,21 @@ def test_the_budget_is_checked_before_a_relaunch(tmp_path):
     job = sdk.db().get_job("spent-1")
     assert "reached the budget $1" in job["message"] and "before launching" in job["message"]
     assert [a["number"] for a in sdk.db().attempts("spent-1")] == [1]
+
+
+def test_the_policys_decision_reaches_the_launch_request_the_attempt_and_the_ledger(tmp_path, monkeypatch):
+    """One `Decision` object from the policy to the backend's request; its text in the attempt's record and the
+    ledger row, after the attempt ended (its end adds to the launch's record, never replaces it)."""
+    monkeypatch.setattr("spotfit.controller.classify.check_script", lambda spec, local: None)
+    budget = round(first_minute_usd() * 0.75, 6)  # stopped at the first look: one attempt, billed
+    spec = JobSpec.model_validate({"name": "why", "script": "train.py", "budget_usd": budget,
+                                   "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
+    sdk.db().create_job("why-1", "why", spec.model_dump_json(), f"file://{tmp_path}/store")
+    backend = RunsUntilSignalled(max_launches=1)
+    assert Controller(sdk.db(), "why-1", backend=backend, poll_s=0.0).run() == "stopped"
+    [request] = backend.requests
+    assert request.decision == spot(ZONE) and (request.market, request.zone) == ("spot", ZONE)
+    [attempt] = sdk.db().attempts("why-1")
+    assert attempt["info"]["decision"] == f"spot:{ZONE}" and "timings" in attempt["info"]
+    [row] = sdk.cost("why-1")["rows"]
+    assert row["decision"] == f"spot:{ZONE}" and row["market"] == "spot"

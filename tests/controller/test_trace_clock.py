@@ -62,7 +62,7 @@ def _end(plan: AttemptPlanner, attempt: dict, state: str, market_stop: bool) -> 
 def test_the_clock_holds_through_start_up_and_ends_attempts_at_tick_starts(tmp_path):
     plan, policy = _planner(tmp_path)
     origin = plan.market.replay.origin_s
-    assert plan.decide_idle() == ("spot", ZONE) and plan.now_s() == origin
+    assert plan.decide_idle() == spot(ZONE) and plan.now_s() == origin
     first = _launch(plan, "spot", ZONE)
 
     # Starting and restoring: however long it takes here, the trace clock stands still.
@@ -84,7 +84,7 @@ def test_the_clock_holds_through_start_up_and_ends_attempts_at_tick_starts(tmp_p
     assert first["billed_s"] == GAP_S  # one tick: no local start-up, no wind-down
 
     # Asked again in the same tick (preempted), it launches there: on-demand, at the tick start.
-    assert plan.decide_idle() == ("on_demand", None) and plan.now_s() == origin + GAP_S
+    assert plan.decide_idle() == ON_DEMAND and plan.now_s() == origin + GAP_S
     assert policy.asked == [0, 1]
     second = _launch(plan, "on_demand", None)
     plan.observe({"phase": "training", "step": 5, "total_steps": TOTAL_STEPS}, second)
@@ -98,7 +98,7 @@ def test_the_clock_holds_through_start_up_and_ends_attempts_at_tick_starts(tmp_p
     assert policy.asked == [0, 1, 2, 3, 4, 5]
     assert plan.now_s() == origin + 5 * GAP_S
     _end(plan, second, "stopped", market_stop=True)
-    assert plan.decide_idle() == ("spot", ZONE) and plan.now_s() == origin + 5 * GAP_S
+    assert plan.decide_idle() == spot(ZONE) and plan.now_s() == origin + 5 * GAP_S
     assert policy.asked == [0, 1, 2, 3, 4, 5]  # the switch is launched without asking again
     assert plan.overhead_s() == OVERHEAD_S  # measured launch -> training: the modeled overhead
     kinds = [e["kind"] for e in sdk.db().events("clock-1")]

@@ -29,9 +29,11 @@ class RunsUntilSignalled:
         self.launches = 0
         self.max_launches = max_launches
         self.signalled: set[str] = set()
+        self.requests: list = []  # every LaunchRequest, in order
 
     def launch(self, request) -> Handle:
         self.launches += 1
+        self.requests.append(request)
         assert self.max_launches is None or self.launches <= self.max_launches, "launched again after a stop"
         return Handle(f"h{request.attempt}")
 

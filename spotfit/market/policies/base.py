@@ -44,6 +44,7 @@ from typing import ClassVar, Protocol, cast, runtime_checkable
 
 from spotfit.errors import UsageError
 from spotfit.market.view import MarketView
+from spotfit.state.states import Market
 
 
 class Kind(StrEnum):
@@ -61,6 +62,12 @@ class Decision:
 
     def __str__(self) -> str:
         return f"spot:{self.zone}" if self.kind is Kind.SPOT else self.kind.value
+
+    @property
+    def market(self) -> Market | None:
+        """The `Market` this decision launches on (None: wait), as the attempt row, the `LaunchRequest`
+        and the ledger carry it: `Kind` is the policy's word for the same two markets, plus waiting."""
+        return None if self.kind is Kind.NONE else Market(self.kind.value)
 
 
 NONE = Decision(Kind.NONE)
