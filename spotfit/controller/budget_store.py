@@ -42,7 +42,7 @@ from typing import Any
 
 from spotfit.controller.team_budget import Crossing, crossings
 from spotfit.settings import TeamBudget
-from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute
+from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.states import AttemptState
 
 HOLD_S = 600.0  # a reservation without a live attempt counts this long (the launch in flight)
@@ -70,8 +70,7 @@ class BudgetStore:
         self._db: Sqlite | Postgres = connect(target)
         with self._db.transaction():
             self._db.lock_schema()  # PostgreSQL: two processes creating the tables at once take turns
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                self._q(self._db.schema(statement))
+            execute_schema(self._db, _SCHEMA)
 
     def close(self) -> None:
         self._db.close()

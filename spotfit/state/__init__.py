@@ -8,22 +8,11 @@ works as it did when this was one module.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spotfit.lazy import lazy_names
 
 if TYPE_CHECKING:
     from spotfit.state.db import StateDB as StateDB
 
-_MAIN = "spotfit.state.db"
-
-
-def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    try:
-        module = importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-        return getattr(importlib.import_module(_MAIN), name)
-    return module
+__getattr__ = lazy_names(__name__, "spotfit.state.db")

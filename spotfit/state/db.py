@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import lease
-from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute
+from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.memory import MemoryFallback
 from spotfit.state.records import AttemptRecord, EventRecord, JobRecord
 from spotfit.state.states import JobState
@@ -180,9 +180,7 @@ class StateDB:
                     hint="Upgrade spotfit, or point SPOTFIT_HOME (or SPOTFIT_STATE_URL) elsewhere.",
                 )
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                # One statement at a time: SQLite's executescript() would commit the transaction.
-                for statement in filter(str.strip, _MIGRATIONS[target].split(";")):
-                    self._q(self._db.schema(statement))
+                execute_schema(self._db, _MIGRATIONS[target])
                 self._db.set_version(target)
 
     # jobs ---------------------------------------------------------------------------------

@@ -200,3 +200,10 @@ def connect(target: str | Path) -> Sqlite | Postgres:
 def execute(dialect: Sqlite | Postgres, text: str, params: tuple[Any, ...] = ()) -> Any:
     """Run one statement in the dialect's spelling; returns the cursor."""
     return dialect.conn.execute(dialect.sql(text), params)
+
+
+def execute_schema(dialect: Sqlite | Postgres, script: str) -> None:
+    """Run each `;`-separated statement of a schema `script` in the dialect's spelling, one at a time
+    (SQLite's executescript() would commit the transaction it runs in)."""
+    for statement in filter(str.strip, script.split(";")):
+        execute(dialect, dialect.schema(statement))

@@ -31,7 +31,7 @@ from spotfit.errors import NotFoundError
 from spotfit.home import state_target
 from spotfit.state import lease
 from spotfit.state.db import RELEASE_QUEUED_SQL
-from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, is_postgres
+from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema, is_postgres
 
 # The tables share a PostgreSQL schema with the job state and with Optuna's own tables (which
 # include `trials`): hence `sweep_trials` and `batch_jobs`.
@@ -127,8 +127,7 @@ class SweepDB:
                     "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'trials'").fetchone():
                 for statement in filter(str.strip, _FROM_FIRST_RELEASE.split(";")):
                     self._q(statement)
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                self._q(self._db.schema(statement))
+            execute_schema(self._db, _SCHEMA)
 
     def close(self) -> None:
         self._db.close()
