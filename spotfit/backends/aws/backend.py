@@ -227,7 +227,8 @@ class AwsBackend(BackendTraits):
                                     "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy.") from exc
 
     def _launch(self, request: LaunchRequest) -> AwsHandle:
-        from spotfit.backends.aws import environment, shipping
+        from spotfit.backends import shipping
+        from spotfit.backends.aws import environment
         from spotfit.backends.aws.userdata import user_data
 
         self._check_store(request.job_url)
@@ -319,7 +320,7 @@ class AwsBackend(BackendTraits):
     @staticmethod
     def _finish_cluster(request: LaunchRequest, s: LaunchSettings, instances: list[dict]) -> None:
         """The workers' addresses, if the launch died before it wrote them (the agents wait for them)."""
-        from spotfit.backends.aws import shipping
+        from spotfit.backends import shipping
 
         store = open_store(request.job_url)
         if not store.exists(layout.cluster_file(request.attempt)):
