@@ -101,6 +101,9 @@ class RuleActions:
         live_usd = self.plan.bill(running)[1] if running is not None else 0.0
         if running is None and self._budget_store is not None:  # shared: reserve the launch's spend
             found = self._budget_store.reserve(self.job_id, self.spec.labels, budgets, self._expected_launch_usd())
+        elif running is not None and self._budget_store is not None:  # shared: the others' reservations count
+            found = self._budget_store.running_check(self.job_id, self.spec.labels, budgets, live_usd,
+                                                     running["started_at"])
         else:
             found = team_budget.crossings(budgets, self.spec.labels,
                                           lambda start_s: [*self._billed_since(start_s), (self.spec.labels, live_usd)],
