@@ -96,7 +96,15 @@ def test_a_reservation_counts_while_its_attempt_runs_and_then_its_bill_does(shar
 
 
 def test_a_running_check_grows_its_reservation_and_counts_the_others(shared_state, tmp_path):
-    db, store = StateDB(shared_state), BudgetStore(shared_state)
+    _grows_and_counts(shared_state, tmp_path)
+
+
+def test_a_running_check_on_a_shared_sqlite_state_grows_and_counts_the_same(tmp_path):
+    _grows_and_counts(str(tmp_path / "state.db"), tmp_path)  # SPOTFIT_STATE_URL=sqlite:////PATH: its write lock
+
+
+def _grows_and_counts(target: str, tmp_path) -> None:
+    db, store = StateDB(target), BudgetStore(target)
     for job_id in ("a-1", "b-1"):
         _waiting_job(db, job_id, tmp_path)
     budget = TeamBudget(name="nlp", labels={"project": "nlp"}, usd=10.0, at_80_percent="none")
