@@ -158,7 +158,11 @@ class NodePricer(Protocol):
 
     def node_prices(self, handle: Any, launched: str, spec: Any) -> list[Any]:
         """The $/h of each node the attempt's pods run on (`backends/kubernetes/nodes.py:NodePrice`), its own
-        section of the job `spec` giving the price of a node the catalog does not know."""
+        section of the job `spec` saying whether to read live prices and the price of a node the catalog
+        does not know."""
+
+    def reprice(self, prices: list[Any], spec: Any) -> list[Any]:
+        """The same nodes priced again now (a live price may have moved; a catalog price does not)."""
 
 
 @runtime_checkable
