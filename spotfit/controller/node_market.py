@@ -12,7 +12,7 @@ pods have nodes, or when no price is known, the attempt counts $0 (as without th
 
 Example (stand-in lookups, as the backend gives after the pod landed on a spot node):
 
->>> from spotfit.backends.kubernetes.nodes import NodePrice
+>>> from spotfit.backends.base import NodePrice
 >>> seen = []
 >>> node = NodePrice("n1", "g5.xlarge", "spot", 0.36, "catalog", on_demand_usd_per_h=1.0)
 >>> market = NodePriced(lambda attempt: [node], lambda attempt, prices: seen.append(prices))
@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from spotfit.backends.kubernetes.nodes import NodePrice
+from spotfit.backends.base import NodePrice
 from spotfit.controller.market_source import NoMarket
 from spotfit.state.records import AttemptRecord
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from spotfit.backends.kubernetes.nodes import NodePrice
+from spotfit.backends.base import NodePrice
 from spotfit.controller import node_market
 from spotfit.controller.node_market import NodePriced
 

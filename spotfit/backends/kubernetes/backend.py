@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from spotfit.attempt.notebook import TOKEN_ENV
-from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest, NodePrice
 from spotfit.backends.data_disk import GIB, data_disk_gib
 from spotfit.backends.kubernetes import access
 from spotfit.backends.kubernetes import client as kc
@@ -32,7 +32,7 @@ from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.backends.kubernetes.install import DEFAULT_EXTRAS, container_script
 from spotfit.backends.kubernetes.live_price import LivePrices
-from spotfit.backends.kubernetes.nodes import NodePrice, price_node, reprice
+from spotfit.backends.kubernetes.nodes import price_node, reprice
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
 from spotfit.backends.kubernetes.spec import DEFAULT_IMAGE, kubernetes_options

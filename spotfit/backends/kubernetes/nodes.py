@@ -32,9 +32,10 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from statistics import mean
 
+from spotfit.backends.base import NodePrice
 from spotfit.backends.kubernetes.live_price import SOURCE as LIVE_SOURCE
 from spotfit.backends.kubernetes.live_price import LiveLookup
 from spotfit.market.catalog import CatalogOffer, load_catalog
@@ -52,29 +53,6 @@ CAPACITY_LABELS = {
     "cloud.google.com/gke-spot": {"true": "spot"},
     "kubernetes.azure.com/scalesetpriority": {"spot": "spot", "regular": "on_demand"},
 }
-
-
-@dataclass(frozen=True)
-class NodePrice:
-    """One node's price per hour and where it came from (`usd_per_h` None: no price known)."""
-
-    node: str
-    instance_type: str | None
-    market: str  # "spot" or "on_demand"
-    usd_per_h: float | None
-    source: str | None  # "aws spot price history", "catalog", "kubernetes.price_usd_per_h", or None
-    on_demand_usd_per_h: float | None = None  # the catalog's, for the ledger's all-on-demand line
-    zone: str | None = None
-    region: str | None = None
-    live: bool = False  # its cloud's live price is read (again by `reprice`), whatever `source` says now
-    note: str | None = None  # why a live price was not used
-
-    def describe(self) -> str:
-        what = f"node {self.node} ({self.instance_type or 'no instance-type label'}, {self.market})"
-        if self.usd_per_h is None:
-            return (f"{what}: no price (not in the catalog); set `kubernetes.price_usd_per_h` to bill it, "
-                    "the attempt counts $0 until then")
-        return f"{what}: ${self.usd_per_h:.4g}/h from {self.source}" + (f" ({self.note})" if self.note else "")
 
 
 def market_of(labels: dict[str, str], launched: str) -> str:
