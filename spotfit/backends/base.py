@@ -118,6 +118,8 @@ class BackendTraits:
     #: Attempts run as processes on this machine: the secrets pass through the controller's environment,
     #: a port needs no forwarding, and attempts are billed at a replayed trace's prices, not a cloud's.
     runs_here: ClassVar[bool] = False
+    #: The values of `data.volume` the backend can carry out; a spec asking for another is refused at submit.
+    data_volumes: ClassVar[tuple[str, ...]] = ("root",)
 
     @staticmethod
     def options(spec: Any) -> dict[str, Any]:

@@ -33,7 +33,9 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
        include_active: bool = False) -> dict:
     """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
 
-    Resources of jobs still active in this state DB are kept unless `include_active`. The SSM
+    Resources of jobs still active in this state DB are kept unless `include_active`. Without `job`, the
+    data snapshots (`data.volume: snapshot`) go too unless an active or resumable job names their source
+    and they hold its newest data (`include_active`: all of them). The SSM
     secret parameters of this state DB's aws jobs that ended for good (`secrets` in the report)
     go too, in each job's own region; those of active or stopped (resumable) jobs never do.
     """
@@ -47,9 +49,22 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     regions = regions or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
-    report = collect(regions, keep=keep, job=job, dry_run=dry_run)
+    keep_sources = None if job is not None else set() if include_active else _snapshot_sources()
+    report = collect(regions, keep=keep, job=job, dry_run=dry_run, keep_sources=keep_sources)
     report["secrets"] = collect_secrets(_ended_with_secrets(job), dry_run=dry_run)
     return report
+
+
+def _snapshot_sources() -> set[str]:
+    """The `data.source` of this state DB's `data.volume: snapshot` jobs that may still run (active or
+    resumable): their data snapshots stay."""
+    sources = set()
+    for row in db().list_jobs(limit=1_000_000):
+        state = JobState(row["state"])
+        data = json.loads(row["spec_json"]).get("data") or {}
+        if (not state.is_terminal() or state.is_resumable()) and data.get("volume") == "snapshot":
+            sources.add(data["source"])
+    return sources
 
 
 def _ended_with_secrets(job: str | None) -> dict[str, str]:
