@@ -173,6 +173,9 @@ class Data(_Section):
     volume: Literal["root", "snapshot"] = Field(
         "root", description="root: the cache on the attempt's own disk; snapshot (aws): on a data volume made "
                             "from a snapshot of the synced data, kept between attempts (docs/aws.md#snapshots)")
+    mode: Literal["copy", "mount"] = Field(
+        "copy", description="copy: synced to the cache before the script; mount: mounted read-only with rclone or "
+                            "mount-s3 (FUSE), copied where FUSE is not allowed (docs/storage.md#mounting-the-data)")
     workers: int = Field(16, ge=1, le=64, description="parallel downloads")
     verify: Literal["etag", "md5"] = Field(
         "etag", description="etag: size + reads pinned to the listed ETag; md5: also hash the content")

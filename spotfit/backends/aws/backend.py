@@ -413,8 +413,11 @@ class AwsBackend(BackendTraits):
 
 
 def _data_script(request: LaunchRequest, s: LaunchSettings) -> str:
-    """The user-data lines of the data volume (none without `data.volume: snapshot`)."""
-    return boot_script(s.data_volume, s.region, request.job_id, int(request.options.get("data_workers") or 16))
+    """The user-data lines of the data volume (`data.volume: snapshot`) and the mount tool (`data.mode: mount`)."""
+    from spotfit.backends.aws.userdata import MOUNT_TOOLS
+
+    tools = MOUNT_TOOLS if request.options.get("data_mode") == "mount" else ""
+    return tools + boot_script(s.data_volume, s.region, request.job_id, int(request.options.get("data_workers") or 16))
 
 
 def _ask_to_stop(handle: AwsHandle, notice_s: float) -> None:

@@ -77,4 +77,5 @@ def aws_options(spec: Any) -> dict[str, Any]:
             "data_volume": spec.data.volume if spec.data else "root",
             "data_source": spec.data.source if spec.data else None,
             "data_workers": spec.data.workers if spec.data else 16,
+            "data_mode": spec.data.mode if spec.data else "copy",
             "environment": {"pip": list(env.pip), "requirements": text}}

@@ -18,7 +18,8 @@ The script (see `environment.py` for what is installed and the cache key):
    On an instance type with instance-store NVMe it first mounts the NVMe and sets
    `SPOTFIT_CACHE_DIR` there (`disks.nvme_script`), so the dataset is not cached on the root;
    with `data.volume: snapshot`, it mounts the data volume instead, and fills and snapshots it
-   when it is new (`data_volume.boot_script`);
+   when it is new (`data_volume.boot_script`); with `data.mode: mount`, it installs rclone
+   (`MOUNT_TOOLS`) unless the image has rclone or mount-s3;
 3. whatever happens, ends with `shutdown -h now`; the instance's shutdown behaviour is `terminate`.
 
 Two environment variables, unset on EC2, let the emulated instance of the tests
@@ -89,6 +90,15 @@ else
   echo "spotfit: environment {key} installed at $(date +%s.%N)"
 fi
 {disk}"$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
+"""
+
+
+# `data.mode: mount`: the FUSE tool the runtime mounts the data with (runtime/datamount.py), unless the image has one.
+MOUNT_TOOLS = """\
+if ! command -v mount-s3 >/dev/null 2>&1 && ! command -v rclone >/dev/null 2>&1; then
+  (apt-get update -q && apt-get install -y -q rclone fuse3) >/dev/null 2>&1 \\
+    || echo "spotfit: could not install rclone; the runtime copies the data instead"
+fi
 """
 
 
