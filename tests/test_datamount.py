@@ -75,18 +75,22 @@ def test_mount_s3_is_preferred_for_s3_and_rclone_keeps_a_bounded_full_vfs_cache(
         (bin_dir / tool).write_text("#!/bin/sh\n")
         (bin_dir / tool).chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("SPOTFIT_S3_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:8333")
     m, c = tmp_path / "m", tmp_path / "c"
     assert datamount.mount_command("s3://bkt/data/x", m, c, None) == [
-        "mount-s3", "bkt", str(m), "--read-only", "--cache", str(c), "--prefix", "data/x/",
-        "--endpoint-url", "http://127.0.0.1:8333"]
+        "mount-s3", "bkt", str(m), "--read-only", "--foreground", "--cache", str(c), "--prefix", "data/x/",
+        "--endpoint-url", "http://127.0.0.1:8333", "--force-path-style"]
     rclone = datamount.mount_command("gs://bkt/data", m, c, 2.5)
     assert rclone[:4] == ["rclone", "mount", ":gcs,env_auth=true:bkt/data", str(m)]
     assert "--read-only" in rclone and rclone[rclone.index("--vfs-cache-mode") + 1] == "full"
     assert rclone[rclone.index("--vfs-cache-max-size") + 1] == "2560M"
     (bin_dir / "mount-s3").unlink()
     s3 = datamount.mount_command("s3://bkt/data", m, c, None)
-    assert s3[2] == ":s3,provider=AWS,env_auth=true,endpoint='http://127.0.0.1:8333':bkt/data"
+    assert s3[2] == ":s3,provider=Other,env_auth=true,endpoint='http://127.0.0.1:8333',force_path_style=true:bkt/data"
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
+    assert datamount.mount_command("s3://bkt/data", m, c, None)[2] == ":s3,provider=AWS,env_auth=true:bkt/data"
 
 
 _NO_FUSE = datamount.fuse_problem()
@@ -99,8 +103,9 @@ def test_a_seaweedfs_bucket_is_mounted_read_only_and_read_through_the_mount(s3_e
     source = f"s3://{BUCKET}/mount-{uuid.uuid4().hex[:6]}"
     open_store(source).write_bytes("train/a.bin", b"through fuse")
     monkeypatch.delenv("SPOTFIT_DATA_DIR", raising=False)
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)  # a proxy's CA for https; rclone refuses it with plain http
     rep = _Reporter()
-    assert sync_job_data(_config(source, str(tmp_path / "cache")), rep) is None
+    assert sync_job_data(_config(source, str(tmp_path / "cache")), rep) is None, rep.events
     [(kind, _, data)] = rep.events
     assert kind == "data_mounted", rep.events
     folder = os.environ["SPOTFIT_DATA_DIR"]
@@ -110,3 +115,4 @@ def test_a_seaweedfs_bucket_is_mounted_read_only_and_read_through_the_mount(s3_e
             open(f"{folder}/train/new.bin", "wb").write(b"x")
     finally:
         datamount.unmount(Path(data["path"]))
+    assert not os.path.ismount(data["path"]) and datamount._MOUNTED == {}
