@@ -22,14 +22,16 @@ if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first u
     from spotfit.stores.base import ObjectStore
 
 
-def validate(path: str) -> JobSpec:
-    """Load and validate a job spec, and compile its script; raises `SpecError` with one clear line."""
+def validate(path: str, backend: str | None = None) -> JobSpec:
+    """Load and validate a job spec, and compile its script; raises `SpecError` with one clear line.
+
+    `backend` (`--backend`) overrides the spec's for the checks that depend on it."""
     from spotfit.spec.job import load_spec
 
     spec = load_spec(path)
     if not spec.is_notebook:
         scriptcheck.check_syntax(spec.script_path, spec.script)
-    check_data_volume(spec, spec.backend)
+    check_data_volume(spec, backend or spec.backend)
     return spec
 
 

@@ -19,7 +19,8 @@ def dry_run(path: str, backend: str | None = None) -> dict:
     from spotfit.backends.base import DryRunner, backend_class, make_backend
     from spotfit.registry import registered_backends
 
-    chosen = validate(path).backend if backend is None else backend
+    spec = validate(path, backend if backend in registered_backends() else None)  # `data.volume` for the backend
+    chosen = spec.backend if backend is None else backend
     runner = make_backend(chosen) if chosen in registered_backends() else None
     if not isinstance(runner, DryRunner):  # the backends that send cloud requests
         names = [n for n in registered_backends() if issubclass(backend_class(n), DryRunner)]

@@ -185,6 +185,7 @@ def test_snapshot_volumes_are_refused_with_one_line_on_other_backends(job_spec):
     aws_spec = job_spec("name: j\nscript: train.py\nbackend: aws\ndata: {source: 's3://b/d', volume: snapshot}\n",
                         name="aws")
     assert validate(str(aws_spec)).data.volume == "snapshot"
+    assert validate(str(spec), backend="aws").data.volume == "snapshot"  # `run --backend aws` on a local spec
 
 
 
