@@ -126,6 +126,12 @@ def unmount(target: Path) -> None:
         proc.wait()
 
 
+def unmount_all() -> None:
+    """Undo every mount this process made (the runtime ends with `os._exit`, which skips `atexit`)."""
+    for target in list(_MOUNTED):
+        unmount(Path(target))
+
+
 def mount_job_data(config, reporter, root: Path) -> bool:
     """Mount `config.data_source` and export `SPOTFIT_DATA_DIR`; False (after one event) to copy instead."""
     from spotfit.home import DATA_DIR_ENV

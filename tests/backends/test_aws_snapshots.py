@@ -203,3 +203,17 @@ def test_dry_run_shows_the_data_volume_mapping_and_looks_nothing_up(job_spec, mo
         "VolumeSize": 250, "VolumeType": "gp3", "Iops": 6000, "Throughput": 500, "DeleteOnTermination": True}}]
     assert doc["disk"].startswith("data volume /dev/sdf: gp3 250 GiB, 6000 IOPS, 500 MiB/s; made from the snapshot")
     assert 'mount "$DEV" "$DATA_DIR"' in run["UserData"] and "data_fill" in run["UserData"]
+
+
+def test_a_second_job_on_the_same_data_shares_the_snapshot_and_fills_nothing(aws, job, dataset, tmp_path):
+    from dataclasses import replace
+
+    iid, _, _ = _launch(aws, job, dataset)
+    snap = fill_and_snapshot(dataset, str(tmp_path / "v"), aws.ec2, iid, "job-1")["snapshot"]
+    request = launch_request(job, attempt=2, zone="us-west-2a", data_volume="snapshot", data_source=dataset)
+    handle = aws_backend(aws).launch(replace(request, job_id="job-2"))
+    run = aws.calls.of("RunInstances")[-1]
+    assert run["BlockDeviceMappings"][0]["Ebs"]["SnapshotId"] == snap
+    assert "data_fill" not in base64.b64decode(aws.ec2.describe_instance_attribute(
+        InstanceId=handle.instances[0], Attribute="userData")["UserData"]["Value"]).decode()
+    assert _data_snapshots(aws) == {snap}
