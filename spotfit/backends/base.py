@@ -118,6 +118,8 @@ class BackendTraits:
     #: Attempts run as processes on this machine: the secrets pass through the controller's environment,
     #: a port needs no forwarding, and attempts are billed at a replayed trace's prices, not a cloud's.
     runs_here: ClassVar[bool] = False
+    #: The values of `data.volume` the backend can carry out; a spec asking for another is refused at submit.
+    data_volumes: ClassVar[tuple[str, ...]] = ("root",)
 
     @staticmethod
     def options(spec: Any) -> dict[str, Any]:
@@ -208,10 +210,11 @@ class LeftoverCollector(Protocol):
     """A backend that can leave resources behind in a cloud, which `spotfit gc` finds by tag and removes."""
 
     def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
-                          ended_secrets: dict[str, str]) -> dict[str, Any]:
+                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict[str, Any]:
         """Find (and unless `dry_run`, remove) the leftovers in `places` (its regions; None: its default)
-        of the jobs not in `keep` (`job`'s only), and the secrets of `ended_secrets` ({job id: where
-        `job_secrets_region` said}); one JSON-able report. Bad `places` are a `UsageError` before any call."""
+        of the jobs not in `keep` (`job`'s only), the secrets of `ended_secrets` ({job id: where
+        `job_secrets_region` said}) and the data snapshots of sources not in `keep_sources` (None: no
+        snapshot is touched); one JSON-able report. Bad `places` are a `UsageError` before any call."""
 
 
 @runtime_checkable

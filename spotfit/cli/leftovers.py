@@ -26,7 +26,8 @@ def gc(
 ) -> None:
     """Remove what spotfit left behind on AWS: EC2 resources by tag, and the SSM secrets of ended jobs.
 
-    EC2: instances, spot requests, security and placement groups tagged by spotfit, in --region.
+    EC2: instances, spot requests, security and placement groups tagged by spotfit, in --region; without
+    --job, also the data snapshots (data.volume: snapshot) that no active or resumable job uses.
 
     SSM: the secrets (/spotfit/JOB/) of this state DB's aws jobs that ended for good, in each job's region.
 

@@ -343,6 +343,8 @@ def print_gc(console: Console, doc: dict) -> None:
         for kind in ("instances", "spot_requests", "placement_groups", "security_groups"):
             for rid, owner in found[kind].items():
                 console.print(f"  {kind[:-1].replace('_', ' ')} {rid}  (job {owner})", highlight=False)
+        for rid, source in found.get("snapshots", {}).items():
+            console.print(f"  data snapshot {rid}  (of {source}, no job uses it)", highlight=False)
         for rid in entry.get("still_in_use", []):
             console.print(f"  still in use, left for the next gc: {rid}", highlight=False)
     secrets = doc.get("secrets", [])

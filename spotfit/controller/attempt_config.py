@@ -53,6 +53,7 @@ def runtime_config(plan: AttemptPlanner, job_url: str, attempt: int, zone: str |
         data_cache_limit_gib=spec.data.cache_limit_gib if spec.data else None,
         data_workers=spec.data.workers if spec.data else 16,
         data_verify=spec.data.verify if spec.data else "etag",
+        data_mode=spec.data.mode if spec.data else "copy",
     )
 
 

@@ -393,14 +393,21 @@ def sync_job_data(config, reporter) -> SyncStats | None:
 
     `config` is a `RuntimeConfig`; `reporter` a `Reporter` (timing `data_sync_s`, progress
     phase `syncing data`, event `data_synced` with the byte counters). Nothing without a source.
+    With `data_mode == "mount"` it mounts the source instead (runtime/datamount.py), and copies
+    only when that cannot work.
     """
     if not config.data_source:
         return None
     from spotfit.home import DATA_DIR_ENV, default_cache_dir
 
+    root = Path(config.data_cache_dir or default_cache_dir())
+    if config.data_mode == "mount":
+        from spotfit.runtime.datamount import mount_job_data
+
+        if mount_job_data(config, reporter, root):
+            return None
     limit = int(config.data_cache_limit_gib * 2**30) if config.data_cache_limit_gib else None
-    cache = DataCache(config.data_cache_dir or default_cache_dir(), limit_bytes=limit, workers=config.data_workers,
-                      verify=config.data_verify)
+    cache = DataCache(root, limit_bytes=limit, workers=config.data_workers, verify=config.data_verify)
     reporter.progress(force=True, phase=Phase.SYNCING_DATA)
 
     def on_progress(done: int, total: int) -> None:

@@ -357,6 +357,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if cluster_from_env().is_chief:  # the chief's code is the attempt's
         _record_exit(argv[0], int(argv[1]), code)
+    mounts = sys.modules.get("spotfit.runtime.datamount")
+    if mounts is not None:  # `data.mode: mount`: os._exit skips atexit, so the mount is undone here
+        mounts.unmount_all()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

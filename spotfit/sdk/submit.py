@@ -22,14 +22,30 @@ if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first u
     from spotfit.stores.base import ObjectStore
 
 
-def validate(path: str) -> JobSpec:
-    """Load and validate a job spec, and compile its script; raises `SpecError` with one clear line."""
+def validate(path: str, backend: str | None = None) -> JobSpec:
+    """Load and validate a job spec, and compile its script; raises `SpecError` with one clear line.
+
+    `backend` (`--backend`) overrides the spec's for the checks that depend on it."""
     from spotfit.spec.job import load_spec
 
     spec = load_spec(path)
     if not spec.is_notebook:
         scriptcheck.check_syntax(spec.script_path, spec.script)
+    check_data_volume(spec, backend or spec.backend)
     return spec
+
+
+def check_data_volume(spec: JobSpec, backend: str) -> None:
+    """`data.volume` is one the backend declares (`BackendTraits.data_volumes`); else one `SpecError` line."""
+    from spotfit.backends.base import backend_class
+    from spotfit.errors import SpecError
+
+    volume = spec.data.volume if spec.data else "root"
+    allowed = backend_class(backend).data_volumes
+    if volume not in allowed:
+        raise SpecError(f"Invalid `data.volume`: received {volume!r} with backend {backend!r}, expected "
+                        f"{' or '.join(repr(v) for v in allowed)} (`snapshot` is for the aws backend).",
+                        hint="Remove `data.volume`, or run the job with `--backend aws`.")
 
 
 _PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[:NOTICE_S], ASCII digits
@@ -101,6 +117,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
             hint=f"Use --backend with one of {', '.join(registered_backends())}; local is the embedded default.",
         )
     spec.backend = chosen  # checked against the registry above
+    check_data_volume(spec, chosen)
     if not allow_duplicate and (live := db().live_job_named(spec.name)) is not None:
         raise duplicate_error(spec.name, live)
     if not spec.is_notebook:  # a script that cannot compile fails every attempt: refuse it before any launch

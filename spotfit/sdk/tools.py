@@ -18,7 +18,8 @@ def dry_run(path: str, backend: str | None = None) -> dict:
     from spotfit.backends.base import DryRunner, backend_class, make_backend
     from spotfit.registry import registered_backends
 
-    chosen = validate(path).backend if backend is None else backend
+    spec = validate(path, backend if backend in registered_backends() else None)  # `data.volume` for the backend
+    chosen = spec.backend if backend is None else backend
     runner = make_backend(chosen) if chosen in registered_backends() else None
     if not isinstance(runner, DryRunner):  # the backends that send cloud requests
         names = [n for n in registered_backends() if issubclass(backend_class(n), DryRunner)]
@@ -34,7 +35,9 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
 
     `backend` is one that can leave resources behind (`LeftoverCollector`); by default the only
     one registered (aws). Resources of jobs still active in this state DB are kept unless
-    `include_active`. The secrets of this state DB's jobs on that backend that ended for good
+    `include_active`. Without `job`, the data snapshots (`data.volume: snapshot`) go too unless an
+    active or resumable job names their source and they hold its newest data (`include_active`:
+    all of them). The secrets of this state DB's jobs on that backend that ended for good
     (`secrets` in the report) go too, each where the job kept them; those of active or stopped
     (resumable) jobs never do.
     """
@@ -47,7 +50,20 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     assert isinstance(collector, LeftoverCollector)
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
-    return collector.collect_leftovers(regions, keep, job, dry_run, _ended_with_secrets(job, chosen))
+    keep_sources = None if job is not None else set() if include_active else _snapshot_sources()
+    return collector.collect_leftovers(regions, keep, job, dry_run, _ended_with_secrets(job, chosen), keep_sources)
+
+
+def _snapshot_sources() -> set[str]:
+    """The `data.source` of this state DB's `data.volume: snapshot` jobs that may still run (active or
+    resumable): their data snapshots stay."""
+    sources = set()
+    for row in db().list_jobs(limit=1_000_000):
+        state = JobState(row["state"])
+        data = json.loads(row["spec_json"]).get("data") or {}
+        if (not state.is_terminal() or state.is_resumable()) and data.get("volume") == "snapshot":
+            sources.add(data["source"])
+    return sources
 
 
 def _ended_with_secrets(job: str | None, backend: str) -> dict[str, str]:

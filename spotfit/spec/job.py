@@ -169,6 +169,12 @@ class Data(_Section):
     cache_limit_gib: float | None = Field(None, gt=0, description="evict least-recently-used data above this")
     size_gib: float | None = Field(None, gt=0, description="the dataset's size: cloud disks are sized for it "
                                                            "(docs/aws.md#disks)")
+    volume: Literal["root", "snapshot"] = Field(
+        "root", description="root: the cache on the attempt's own disk; snapshot (aws): on a data volume made "
+                            "from a snapshot of the synced data, kept between attempts (docs/aws.md#snapshots)")
+    mode: Literal["copy", "mount"] = Field(
+        "copy", description="copy: synced to the cache before the script; mount: mounted read-only with rclone or "
+                            "mount-s3 (FUSE), copied where FUSE is not allowed (docs/storage.md#mounting-the-data)")
     workers: int = Field(16, ge=1, le=64, description="parallel downloads")
     verify: Literal["etag", "md5"] = Field(
         "etag", description="etag: size + reads pinned to the listed ETag; md5: also hash the content")

@@ -62,3 +62,15 @@ def test_user_data_mounts_the_nvme_and_points_the_cache_there_only_when_asked():
     assert f"export SPOTFIT_CACHE_DIR={disks.NVME_MOUNT}/spotfit-cache" in with_nvme
     assert with_nvme.index("SPOTFIT_CACHE_DIR") < with_nvme.index("spotfit.backends.aws.agent")
     assert "SPOTFIT_CACHE_DIR" not in user_data("s3://b/jobs/j", 1, env)
+
+
+def test_a_job_that_mounts_its_data_installs_rclone_unless_the_image_has_a_mount_tool(aws, job):
+    from spotfit.backends.aws.userdata import MOUNT_TOOLS
+    from tests.support.aws_moto import aws_backend, launch_request
+
+    backend = aws_backend(aws)
+    mounting = backend.plan(launch_request(job, data_mode="mount"), lookup=False)[-1].params["UserData"]
+    assert MOUNT_TOOLS in mounting and "apt-get install -y -q rclone fuse3" in mounting
+    assert mounting.index("rclone") < mounting.index("spotfit.backends.aws.agent")
+    copying = backend.plan(launch_request(job), lookup=False)[-1].params["UserData"]
+    assert "rclone" not in copying

@@ -154,3 +154,35 @@ def launch_request(url: str, attempt: int = 1, zone: str | None = "us-west-2b", 
     return LaunchRequest(job_id="job-1", attempt=attempt, job_url=url, zone=zone, market="spot",
                          workers=workers, env={"MY_FLAG": "1"}, accelerator="V100",
                          options={"ami": AMI, **options})
+
+
+class FastRestores:
+    """An in-memory stand-in for fast snapshot restore (moto 5.2 does not implement it): {snapshot id: zones}."""
+
+    def __init__(self, session: boto3.Session):
+        self.enabled: dict[str, set[str]] = {}
+        self._pending = threading.local()
+        for op in ("EnableFastSnapshotRestores", "DisableFastSnapshotRestores", "DescribeFastSnapshotRestores"):
+            session.events.register(f"provide-client-params.ec2.{op}", self._keep)
+            session.events.register(f"before-call.ec2.{op}", getattr(self, f"_{op[:4].lower()}"))
+
+    def _keep(self, params, **_):
+        self._pending.params = dict(params)
+
+    def _enab(self, **_):
+        p = self._pending.params
+        for snap in p["SourceSnapshotIds"]:
+            self.enabled.setdefault(snap, set()).update(p["AvailabilityZones"])
+        return _Http(), {"Successful": [], "Unsuccessful": []}
+
+    def _disa(self, **_):
+        p = self._pending.params
+        for snap in p["SourceSnapshotIds"]:
+            self.enabled[snap] = self.enabled.get(snap, set()) - set(p["AvailabilityZones"])
+        return _Http(), {"Successful": [], "Unsuccessful": []}
+
+    def _desc(self, **_):
+        wanted = {v for f in self._pending.params.get("Filters", []) for v in f["Values"]}
+        rows = [{"SnapshotId": s, "AvailabilityZone": z, "State": "enabled"}
+                for s, zones in self.enabled.items() if s in wanted for z in sorted(zones)]
+        return _Http(), {"FastSnapshotRestores": rows}

@@ -16,6 +16,8 @@
   cp` against SeaweedFS with boto3) and `shutdown` (records the call; the harness then
   terminates the instance, as `InstanceInitiatedShutdownBehavior: terminate` does). pip reads
   only a local wheel folder (`PIP_NO_INDEX`, `PIP_FIND_LINKS`): nothing is downloaded.
+- **Data volumes** (`data.volume: snapshot`): folders, and their snapshots copies of them, with
+  stand-ins for `lsblk`, `blkid`, `mkfs.ext4`, `mount` and `mountpoint` (tests/support/emulated_volumes.py).
 - **Spot interruptions**: `interrupt(instance_id, notice_s)` publishes the notice in IMDS, takes
   the zone's spot capacity away (`RunInstances` there fails with InsufficientInstanceCapacity)
   and terminates the instance when the notice is over, if it has not powered off by then.
@@ -50,6 +52,7 @@ import psutil
 
 from spotfit.backends.aws.backend import AwsBackend
 from tests.support.aws_moto import REGION, fail_run_instances
+from tests.support.emulated_volumes import EmulatedVolumes
 from tests.support.imds import ImdsServer
 from tests.support.seaweed import SeaweedServer, seaweed_env
 
@@ -142,6 +145,7 @@ class EmulatedCloud:
         self.wheels.mkdir(parents=True, exist_ok=True)
         _probe_wheel(self.wheels)
         self.session = boto3.Session(region_name=REGION)  # endpoints from controller_env()
+        self.volumes = EmulatedVolumes(self.folder, self.ec2)
         self._stop = threading.Event()
         self._timers: list[threading.Timer] = []
         self._watcher = threading.Thread(target=self._watch, daemon=True)
@@ -187,6 +191,7 @@ class EmulatedCloud:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def _tick(self) -> None:
+        self.volumes.tick()
         pages = self.ec2.describe_instances(Filters=[{"Name": "tag:spotfit:managed", "Values": ["true"]}])
         for inst in (i for r in pages["Reservations"] for i in r["Instances"]):
             iid, state = inst["InstanceId"], inst["State"]["Name"]
@@ -220,6 +225,7 @@ class EmulatedCloud:
         _script(bin_dir / "python3.11", _PYTHON_STUB.format(python=sys.executable, site=site))
         _script(bin_dir / "aws", _AWS_STUB.format(python=sys.executable))
         _script(bin_dir / "shutdown", _SHUTDOWN_STUB.format(marker=folder / "shutdown-called"))
+        self.volumes.attach(iid, bin_dir, folder / "volume-state")
         attr = self.ec2.describe_instance_attribute(InstanceId=iid, Attribute="userData")
         user_data = folder / "user-data"
         user_data.write_bytes(base64.b64decode(attr["UserData"]["Value"]))
@@ -229,6 +235,7 @@ class EmulatedCloud:
                "SPOTFIT_ROOT": str(folder / "opt" / "spotfit"), "SPOTFIT_IMDS_URL": imds.url,
                "SPOTFIT_HOME": str(home / ".spotfit"), "AWS_ENDPOINT_URL_S3": self.seaweed.endpoint,
                "AWS_ENDPOINT_URL_SSM": self.endpoint,  # the job's secrets (and a notebook's token), as the role reads
+               "AWS_ENDPOINT_URL_EC2": self.endpoint,  # the data volume's snapshot (data_fill.py)
                "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_HOST": "127.0.0.1:9", "TF_CPP_MIN_LOG_LEVEL": "2"}
         with open(folder / "console.log", "wb") as console:

@@ -28,11 +28,13 @@ from spotfit.attempt import layout
 from spotfit.backends.aws import access
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3, sdk_failure
+from spotfit.backends.aws.data_volume import boot_script
 from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, GIB
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.aws.regions import DEFAULT_REGION, instance_type_for, region_of
+from spotfit.backends.aws.snapshots import enable_fast_restore, planned_volume
 from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
 from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
@@ -53,6 +55,7 @@ class AwsBackend(BackendTraits):
 
     name = "aws"
     options = staticmethod(aws_options)
+    data_volumes = ("root", "snapshot")
 
     @staticmethod
     def boot_timeout_s(spec) -> float | None:
@@ -104,10 +107,10 @@ class AwsBackend(BackendTraits):
         )
         rq.check_ssh_cidr(settings.ssh_cidr, settings.key_name)
         if not lookup:
-            return settings
+            return replace(settings, data_volume=planned_volume(opts, None))
         ec2 = self.client("ec2", region)
         image = resolve_ami(ec2, self.client("ssm", region), opts.get("ami"))
-        return replace(settings, image_id=image, vpc_id=self._vpc(ec2, settings))
+        return replace(settings, image_id=image, vpc_id=self._vpc(ec2, settings), data_volume=planned_volume(opts, ec2))
 
     def _vpc(self, ec2, s: LaunchSettings) -> str:
         if s.subnet_id:
@@ -131,7 +134,7 @@ class AwsBackend(BackendTraits):
         settings = self.settings(request, lookup=lookup)
         text = user_data(request.job_url, request.attempt,
                          instance_env(request.job_url, settings.image_id, request.options),
-                         nvme_cache=settings.disk.nvme_cache)
+                         nvme_cache=settings.disk.nvme_cache, data_script=_data_script(request, settings))
         return rq.launch_requests(settings, request.job_id, request.attempt, text)
 
     # -- secrets (backends/aws/secrets.py) ----------------------------------------------------------
@@ -166,10 +169,10 @@ class AwsBackend(BackendTraits):
         return self.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
 
     def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
-                          ended_secrets: dict[str, str]) -> dict:
+                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict:
         from spotfit.backends.aws.verbs import leftovers
 
-        return leftovers(places, keep, job, dry_run, ended_secrets, session=self._session)
+        return leftovers(places, keep, job, dry_run, ended_secrets, keep_sources, session=self._session)
 
     def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
                       gap_s: int, state) -> dict:
@@ -242,7 +245,11 @@ class AwsBackend(BackendTraits):
                            placement_group=rq.resource_name(request.job_id, request.attempt)
                            if rq.uses_placement_group(s) else None)
         calls = rq.launch_requests(s, request.job_id, request.attempt,
-                                   user_data(request.job_url, request.attempt, boot, nvme_cache=s.disk.nvme_cache))
+                                   user_data(request.job_url, request.attempt, boot, nvme_cache=s.disk.nvme_cache,
+                                             data_script=_data_script(request, s)))
+        volume = s.data_volume
+        if volume and volume.snapshot_id and volume.fast_restore and s.zone:
+            enable_fast_restore(ec2, volume.snapshot_id, s.zone)
         try:
             existing = self._instances_by_token(ec2, rq.client_token(request.job_id, request.attempt))
             group = self._security_group(ec2, calls)
@@ -414,6 +421,14 @@ class AwsBackend(BackendTraits):
             delete_quietly(ec2.delete_placement_group, GroupName=handle.placement_group)
         if handle.security_group:
             delete_quietly(ec2.delete_security_group, GroupId=handle.security_group)
+
+
+def _data_script(request: LaunchRequest, s: LaunchSettings) -> str:
+    """The user-data lines of the data volume (`data.volume: snapshot`) and the mount tool (`data.mode: mount`)."""
+    from spotfit.backends.aws.userdata import MOUNT_TOOLS
+
+    tools = MOUNT_TOOLS if request.options.get("data_mode") == "mount" else ""
+    return tools + boot_script(s.data_volume, s.region, request.job_id, int(request.options.get("data_workers") or 16))
 
 
 def _ask_to_stop(handle: AwsHandle, notice_s: float) -> None:

@@ -9,7 +9,7 @@ given) and the instance type:
 - otherwise, with a known size, the root gp3 volume is `root_gib + ceil(1.2 × data + 10)` GiB
   (`data_disk.data_disk_gib`: the data, 20% headroom for the cache's partial downloads and a
   checkpoint, 10 GiB for the environment), with IOPS and throughput stated: gp3's baseline
-  3,000 IOPS / 125 MiB/s, raised for larger data (`_performance`), within gp3's limits
+  3,000 IOPS / 125 MiB/s, raised for larger data (`gp3_performance`), within gp3's limits
   (16 TiB, 16,000 IOPS, 1,000 MiB/s);
 - with no size, nothing is sent: the image's own root volume, as before.
 
@@ -66,7 +66,7 @@ def root_size_gib(data_bytes: int, root_gib: int = DEFAULT_ROOT_GIB) -> int:
     return root_gib + data_disk_gib(data_bytes)
 
 
-def _performance(data_bytes: int) -> tuple[int, int]:
+def gp3_performance(data_bytes: int) -> tuple[int, int]:
     """(IOPS, MiB/s): gp3's baseline under 100 GiB of data, more above (a cold sync is a bulk write)."""
     data_gib = data_bytes / GIB
     if data_gib >= 1000:
@@ -88,7 +88,7 @@ def disk_plan(data_bytes: int | None, instance_type: str, root_gib: int = DEFAUL
         raise UsageError(f"Invalid `data.size_gib`: received {data_bytes / GIB:.0f} GiB, expected a dataset "
                          f"that fits one gp3 volume ({GP3_MAX_GIB} GiB with the root and headroom).",
                          hint="Choose an instance type with instance-store NVMe, or split the dataset.")
-    iops, mibps = _performance(data_bytes)
+    iops, mibps = gp3_performance(data_bytes)
     mapping = {"DeviceName": root_device,
                "Ebs": {"VolumeSize": size, "VolumeType": "gp3", "Iops": iops, "Throughput": mibps,
                        "DeleteOnTermination": True}}

@@ -33,15 +33,16 @@ def dry_run(path: str, backend: Any) -> dict:
                             options=aws_options(spec))
     check_env(request.env)
     calls = backend.plan(request, lookup=False)
-    disk = backend.settings(request, lookup=False).disk
+    settings = backend.settings(request, lookup=False)
     warnings = []
     if job_url.startswith(("file://", "memory://")):
         warnings.append(f"the job's store {job_url} is not reachable from EC2: set `checkpoint.store: "
                         "s3://BUCKET/PREFIX`; a real run refuses to launch without it")
     if not Aws.of(spec).iam_instance_profile:
         warnings.append("no `aws.iam_instance_profile`: the instance cannot read or write the job's bucket")
+    disk = settings.data_volume.describe() if settings.data_volume else describe_disk(settings.disk)
     return {"job_id": job_id, "job_url": job_url, "zone": zone, "sent": False,
-            "disk": describe_disk(disk), "calls": [c.to_json() for c in calls], "warnings": warnings}
+            "disk": disk, "calls": [c.to_json() for c in calls], "warnings": warnings}
 
 
 def describe_disk(disk: Any) -> str:

@@ -3,8 +3,9 @@
 Everything an attempt creates carries the tag `spotfit:managed=true` plus the job and the
 attempt (see `launch.tags`). `find_leftovers` lists, in one region, the instances not yet
 terminated, the open spot requests, the security groups and the placement groups so tagged,
-except those of the jobs in `keep` (jobs whose controller still runs them). `remove`
-terminates and cancels first, then deletes the groups once nothing uses them.
+except those of the jobs in `keep` (jobs whose controller still runs them), and the data
+snapshots (`data.volume: snapshot`) that no kept job uses. `remove` terminates and cancels
+first, then deletes the groups once nothing uses them, and the snapshots.
 
 `collect_secrets` does the same for the SSM secret parameters (`/spotfit/<job id>/<NAME>`,
 backends/aws/secrets.py) of jobs that ended while their controller could not delete them.
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 from spotfit.backends.aws.client import error_code, load_boto3, sdk_failure
 from spotfit.backends.aws.launch import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
+from spotfit.backends.aws.snapshots import delete_snapshot, unused_snapshots
 from spotfit.errors import BackendError
 
 _MANAGED = {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}
@@ -37,9 +39,11 @@ class Leftovers:
     spot_requests: dict[str, str] = field(default_factory=dict)
     security_groups: dict[str, str] = field(default_factory=dict)
     placement_groups: dict[str, str] = field(default_factory=dict)
+    snapshots: dict[str, str] = field(default_factory=dict)  # data snapshots, each with its data source
 
     def __len__(self) -> int:
-        return len(self.instances) + len(self.spot_requests) + len(self.security_groups) + len(self.placement_groups)
+        return (len(self.instances) + len(self.spot_requests) + len(self.security_groups)
+                + len(self.placement_groups) + len(self.snapshots))
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -49,8 +53,13 @@ def _job(resource: dict) -> str:
     return next((t["Value"] for t in resource.get("Tags", []) if t["Key"] == TAG_JOB), "?")
 
 
-def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str | None = None) -> Leftovers:
-    """Tagged resources in `ec2`'s region, minus the jobs in `keep` (only `job`'s when given)."""
+def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str | None = None,
+                   keep_sources: set[str] | None = None) -> Leftovers:
+    """Tagged resources in `ec2`'s region, minus the jobs in `keep` (only `job`'s when given).
+
+    With `keep_sources` (the `data.source` of the kept jobs), also the data snapshots no kept job
+    uses (snapshots.unused_snapshots); snapshots belong to no one job, so `job` leaves them out.
+    """
     found = Leftovers(region=ec2.meta.region_name)
     filters = [_MANAGED] + ([{"Name": f"tag:{TAG_JOB}", "Values": [job]}] if job else [])
 
@@ -69,6 +78,8 @@ def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str 
     found.security_groups = {g["GroupId"]: _job(g) for g in groups if wanted(g)}
     placement = ec2.describe_placement_groups(Filters=filters)["PlacementGroups"]
     found.placement_groups = {g["GroupName"]: _job(g) for g in placement if wanted(g)}
+    if keep_sources is not None and job is None:
+        found.snapshots = unused_snapshots(ec2, keep_sources)
     return found
 
 
@@ -86,6 +97,7 @@ def remove(ec2, found: Leftovers, wait_s: float = 300.0, poll_s: float = 5.0) ->
     for group_id in found.security_groups:
         if not delete_quietly(ec2.delete_security_group, GroupId=group_id):
             kept.append(group_id)
+    kept += [snapshot_id for snapshot_id in found.snapshots if not delete_snapshot(ec2, snapshot_id)]
     return {"removed": found.to_json(), "still_in_use": kept}
 
 
@@ -124,15 +136,18 @@ def delete_quietly(method, **params) -> bool:
 
 
 def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run: bool = False,
-            session=None) -> dict:
-    """Find (and unless `dry_run`, remove) leftovers in `regions`; one JSON-able report."""
+            session=None, keep_sources: set[str] | None = None) -> dict:
+    """Find (and unless `dry_run`, remove) leftovers in `regions`; one JSON-able report.
+
+    `keep_sources`: the data sources of the kept jobs; given, unused data snapshots go too.
+    """
     session = session or load_boto3().Session()
     regions_done: list[dict] = []
     report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": regions_done}
     for region in regions:
         try:
             ec2 = session.client("ec2", region_name=region)
-            found = find_leftovers(ec2, keep=keep, job=job)
+            found = find_leftovers(ec2, keep=keep, job=job, keep_sources=keep_sources)
             entry = {"region": region, "found": found.to_json(), "count": len(found)}
             if not dry_run and len(found):
                 entry["still_in_use"] = remove(ec2, found)["still_in_use"]

@@ -12,7 +12,8 @@ the workers' port open only to members of the job's own security group; IMDSv2 r
 the instance terminates itself when it shuts down; tags name the job and the attempt; a
 client token derived from (job, attempt) makes a retried launch idempotent. The root volume
 is sized for the dataset (`BlockDeviceMappings`, gp3) unless the instance type has
-instance-store NVMe, which then holds the data cache (`disks.py`).
+instance-store NVMe, which then holds the data cache (`disks.py`); with `data.volume: snapshot`
+a data volume holds it instead, made from the data's snapshot when one exists (`data_volume.py`).
 
 Example:
 
@@ -32,6 +33,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+from spotfit.backends.aws.data_volume import DataVolume
 from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, DiskPlan, disk_plan
 from spotfit.errors import UsageError
 from spotfit.state.states import Market
@@ -77,10 +79,16 @@ class LaunchSettings:
     data_bytes: int | None = None  # the dataset's size (`data.size_gib`), None when not given
     root_volume_gib: int = DEFAULT_ROOT_GIB
     root_device: str = DEFAULT_ROOT_DEVICE
+    data_volume: DataVolume | None = None  # `data.volume: snapshot`: the cache's own volume (data_volume.py)
 
     @property
     def disk(self) -> DiskPlan:
-        """The root volume sized for the data, or the instance-store NVMe for the cache (disks.py)."""
+        """The root volume sized for the data, or the instance-store NVMe for the cache (disks.py).
+
+        With a data volume, the root stays the image's and no NVMe is used: the data volume holds the cache.
+        """
+        if self.data_volume is not None:
+            return DiskPlan()
         return disk_plan(self.data_bytes, self.instance_type, self.root_volume_gib, self.root_device)
 
 
@@ -204,8 +212,9 @@ def run_instances_request(s: LaunchSettings, job_id: str, attempt: int, user_dat
             "MarketType": "spot",
             "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
         }
-    if s.disk.block_device_mappings:
-        params["BlockDeviceMappings"] = s.disk.block_device_mappings
+    mappings = s.disk.block_device_mappings + ([s.data_volume.mapping] if s.data_volume else [])
+    if mappings:
+        params["BlockDeviceMappings"] = mappings
     if s.key_name:
         params["KeyName"] = s.key_name
     if s.iam_instance_profile:

@@ -38,6 +38,9 @@ class Aws(BackendSection):
                                                                "added to it (docs/aws.md#disks)")
     root_device: str = Field("/dev/sda1", description="the image's root device name (Ubuntu Deep Learning AMIs: "
                                                       "/dev/sda1)")
+    fast_snapshot_restore: bool = Field(False, description="with `data.volume: snapshot`: enable fast snapshot "
+                                                          "restore of the data snapshot in each zone launched in; "
+                                                          "billed per zone-hour (docs/aws.md#snapshots)")
     cloudwatch: bool = Field(False, description="publish step rate, loss, GPU use and spend as CloudWatch custom "
                                                 "metrics (docs/costs.md)")
 
@@ -81,4 +84,8 @@ def aws_options(spec: Any) -> dict[str, Any]:
                 from None
     return {**spec.aws.model_dump(), "runtime_extras": spec.runtime_extras(spec.aws.runtime_extras),
             "data_size_gib": spec.data.size_gib if spec.data else None,
+            "data_volume": spec.data.volume if spec.data else "root",
+            "data_source": spec.data.source if spec.data else None,
+            "data_workers": spec.data.workers if spec.data else 16,
+            "data_mode": spec.data.mode if spec.data else "copy",
             "environment": {"pip": list(env.pip), "requirements": text}}

@@ -17,6 +17,9 @@ The script (see `environment.py` for what is installed and the cache key):
    SIGTERM;
    On an instance type with instance-store NVMe it first mounts the NVMe and sets
    `SPOTFIT_CACHE_DIR` there (`disks.nvme_script`), so the dataset is not cached on the root;
+   with `data.volume: snapshot`, it mounts the data volume instead, and fills and snapshots it
+   when it is new (`data_volume.boot_script`); with `data.mode: mount`, it installs rclone
+   (`MOUNT_TOOLS`) unless the image has rclone or mount-s3;
 3. whatever happens, ends with `shutdown -h now`; the instance's shutdown behaviour is `terminate`.
 
 Two environment variables, unset on EC2, let the emulated instance of the tests
@@ -86,15 +89,25 @@ else
     && aws s3 cp --quiet "$ROOT/env.tar.gz" {env_url} || echo "spotfit: could not cache environment {key}"
   echo "spotfit: environment {key} installed at $(date +%s.%N)"
 fi
-{nvme}"$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
+{disk}"$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
+"""
+
+
+# `data.mode: mount`: the FUSE tool the runtime mounts the data with (runtime/datamount.py), unless the image has one.
+MOUNT_TOOLS = """\
+if ! command -v mount-s3 >/dev/null 2>&1 && ! command -v rclone >/dev/null 2>&1; then
+  (apt-get update -q && apt-get install -y -q rclone fuse3) >/dev/null 2>&1 \\
+    || echo "spotfit: could not install rclone; the runtime copies the data instead"
+fi
 """
 
 
 def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, imds_url: str = IMDS_URL,
-              nvme_cache: bool = False) -> str:
+              nvme_cache: bool = False, data_script: str = "") -> str:
     """The user-data script of one attempt (every worker of it runs the same script).
 
-    `nvme_cache`: mount the instance-store NVMe and keep the data cache there (disks.py).
+    `nvme_cache`: mount the instance-store NVMe and keep the data cache there (disks.py);
+    `data_script`: else these lines, which mount the data volume (data_volume.boot_script).
     """
     boot_log_url = shlex.quote(f"{job_url.rstrip('/')}/{layout.boot_log(int(attempt))}")
     fetch = f'  aws s3 cp --quiet {shlex.quote(env.wheel_url)} "$ROOT/"\n' if env.wheel_url else ""
@@ -102,7 +115,7 @@ def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, im
                             env_url=shlex.quote(env.env_url), key=env.key, fetch_wheel=fetch,
                             requirements_url=shlex.quote(env.requirements_url), pip_spec=shlex.quote(env.pip_spec),
                             job_url_q=shlex.quote(job_url), boot_log_url=boot_log_url,
-                            nvme=nvme_script() if nvme_cache else "")
+                            disk=nvme_script() if nvme_cache else data_script)
     check_no_secrets(text)
     return text
 

@@ -23,14 +23,17 @@ def default_regions(environ: Mapping[str, str] = os.environ) -> list[str]:
 
 
 def leftovers(places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
-              ended_secrets: dict[str, str], session: Any = None) -> dict[str, Any]:
-    """EC2 resources by tag in `places` (default: `default_regions`), then the SSM secrets of ended jobs."""
+              ended_secrets: dict[str, str], keep_sources: set[str] | None = None,
+              session: Any = None) -> dict[str, Any]:
+    """EC2 resources by tag in `places` (default: `default_regions`), the data snapshots of sources not in
+    `keep_sources` (None: none touched), then the SSM secrets of ended jobs."""
     from spotfit.backends.aws.gc import collect, collect_secrets
 
     for region in places or []:
         arguments.text("--region", region, pattern=REGION, expected="an AWS region such as us-east-1",
                        hint="Pass --region us-east-1 (repeat it for more regions).")
-    report = collect(places or default_regions(), keep=keep, job=job, dry_run=dry_run, session=session)
+    report = collect(places or default_regions(), keep=keep, job=job, dry_run=dry_run, keep_sources=keep_sources,
+                     session=session)
     report["secrets"] = collect_secrets(ended_secrets, dry_run=dry_run, session=session)
     return report
 

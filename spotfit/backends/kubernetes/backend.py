@@ -158,6 +158,7 @@ class KubernetesBackend(BackendTraits):
             env_from_secrets=tuple(opts.get("env_from_secrets") or ()),
             worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi,
             data_volume_gib=data_disk_gib(int(opts["data_size_gib"] * GIB)) if opts.get("data_size_gib") else None,
+            fuse=opts.get("data_mode") == "mount",
             data_storage_class=opts.get("data_storage_class"))
 
     # -- the Backend protocol -----------------------------------------------------------------------

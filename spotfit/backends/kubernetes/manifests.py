@@ -7,7 +7,10 @@
 - the attempt's Secret when `kubernetes.secret_env` names variables (passed with `envFrom`);
 - with `data.size_gib`, a generic ephemeral volume for the data cache, sized by
   `data_disk.data_disk_gib` (`kubernetes.data_storage_class`), mounted at `DATA_CACHE_MOUNT`
-  and named by `SPOTFIT_CACHE_DIR`.
+  and named by `SPOTFIT_CACHE_DIR`;
+- with `data.mode: mount`, the node's `/dev/fuse` (a `hostPath` volume) and the `SYS_ADMIN`
+  capability, so that the runtime can mount the data (runtime/datamount.py); the image must
+  carry rclone or mount-s3, else the runtime copies the data.
 
 Every pod asks for `nvidia.com/gpu` (unless the accelerator is `CPU`), has
 `terminationGracePeriodSeconds: kubernetes.grace_s` (the time a checkpoint needs after SIGTERM),
@@ -37,6 +40,7 @@ LABEL_MANAGED, LABEL_JOB, LABEL_ATTEMPT, LABEL_NAME = (
 CONTAINER = "spotfit"
 FINISHED_TTL_S = 86_400  # a finished attempt's objects go away after a day (the controller deletes them sooner)
 DATA_VOLUME, DATA_CACHE_MOUNT = "data-cache", "/spotfit-data-cache"
+FUSE_VOLUME = "fuse"
 _MAX_NAME = 52  # 63 minus room for the Job controller's pod suffixes and the index
 
 
@@ -62,6 +66,7 @@ class AttemptSettings:
     multi_worker: str = "indexed"  # "tfjob" or "indexed" (resolved: the backend looked for the CRD)
     data_volume_gib: int | None = None  # an ephemeral volume for the data cache (`data.size_gib` given)
     data_storage_class: str | None = None
+    fuse: bool = False  # `data.mode: mount`: /dev/fuse and CAP_SYS_ADMIN, so the runtime can mount the data
 
     @property
     def name(self) -> str:
@@ -138,6 +143,11 @@ def pod_template(s: AttemptSettings) -> dict:
     if s.data_volume_gib:
         container["volumeMounts"] = [{"name": DATA_VOLUME, "mountPath": DATA_CACHE_MOUNT}]
         spec["volumes"] = [data_volume(s)]
+    if s.fuse:
+        container["securityContext"] = {"capabilities": {"add": ["SYS_ADMIN"]}}
+        container.setdefault("volumeMounts", []).append({"name": FUSE_VOLUME, "mountPath": "/dev/fuse"})
+        spec.setdefault("volumes", []).append({"name": FUSE_VOLUME,
+                                               "hostPath": {"path": "/dev/fuse", "type": "CharDevice"}})
     if s.kind == "IndexedJob":
         spec["subdomain"] = s.name  # with the headless Service: <name>-<index>.<name>.<namespace>.svc
     return {"metadata": {"labels": labels(s)}, "spec": spec}

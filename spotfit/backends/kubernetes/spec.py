@@ -84,4 +84,5 @@ class Kubernetes(BackendSection):
 def kubernetes_options(spec: Any) -> dict[str, Any]:
     """The `kubernetes:` section for the backend, with the notebook extra (and its token) for a notebook job."""
     return {**spec.kubernetes.model_dump(), "runtime_extras": spec.runtime_extras(spec.kubernetes.runtime_extras),
-            "notebook_token": spec.is_notebook, "data_size_gib": spec.data.size_gib if spec.data else None}
+            "notebook_token": spec.is_notebook, "data_size_gib": spec.data.size_gib if spec.data else None,
+            "data_mode": spec.data.mode if spec.data else "copy"}

@@ -54,6 +54,8 @@ def _every_manifest():
     yield "tfjob", _objects(3, tfjob=True, spot="aks", secret_env=["TOKEN"])
     yield "job-data-volume", _objects(1, data_size_gib=200, data_storage_class="fast-ssd")
     yield "tfjob-data-volume", _objects(2, tfjob=True, data_size_gib=0.5)
+    yield "job-data-mount", _objects(1, data_size_gib=2, data_mode="mount")
+    yield "tfjob-data-mount", _objects(2, tfjob=True, data_mode="mount")
 
 
 def _validate(obj: dict) -> None:
@@ -181,6 +183,20 @@ def test_a_job_with_a_data_size_gets_an_ephemeral_volume_for_its_cache_sized_lik
                        "data": {"source": "s3://b/d", "size_gib": 3}, "kubernetes": {"data_storage_class": "gp3"}})
     opts = backend_options(spec)
     assert opts["data_size_gib"] == 3 and opts["data_storage_class"] == "gp3"
+
+
+def test_a_job_that_mounts_its_data_gets_dev_fuse_and_sys_admin_and_no_other_job_does():
+    [job] = _objects(1, data_size_gib=2, data_mode="mount")
+    pod = job["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["securityContext"] == {"capabilities": {"add": ["SYS_ADMIN"]}}
+    assert {"name": mf.FUSE_VOLUME, "mountPath": "/dev/fuse"} in container["volumeMounts"]
+    assert {"name": mf.FUSE_VOLUME, "hostPath": {"path": "/dev/fuse", "type": "CharDevice"}} in pod["volumes"]
+    assert len(pod["volumes"]) == 2  # the data cache's volume too: the VFS cache lives there
+    assert "securityContext" not in json.dumps(_objects(1, data_size_gib=2))
+    spec = parse_spec({"name": "d", "script": "t.py", "backend": "kubernetes",
+                       "data": {"source": "s3://b/d", "mode": "mount"}})
+    assert backend_options(spec)["data_mode"] == "mount"
 
 
 def test_dry_run_prints_exactly_the_manifests(tmp_path):

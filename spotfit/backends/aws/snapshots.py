@@ -1,0 +1,141 @@
+"""The data snapshots of `data.volume: snapshot` on EC2: find, make, speed up, and collect them.
+
+A snapshot is regional: every zone of the region creates volumes from it. It carries the tags
+`spotfit:managed=true`, `spotfit:data-manifest=<digest>` (stores/manifest.py: the content it
+holds), `spotfit:data-source=<URL>` and `spotfit:job` (the job whose attempt made it).
+
+- `data_volume(ec2, ...)`: at launch, list the data (its manifest and size) and look for a
+  completed snapshot with that manifest; the `DataVolume` the request carries (data_volume.py).
+- `enable_fast_restore`: fast snapshot restore in one zone, only when `aws.fast_snapshot_restore`
+  asks (billed per snapshot and zone-hour; docs/aws.md#snapshots).
+- `make_snapshot`: on the instance, once the volume is filled (backends/aws/data_fill.py).
+- `unused_snapshots`: for `spotfit gc`, those of a source no kept job names, and those a newer
+  completed snapshot of the same source replaced (its data changed since).
+
+Example (moto answers these in tests/backends/test_aws_snapshots.py):
+
+>>> vol = data_volume(ec2, "s3://bucket/data", size_gib=None, fast_restore=False)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from spotfit.backends.aws.client import error_code
+from spotfit.backends.aws.data_volume import DATA_DEVICE, TAG_MANIFEST, TAG_SOURCE, DataVolume, source_tag
+from spotfit.backends.aws.disks import GIB, gp3_performance
+from spotfit.backends.aws.launch import TAG_JOB, TAG_MANAGED
+from spotfit.backends.data_disk import data_disk_gib
+
+TAG_MADE_AT = "spotfit:made-at"  # epoch seconds: orders two snapshots of one source that EC2 started in one second
+
+
+def find_snapshot(ec2: Any, manifest: str, states: tuple[str, ...] = ("completed",)) -> dict | None:
+    """The newest snapshot of this account holding the data of `manifest`, in one of `states`."""
+    found = ec2.describe_snapshots(OwnerIds=["self"], Filters=[
+        {"Name": f"tag:{TAG_MANIFEST}", "Values": [manifest]},
+        {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]},
+        {"Name": "status", "Values": list(states)}])["Snapshots"]
+    return max(found, key=lambda s: s["StartTime"]) if found else None
+
+
+def data_volume(ec2: Any, source: str, size_gib: float | None, fast_restore: bool) -> DataVolume:
+    """The data volume of an attempt: sized for the data (listed now) and from its snapshot if one exists."""
+    from spotfit.stores.manifest import dataset_manifest
+
+    manifest = dataset_manifest(source)
+    data_bytes = max(manifest.bytes_total, int((size_gib or 0) * GIB))
+    size = data_disk_gib(data_bytes)
+    snapshot = find_snapshot(ec2, manifest.digest)
+    if snapshot is not None:
+        size = max(size, int(snapshot["VolumeSize"]))  # a volume is never smaller than its snapshot
+    iops, mibps = gp3_performance(data_bytes)
+    return DataVolume(source=source, size_gib=size, iops=iops, throughput_mibps=mibps, manifest=manifest.digest,
+                      snapshot_id=snapshot["SnapshotId"] if snapshot else None, fast_restore=fast_restore)
+
+
+def planned_volume(opts: dict, ec2: Any | None) -> DataVolume | None:
+    """The data volume the launch options ask for (`data.volume: snapshot`), else None.
+
+    `ec2` None (a dry run): nothing is listed or looked up, and without `data.size_gib` the size
+    is the placeholder `{data_volume_gib}`.
+    """
+    if opts.get("data_volume") != "snapshot" or not opts.get("data_source"):
+        return None
+    source, size_gib, fast = opts["data_source"], opts.get("data_size_gib"), bool(opts.get("fast_snapshot_restore"))
+    if ec2 is not None:
+        return data_volume(ec2, source, size_gib, fast)
+    data_bytes = int(size_gib * GIB) if size_gib else 0
+    iops, mibps = gp3_performance(data_bytes)
+    return DataVolume(source=source, size_gib=data_disk_gib(data_bytes) if size_gib else "{data_volume_gib}",
+                      iops=iops, throughput_mibps=mibps, fast_restore=fast)
+
+
+def enable_fast_restore(ec2: Any, snapshot_id: str, zone: str) -> None:
+    """Fast snapshot restore of `snapshot_id` in `zone` (already enabled or enabling: nothing changes)."""
+    ec2.enable_fast_snapshot_restores(AvailabilityZones=[zone], SourceSnapshotIds=[snapshot_id])
+
+
+def make_snapshot(ec2: Any, instance_id: str, source: str, manifest: str, job_id: str) -> str | None:
+    """Snapshot the data volume of `instance_id`; None when a snapshot of `manifest` exists or is being made."""
+    if find_snapshot(ec2, manifest, states=("pending", "completed")) is not None:
+        return None
+    volumes = ec2.describe_volumes(Filters=[{"Name": "attachment.instance-id", "Values": [instance_id]},
+                                            {"Name": "attachment.device", "Values": [DATA_DEVICE]}])["Volumes"]
+    if not volumes:
+        raise LookupError(f"instance {instance_id} has no data volume at {DATA_DEVICE}")
+    tags = {TAG_MANAGED: "true", TAG_MANIFEST: manifest, TAG_SOURCE: source_tag(source), TAG_JOB: job_id,
+            TAG_MADE_AT: f"{time.time():.6f}", "Name": f"spotfit-data-{manifest[:12]}"}
+    snapshot = ec2.create_snapshot(
+        VolumeId=volumes[0]["VolumeId"], Description=f"spotfit data cache of {source}"[:255],
+        TagSpecifications=[{"ResourceType": "snapshot", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}])
+    return str(snapshot["SnapshotId"])
+
+
+def _tag(snapshot: dict, key: str) -> str:
+    return next((t["Value"] for t in snapshot.get("Tags", []) if t["Key"] == key), "")
+
+
+def _made(snapshot: dict) -> tuple:
+    """When a snapshot was made: EC2's start time, then the instance's clock to the microsecond (ties)."""
+    return snapshot["StartTime"], float(_tag(snapshot, TAG_MADE_AT) or 0)
+
+
+def unused_snapshots(ec2: Any, keep_sources: set[str]) -> dict[str, str]:
+    """{snapshot id: source} of the data snapshots no kept job uses (`keep_sources`: the kept jobs' sources)."""
+    found = ec2.describe_snapshots(OwnerIds=["self"], Filters=[
+        {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}, {"Name": "tag-key", "Values": [TAG_MANIFEST]}])["Snapshots"]
+    kept = {source_tag(s) for s in keep_sources}
+    newest: dict[str, tuple] = {}
+    for snap in found:
+        if snap["State"] == "completed":
+            src = _tag(snap, TAG_SOURCE)
+            newest[src] = max(newest.get(src, _made(snap)), _made(snap))
+    unused = {}
+    for snap in found:
+        src = _tag(snap, TAG_SOURCE)
+        replaced = snap["State"] == "completed" and _made(snap) < newest[src]
+        if src not in kept or replaced:
+            unused[snap["SnapshotId"]] = src
+    return unused
+
+
+def delete_snapshot(ec2: Any, snapshot_id: str) -> bool:
+    """Delete a data snapshot (its fast snapshot restores first); False while a volume is being made from it."""
+    try:
+        zones = [z["AvailabilityZone"] for z in ec2.describe_fast_snapshot_restores(Filters=[
+            {"Name": "snapshot-id", "Values": [snapshot_id]}]).get("FastSnapshotRestores", [])
+            if z.get("State") not in ("disabling", "disabled")]
+        if zones:
+            ec2.disable_fast_snapshot_restores(AvailabilityZones=zones, SourceSnapshotIds=[snapshot_id])
+        ec2.delete_snapshot(SnapshotId=snapshot_id)
+    except Exception as exc:
+        code = error_code(exc)
+        if code == "InvalidSnapshot.NotFound":
+            return True
+        if code == "InvalidSnapshot.InUse":
+            return False
+        raise
+    return True
+
