@@ -5,7 +5,7 @@ so that the planner (`market/offers.py`: which clouds a plan may launch on) and 
 base (`backends/base.py:backend_class`) both read it without importing each other.
 
 >>> registered_backends()
-['aws', 'kubernetes', 'local']
+['aws', 'gcp', 'kubernetes', 'local']
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ BACKENDS = {
     "local": "spotfit.backends.local:LocalBackend",
     "aws": "spotfit.backends.aws.backend:AwsBackend",
     "kubernetes": "spotfit.backends.kubernetes.backend:KubernetesBackend",
+    "gcp": "spotfit.backends.gcp.backend:GcpBackend",
 }
 
 

@@ -20,7 +20,7 @@ def notebook(
                                           "or `open JOB` to print a running notebook's URL.")] = None,
     job: Annotated[str | None, typer.Argument(metavar="", hidden=True, show_default=False)] = None,
     backend: Annotated[str | None, typer.Option(
-        "--backend", help="local, aws or kubernetes (default: the spec's `backend:`).")] = None,
+        "--backend", help="local, aws, gcp or kubernetes (default: the spec's `backend:`).")] = None,
     detach: Annotated[bool, typer.Option(
         "--detach", "-d", help="Return once the URL is printed; the notebook goes on.")] = False,
     wait_s: Annotated[float, typer.Option("--wait-s", help="How long to wait for the server to answer.")] = 300.0,

@@ -98,7 +98,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     if chosen not in registered_backends():
         raise UsageError(
             f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
-            hint="Use --backend local (the embedded default), aws or kubernetes.",
+            hint="Use --backend local (the embedded default), aws, gcp or kubernetes.",
         )
     spec.backend = cast("BackendName", chosen)  # checked against the registry above
     if not allow_duplicate and (live := db().live_job_named(spec.name)) is not None:

@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from spotfit.backends.aws.spec import Aws
+from spotfit.backends.gcp.spec import Gcp
 from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.errors import SpecError
 from spotfit.spec.base import Labels, Slug, _Section, _short
@@ -183,7 +184,7 @@ class Data(_Section):
 
 
 ExportFormat = Literal["savedmodel", "tflite", "keras"]
-BackendName = Literal["local", "aws", "kubernetes"]
+BackendName = Literal["local", "aws", "kubernetes", "gcp"]
 
 
 def _default_formats() -> list[ExportFormat]:
@@ -247,6 +248,7 @@ class JobSpec(_Section):
     export: Export | None = None
     aws: Aws = Field(default_factory=Aws)
     kubernetes: Kubernetes = Field(default_factory=Kubernetes)
+    gcp: Gcp = Field(default_factory=Gcp)
     environment: Environment = Field(default_factory=Environment)
     notebook: Notebook = Field(default_factory=Notebook)
 
