@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
-from spotfit.registry import BACKENDS
+from spotfit.registry import BACKENDS, load
 from spotfit.state.states import Market
 
 if TYPE_CHECKING:
@@ -215,10 +215,7 @@ def backend_class(name: str) -> type[BackendTraits]:
             f"Unknown backend {name!r}: expected one of {', '.join(sorted(_BACKENDS))}.",
             hint=f"Set `backend:` to {', '.join(sorted(_BACKENDS))} in the job spec.",
         )
-    module, cls = _BACKENDS[name].split(":")
-    import importlib
-
-    return cast(type[BackendTraits], getattr(importlib.import_module(module), cls))
+    return cast(type[BackendTraits], load(_BACKENDS[name].backend))
 
 
 def make_backend(name: str, **options: Any) -> Backend[Any]:

@@ -10,6 +10,7 @@ import typer
 from spotfit import interactive, sdk
 from spotfit.cli.app import JobRef, JsonFlag, app, console, print_json
 from spotfit.errors import UsageError
+from spotfit.registry import registered_backends
 from spotfit.state.states import JobState
 
 
@@ -20,7 +21,7 @@ def notebook(
                                           "or `open JOB` to print a running notebook's URL.")] = None,
     job: Annotated[str | None, typer.Argument(metavar="", hidden=True, show_default=False)] = None,
     backend: Annotated[str | None, typer.Option(
-        "--backend", help="local, aws, gcp or kubernetes (default: the spec's `backend:`).")] = None,
+        "--backend", help=f"{', '.join(registered_backends())} (default: the spec's `backend:`).")] = None,
     detach: Annotated[bool, typer.Option(
         "--detach", "-d", help="Return once the URL is printed; the notebook goes on.")] = False,
     wait_s: Annotated[float, typer.Option("--wait-s", help="How long to wait for the server to answer.")] = 300.0,

@@ -4,8 +4,8 @@
 ends): each new `events/` object becomes an event row once, and the live attempt's
 `progress.json` moves the job's step and the planner's clock, and its latest GPU reading
 (utilization and memory) goes into the attempt's `info["gpu"]`, where `spotfit status` reads it.
-With `aws.cloudwatch: true` the progress and the job's spend so far also go to CloudWatch
-(`cloudwatch.py`).
+The progress and the job's spend so far also go to the publishers the spec's backend sections
+name (`aws.cloudwatch: true`: CloudWatch, backends/aws/cloudwatch.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 
 from spotfit.attempt import layout
 from spotfit.controller.attempts import AttemptPlanner
-from spotfit.controller.cloudwatch import CloudWatchPublisher
 from spotfit.controller.job_files import JobFiles
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord
@@ -39,8 +38,8 @@ class Ingest:
         self.job_id = job_id
         self.files = files
         self.plan = plan
-        aws = plan.spec.aws
-        self.cloudwatch = CloudWatchPublisher(job_id, plan.spec.name, aws.region) if aws.cloudwatch else None
+        self.publishers = [p for s in plan.spec.backend_sections().values()
+                           if (p := s.publisher(job_id, plan.spec.name)) is not None]
         self._seen_events: set[str] = {
             str(e["data"]["key"]) for e in db.events(job_id) if e["data"].get("key")
         }
@@ -67,17 +66,17 @@ class Ingest:
                 self.db.update_job(self.job_id, step=progress.get("step") or 0,
                                    total_steps=progress.get("total_steps"), loss=progress.get("loss"))
                 self._gpu(current, progress.get("gpu"))
-                if self.cloudwatch is not None:
+                if self.publishers:
                     self._publish(current, progress)
 
     def _publish(self, attempt: AttemptRecord, progress: dict[str, Any]) -> None:
-        """The progress and the job's spend so far (ended attempts' bills and the live one's) to CloudWatch."""
-        assert self.cloudwatch is not None
+        """The progress and the job's spend so far (ended attempts' bills and the live one's) to the publishers."""
         spent = sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != attempt["number"])
         if attempt["trace_start_s"] is not None:
             spent += self.plan.bill(attempt)[1]
-        if (problem := self.cloudwatch.publish(progress, spent)) is not None:
-            self.db.add_event(self.job_id, "cloudwatch_failed", problem, attempt=attempt["number"])
+        for publisher in self.publishers:
+            if (problem := publisher.publish(progress, spent)) is not None:
+                self.db.add_event(self.job_id, publisher.failed_event, problem, attempt=attempt["number"])
 
     def _gpu(self, attempt: AttemptRecord, reading: dict[str, Any] | None) -> None:
         """Keep the attempt's latest GPU reading in its info (written only when a figure changed)."""

@@ -8,7 +8,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from spotfit import job_secrets, scriptcheck
 from spotfit.attempt import layout
@@ -18,7 +18,7 @@ from spotfit.sdk.context import db
 from spotfit.state.states import JobState
 
 if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use
-    from spotfit.spec.job import BackendName, JobSpec, Preemption
+    from spotfit.spec.job import JobSpec, Preemption
     from spotfit.stores.base import ObjectStore
 
 
@@ -98,9 +98,9 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     if chosen not in registered_backends():
         raise UsageError(
             f"Invalid backend: received {chosen!r}, expected one of {', '.join(registered_backends())}.",
-            hint="Use --backend local (the embedded default), aws, gcp or kubernetes.",
+            hint=f"Use --backend with one of {', '.join(registered_backends())}; local is the embedded default.",
         )
-    spec.backend = cast("BackendName", chosen)  # checked against the registry above
+    spec.backend = chosen  # checked against the registry above
     if not allow_duplicate and (live := db().live_job_named(spec.name)) is not None:
         raise duplicate_error(spec.name, live)
     if not spec.is_notebook:  # a script that cannot compile fails every attempt: refuse it before any launch

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator
 
@@ -44,6 +44,34 @@ class _Section(BaseModel):
         if isinstance(value, str) and _USERINFO.search(value):
             raise ValueError(NO_CREDENTIALS)
         return value
+
+
+class ProgressPublisher(Protocol):
+    """Somewhere a running job's progress and spend also go (CloudWatch with `aws.cloudwatch: true`)."""
+
+    failed_event: str  # the event kind recorded (once) when publishing fails, e.g. `cloudwatch_failed`
+
+    def publish(self, progress: dict[str, Any], spent_usd: float) -> str | None:
+        """Publish when due; None, or (once) a line saying what went wrong (the job goes on)."""
+
+
+class BackendSection(_Section):
+    """A backend's settings: the job spec's `NAME:` section, named beside the backend in spotfit/registry.py.
+
+    The spec builds one field per registered section; a backend reads its own with `Section.of(spec)`.
+    """
+
+    @classmethod
+    def of(cls, spec: Any) -> Self:
+        """This section of `spec` (a `JobSpec`)."""
+        for section in spec.backend_sections().values():
+            if isinstance(section, cls):
+                return section
+        raise LookupError(f"{cls.__name__} is not a section of this spec: is it registered in spotfit/registry.py?")
+
+    def publisher(self, job_id: str, job_name: str) -> ProgressPublisher | None:
+        """Where the controller also sends the job's progress while an attempt runs (None: nowhere)."""
+        return None
 
 
 def redact_userinfo(text: str) -> str:

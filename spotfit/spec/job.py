@@ -25,16 +25,14 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
-from spotfit.backends.aws.spec import Aws
-from spotfit.backends.gcp.spec import Gcp
-from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.errors import SpecError
-from spotfit.spec.base import Labels, Slug, _Section, _short
+from spotfit.registry import load, registered_backends, section_targets
+from spotfit.spec.base import BackendSection, Labels, Slug, _Section, _short
 from spotfit.spec.file import read_spec_file
 from spotfit.spec.rules import RULE_MODELS, Notify, RuleSpec
 
@@ -184,7 +182,6 @@ class Data(_Section):
 
 
 ExportFormat = Literal["savedmodel", "tflite", "keras"]
-BackendName = Literal["local", "aws", "kubernetes", "gcp"]
 
 
 def _default_formats() -> list[ExportFormat]:
@@ -219,8 +216,12 @@ class Notebook(_Section):
                                                              "to the store")
 
 
-class JobSpec(_Section):
-    """A job: a Keras script (or a notebook) plus where, how and within which limits to run it."""
+class JobSpecBase(_Section):
+    """A job: a Keras script (or a notebook) plus where, how and within which limits to run it.
+
+    `JobSpec` is this model plus one field per backend section in spotfit/registry.py (`aws:`,
+    `kubernetes:`): a backend's settings live in its own folder, not here.
+    """
 
     name: Slug = Field(description="job name: letters, digits, `-`, `_`")
     labels: Labels = Field(default_factory=dict, description="free `key: value` labels that costs and "
@@ -230,7 +231,7 @@ class JobSpec(_Section):
                                                  "(required for kind: train)")
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict, description="environment for the script")
-    backend: BackendName = "local"
+    backend: str = Field("local", description="where attempts run: a backend in spotfit/registry.py")
     resources: Resources = Field(default_factory=Resources)
     market: Market = Field(default_factory=Market)
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
@@ -246,9 +247,6 @@ class JobSpec(_Section):
     rules: list[RuleSpec] = Field(default_factory=list, description="watchdog rules (docs/rules.md)")
     notify: Notify | None = None
     export: Export | None = None
-    aws: Aws = Field(default_factory=Aws)
-    kubernetes: Kubernetes = Field(default_factory=Kubernetes)
-    gcp: Gcp = Field(default_factory=Gcp)
     environment: Environment = Field(default_factory=Environment)
     notebook: Notebook = Field(default_factory=Notebook)
 
@@ -264,6 +262,19 @@ class JobSpec(_Section):
         if len(set(value)) != len(value):
             raise ValueError("expected each name once")
         return value
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        if value not in registered_backends():
+            close = difflib.get_close_matches(value, registered_backends(), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"expected one of {', '.join(map(repr, registered_backends()))}{hint}")
+        return value
+
+    def backend_sections(self) -> dict[str, BackendSection]:
+        """Every registered backend's section of this spec, by the backend's name."""
+        return {name: getattr(self, name) for name in SECTIONS}
 
     @property
     def script_path(self) -> Path:
@@ -282,6 +293,19 @@ class JobSpec(_Section):
         """sha256 of the canonical JSON form of the spec (stable across key order)."""
         doc = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(doc.encode()).hexdigest()
+
+
+# The backends' sections (spotfit/registry.py), each a field named after its backend.
+SECTIONS: dict[str, type[BackendSection]] = {name: load(target) for name, target in section_targets().items()}
+
+if TYPE_CHECKING:
+    JobSpec = JobSpecBase
+else:
+    JobSpec = create_model(
+        "JobSpec", __base__=JobSpecBase, __module__=__name__, __doc__=JobSpecBase.__doc__,
+        **{name: (cls, Field(default_factory=cls, description=f"the `{name}` backend's settings"))
+           for name, cls in SECTIONS.items()},
+    )
 
 
 def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from spotfit.controller import cloudwatch
+from spotfit.backends.aws import cloudwatch
 from tests.support.aws_moto import publish_spot_prices
 from tests.support.simulated_aws import drive, spot_job_text
 

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from spotfit.backends.aws.shipping import check_env
-from spotfit.backends.aws.spec import aws_options
+from spotfit.backends.aws.spec import Aws, aws_options
 from spotfit.backends.base import LaunchRequest
 from spotfit.home import default_store_url
 from spotfit.spec.job import load_spec
@@ -38,7 +38,7 @@ def dry_run(path: str, backend: Any) -> dict:
     if job_url.startswith(("file://", "memory://")):
         warnings.append(f"the job's store {job_url} is not reachable from EC2: set `checkpoint.store: "
                         "s3://BUCKET/PREFIX`; a real run refuses to launch without it")
-    if not spec.aws.iam_instance_profile:
+    if not Aws.of(spec).iam_instance_profile:
         warnings.append("no `aws.iam_instance_profile`: the instance cannot read or write the job's bucket")
     return {"job_id": job_id, "job_url": job_url, "zone": zone, "sent": False,
             "disk": describe_disk(disk), "calls": [c.to_json() for c in calls], "warnings": warnings}

@@ -9,14 +9,17 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from spotfit.spec.base import _Section
+from spotfit.spec.base import BackendSection
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.cloudwatch import CloudWatchPublisher
 
 
-class Aws(_Section):
+class Aws(BackendSection):
     """The `aws` backend's settings (docs/aws.md); zones come from `market.zones`."""
 
     region: str | None = Field(None, description="region when no zone is given; default us-east-1")
@@ -52,6 +55,13 @@ class Aws(_Section):
         if net.num_addresses != 1:
             raise ValueError("expected one address (/32 or /128): SSH is never opened to a range or the world")
         return value
+
+
+    def publisher(self, job_id: str, job_name: str) -> CloudWatchPublisher | None:
+        """With `cloudwatch: true`, the job's metrics go to CloudWatch in the section's region."""
+        from spotfit.backends.aws.cloudwatch import CloudWatchPublisher
+
+        return CloudWatchPublisher(job_id, job_name, self.region) if self.cloudwatch else None
 
 
 def aws_options(spec: Any) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.handle import GcpHandle
 from spotfit.backends.gcp.launch import Insert, LaunchSettings, insert_requests
 from spotfit.backends.gcp.machines import machine_for
-from spotfit.backends.gcp.spec import gcp_options
+from spotfit.backends.gcp.spec import Gcp, gcp_options
 from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
 from spotfit.state.states import Market
 from spotfit.stores import open_store
@@ -51,7 +51,7 @@ class GcpBackend(BackendTraits):
 
     @staticmethod
     def boot_timeout_s(spec: Any) -> float | None:
-        return float(spec.gcp.boot_timeout_s)
+        return float(Gcp.of(spec).boot_timeout_s)
 
     def __init__(self, project: str | None = None, endpoint: str | None = None, credentials: Any = None,
                  allow_local_store: bool = False, operation_timeout_s: float = 300.0):

@@ -11,7 +11,7 @@ from typing import Any
 
 from spotfit.backends.aws.shipping import check_env
 from spotfit.backends.base import LaunchRequest
-from spotfit.backends.gcp.spec import gcp_options
+from spotfit.backends.gcp.spec import Gcp, gcp_options
 from spotfit.home import default_store_url
 from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
@@ -23,7 +23,8 @@ def dry_run(path: str, backend: Any) -> dict[str, Any]:
     spec = load_spec(path)
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     job_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
-    zones = list(spec.market.zones) or list(spec.gcp.zones)
+    section = Gcp.of(spec)
+    zones = list(spec.market.zones) or list(section.zones)
     request = LaunchRequest(job_id=job_id, attempt=1, job_url=job_url, zone=zones[0] if zones else None,
                             market=Market.SPOT if spec.resources.spot else Market.ON_DEMAND,
                             workers=spec.resources.workers, env=dict(spec.env),
@@ -35,7 +36,7 @@ def dry_run(path: str, backend: Any) -> dict[str, Any]:
     if not job_url.startswith(("gs://", "gcs://")):
         warnings.append(f"the job's store {job_url} is not reachable from Compute Engine: set `checkpoint.store: "
                         "gs://BUCKET/PREFIX`; a real run refuses to launch without it")
-    if not spec.gcp.service_account:
+    if not section.service_account:
         warnings.append("no `gcp.service_account`: the VM cannot read or write the job's bucket")
     script = next(i["value"] for i in inserts[0].body["metadata"]["items"] if i["key"] == "startup-script")
     return {"job_id": job_id, "job_url": job_url, "zone": inserts[0].zone, "sent": False,

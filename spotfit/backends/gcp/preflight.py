@@ -14,6 +14,7 @@ from typing import Any
 
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.machines import machine_for
+from spotfit.backends.gcp.spec import Gcp
 from spotfit.errors import UsageError
 
 PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
@@ -22,17 +23,18 @@ PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
 def preflight(backend: Any, spec: Any) -> list[str]:
     """Raise `UsageError` for what cannot work; the notes returned say what was chosen instead."""
     notes: list[str] = []
-    if not (spec.gcp.project or backend.project or os.environ.get(PROJECT_ENV)):
+    section = Gcp.of(spec)
+    if not (section.project or backend.project or os.environ.get(PROJECT_ENV)):
         raise UsageError("No Google Cloud project for the gcp backend: `gcp.project` is not set and neither is "
                          f"${PROJECT_ENV}.", hint="Set `gcp.project: MY-PROJECT` in the job spec.")
     if not (backend.endpoint or os.environ.get(gc.ENDPOINT_ENV) or backend.credentials):
         check_credentials()
-    zones = list(spec.market.zones) or list(spec.gcp.zones)
+    zones = list(spec.market.zones) or list(section.zones)
     if not zones:
-        zones = [f"{spec.gcp.region or 'us-central1'}-a"]
+        zones = [f"{section.region or 'us-central1'}-a"]
         notes.append(f"no `market.zones` or `gcp.zones`: the gcp backend launches in {zones[0]}")
     for zone in zones:
-        machine_for(spec.resources.accelerator, spec.resources.count, zone, spec.gcp.machine_type)
+        machine_for(spec.resources.accelerator, spec.resources.count, zone, section.machine_type)
     check_store(spec.checkpoint.store or "", allow_local=backend.allow_local_store)
     return notes
 

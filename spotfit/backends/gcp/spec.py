@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from spotfit.spec.base import _Section, matching
+from spotfit.spec.base import BackendSection, matching
 
 DEFAULT_IMAGE_PROJECT = "deeplearning-platform-release"
 DEFAULT_IMAGE_FAMILY = "tf-2-17-cu121"  # a Deep Learning VM image with TensorFlow and CUDA
@@ -21,7 +21,7 @@ DEFAULT_SCOPES = ["https://www.googleapis.com/auth/devstorage.read_write",
 _ZONE = r"[a-z]+-[a-z]+\d+-[a-z]"
 
 
-class Gcp(_Section):
+class Gcp(BackendSection):
     """The `gcp` backend's settings (docs/gcp.md); zones come from `market.zones`."""
 
     project: str | None = Field(None, description="project id; default $GOOGLE_CLOUD_PROJECT")
@@ -65,6 +65,7 @@ class Gcp(_Section):
 
 def gcp_options(spec: Any) -> dict[str, Any]:
     """The `gcp:` section for the backend, with the data size and the notebook extra of a notebook job."""
-    return {**spec.gcp.model_dump(), "runtime_extras": spec.runtime_extras(spec.gcp.runtime_extras),
+    section = Gcp.of(spec)
+    return {**section.model_dump(), "runtime_extras": spec.runtime_extras(section.runtime_extras),
             "data_size_gib": spec.data.size_gib if spec.data else None,
             "environment": {"pip": list(spec.environment.pip)}}

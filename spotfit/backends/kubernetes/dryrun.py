@@ -14,6 +14,7 @@ from typing import Any
 
 from spotfit.backends.base import LaunchRequest, backend_options
 from spotfit.backends.kubernetes import manifests as mf
+from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.home import default_store_url
 from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
@@ -32,17 +33,17 @@ def dry_run(path: str, backend: Any) -> dict:
                             workers=spec.resources.workers, env=dict(spec.env),
                             accelerator=spec.resources.accelerator, accelerator_count=spec.resources.count,
                             options=backend_options(spec))
-    tfjob = spec.kubernetes.multi_worker == "tfjob"
+    tfjob = Kubernetes.of(spec).multi_worker == "tfjob"
     s = backend.settings(request, tfjob=tfjob)
     objects = mf.attempt_objects(s, {n: f"<from ${n}>" for n in s.secret_env})
     warnings = []
     if job_url.startswith(("file://", "memory://")):
         warnings.append(f"the job's store {job_url} is not reachable from the pods: set `checkpoint.store: "
                         "s3://BUCKET/PREFIX` (or gs://); a real run refuses to launch without it")
-    if s.workers > 1 and spec.kubernetes.multi_worker == "auto":
+    if s.workers > 1 and Kubernetes.of(spec).multi_worker == "auto":
         warnings.append("several workers: shown as the Indexed Job + headless Service fallback; a run uses a "
                         "TFJob instead when the cluster has the TFJob CRD")
-    if not spec.kubernetes.service_account:
+    if not Kubernetes.of(spec).service_account:
         warnings.append("no `kubernetes.service_account`: the pods need one with access to the job's store "
                         "(IRSA on EKS, workload identity on GKE)")
     return {"job_id": job_id, "job_url": job_url, "market": request.market, "sent": False, "kind": s.kind,

@@ -12,14 +12,14 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from spotfit.spec.base import _Section, matching
+from spotfit.spec.base import BackendSection, matching
 
 KubernetesProfile = Literal["eks", "gke", "aks", "custom"]
 MultiWorker = Literal["auto", "tfjob", "indexed"]
 DEFAULT_IMAGE = "tensorflow/tensorflow:2.21.0-gpu"
 
 
-class Kubernetes(_Section):
+class Kubernetes(BackendSection):
     """The `kubernetes` backend's settings (docs/kubernetes.md)."""
 
     kubeconfig: str | None = Field(None, description="kubeconfig path; default $KUBECONFIG, ~/.kube/config, in-cluster")

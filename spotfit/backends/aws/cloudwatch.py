@@ -57,6 +57,8 @@ def metric_data(job_id: str, name: str, progress: dict[str, Any], steps_per_s: f
 class CloudWatchPublisher:
     """Publishes one job's metrics; `publish` returns an error line the first time a call fails."""
 
+    failed_event = "cloudwatch_failed"
+
     def __init__(self, job_id: str, name: str, region: str | None, every_s: float | None = None,
                  client: Any = None):
         self.job_id = job_id
