@@ -250,6 +250,19 @@ def _create_local(path: str, data: bytes) -> bool:
         os.unlink(tmp)
 
 
+def _md5_hex(md5_base64: str | None) -> str | None:
+    """GCS's `md5Hash` (base64) as the hex digest S3 gives as a single-part ETag, so both read the same."""
+    import base64
+    import binascii
+
+    if not md5_base64:
+        return None
+    try:
+        return base64.b64decode(md5_base64, validate=True).hex()
+    except (binascii.Error, ValueError):
+        return None
+
+
 def _create_remote(fs, path: str, data: bytes) -> bool:
     """fsspec's exclusive write: `If-None-Match: *` on S3 (s3fs), `xb` in memory."""
     try:
@@ -268,7 +281,7 @@ def _create_remote(fs, path: str, data: bytes) -> bool:
 
 
 def _object_info(key: str, raw: dict) -> ObjectInfo:
-    etag = raw.get("ETag") or raw.get("md5Hash") or raw.get("etag")
+    etag = raw.get("ETag") or _md5_hex(raw.get("md5Hash")) or raw.get("etag")
     mtime = raw.get("mtime") or raw.get("created") or raw.get("LastModified")
     if mtime is not None and hasattr(mtime, "timestamp"):
         mtime = mtime.timestamp()
