@@ -58,7 +58,7 @@ class GceApi:
         self.calls: list[tuple[str, str]] = []
         self._ids = itertools.count(1000)
         self._lock = threading.RLock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -207,3 +207,15 @@ class GceApi:
 
 def _public(op: dict) -> dict:
     return {k: v for k, v in op.items() if not k.startswith("_")}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away mid-answer (a VM killed during a long poll) is no error worth a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)

@@ -31,7 +31,7 @@ class MetadataServer:
         self.requests: Counter[str] = Counter()
         self.refused = 0  # requests without Metadata-Flavor: Google
         self._changed = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -87,3 +87,15 @@ class MetadataServer:
 
 def _etag(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away mid-answer (a VM killed during a long poll) is no error worth a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)

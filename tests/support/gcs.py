@@ -9,8 +9,8 @@ The emulator (2026.7) ignores `ifGenerationMatch=0`, the precondition with which
 exclusive create (`pipe_file(mode="create")`, the store's `create_exclusive`); GCS answers 412
 when the object exists. `honour_create_precondition` adds exactly that to its upload handler,
 the check and the write under one lock. What the emulator still does not model: IAM, other
-generation preconditions, and hierarchical or zonal buckets (gcsfs logs that it could not tell
-the bucket's type, then treats it as a flat bucket).
+generation preconditions, and hierarchical or zonal buckets (`env()` turns gcsfs's lookup of
+the bucket's type off: it asks a gRPC API the emulator does not serve, and waits 60 s for it).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ class GcsEmulator:
 
     def env(self, missing_credentials: str = "/nonexistent/spotfit-test-credentials.json") -> dict[str, str]:
         return {"STORAGE_EMULATOR_HOST": self.url, "GOOGLE_APPLICATION_CREDENTIALS": missing_credentials,
-                "GCE_METADATA_HOST": "127.0.0.1:9", "GCE_METADATA_IP": "127.0.0.1:9"}
+                "GCE_METADATA_HOST": "127.0.0.1:9", "GCE_METADATA_IP": "127.0.0.1:9",
+                # No zonal/hierarchical bucket lookup: it asks a gRPC API the emulator lacks, 60 s per bucket.
+                "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
 
 
 _CREATE_LOCK = threading.Lock()

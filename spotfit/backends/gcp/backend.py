@@ -54,8 +54,12 @@ class GcpBackend(BackendTraits):
         return float(Gcp.of(spec).boot_timeout_s)
 
     def __init__(self, project: str | None = None, endpoint: str | None = None, credentials: Any = None,
-                 allow_local_store: bool = False, operation_timeout_s: float = 300.0):
+                 allow_local_store: bool = False, operation_timeout_s: float = 300.0,
+                 billing_endpoint: str | None = None):
+        from spotfit.backends.gcp.prices import BillingCatalog
+
         self.project = project
+        self.catalog = BillingCatalog(billing_endpoint, credentials)
         self.endpoint = endpoint
         self.credentials = credentials
         self.allow_local_store = allow_local_store  # tests: a file:// store the "VM" shares
@@ -104,6 +108,38 @@ class GcpBackend(BackendTraits):
         boot = instance_env(request.job_url, _image(s), request.options)
         return insert_requests(s, request.job_id, request.attempt,
                                startup_script(request.job_url, request.attempt, boot))
+
+    def live_market(self, request: LaunchRequest, zones: list[str]) -> Any:
+        """A `LiveMarket` of the job's machine in `zones` at the Billing Catalog's (or the bundled) prices."""
+        from spotfit.backends.gcp.prices import live_prices
+        from spotfit.market.live import LiveMarket
+
+        s = self.settings(request)
+
+        def prices() -> dict[str, Any]:
+            out = {}
+            for zone in zones or [s.zone]:
+                try:
+                    machine = machine_for(request.accelerator, request.accelerator_count, zone,
+                                          request.options.get("machine_type"))
+                except UsageError:
+                    continue  # the GPU is not offered there: not a zone of this market
+                out[zone] = live_prices(self.catalog, machine, request.accelerator, request.accelerator_count,
+                                        zone.rsplit("-", 1)[0])
+            return out
+
+        first = prices()
+        priced = {z: p for z, p in first.items() if p.spot_usd_per_h is not None and p.on_demand_usd_per_h}
+        if not priced:
+            return None
+        sources = sorted({p.source for p in priced.values()})
+
+        def fetch(start_s: float, end_s: float) -> list[tuple[str, float, float]]:
+            return [(z, start_s, float(p.spot_usd_per_h)) for z, p in prices().items()
+                    if p.spot_usd_per_h is not None]
+
+        od = min(float(p.on_demand_usd_per_h or 0) for p in priced.values())
+        return LiveMarket(list(priced), 300, od, fetch, source=f"spot and on-demand from {'; '.join(sources)}")
 
     def preflight(self, spec: Any) -> list[str]:
         """One `UsageError` for what cannot work: no project, no credentials, a zone without the GPU, no gs:// store."""
