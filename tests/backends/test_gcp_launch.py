@@ -114,6 +114,17 @@ def test_preflight_refuses_what_cannot_work_in_one_line(job_spec, monkeypatch):
     spec = load_spec(job_spec(SPEC.replace('"gs://my-bucket/spotfit"', '"s3://b/p"')))
     with pytest.raises(UsageError, match="expected a gs:// URL"):
         GcpBackend().preflight(spec)
+    spec = load_spec(job_spec(SPEC + "secrets: [API_TOKEN]\n"))
+    with pytest.raises(UsageError, match="cannot deliver `secrets:`"):
+        GcpBackend().preflight(spec)
+
+
+def test_the_requirements_file_reaches_the_startup_environment(job_spec):
+    spec_path = job_spec(SPEC + "environment: {requirements: requirements.txt, pip: [rich]}\n")
+    (spec_path.parent / "requirements.txt").write_text("pandas>=2,<3\n")
+    from spotfit.backends.gcp.spec import gcp_options
+
+    assert gcp_options(load_spec(spec_path))["environment"] == {"pip": ["rich"], "requirements": "pandas>=2,<3\n"}
 
 
 def test_no_credentials_is_one_usage_line(job_spec, monkeypatch, tmp_path):

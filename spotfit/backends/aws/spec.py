@@ -66,6 +66,14 @@ class Aws(BackendSection):
 
 def aws_options(spec: Any) -> dict[str, Any]:
     """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
+    return {**Aws.of(spec).model_dump(), "runtime_extras": spec.runtime_extras(Aws.of(spec).runtime_extras),
+            "data_size_gib": spec.data.size_gib if spec.data else None,
+            "environment": environment_options(spec)}
+
+
+def environment_options(spec: Any) -> dict[str, Any]:
+    """The job's `environment` as a cloud instance installs it: `pip` and the requirements file's text
+    (`environment.py`; the gcp backend installs the same way)."""
     from spotfit.errors import SpecError
     from spotfit.spec.base import _short
 
@@ -79,6 +87,4 @@ def aws_options(spec: Any) -> dict[str, Any]:
                             "expected a readable pip requirements file.",
                             hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
                 from None
-    return {**spec.aws.model_dump(), "runtime_extras": spec.runtime_extras(spec.aws.runtime_extras),
-            "data_size_gib": spec.data.size_gib if spec.data else None,
-            "environment": {"pip": list(env.pip), "requirements": text}}
+    return {"pip": list(env.pip), "requirements": text}

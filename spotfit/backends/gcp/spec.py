@@ -64,8 +64,11 @@ class Gcp(BackendSection):
 
 
 def gcp_options(spec: Any) -> dict[str, Any]:
-    """The `gcp:` section for the backend, with the data size and the notebook extra of a notebook job."""
+    """The `gcp:` section for the backend, with the data size, the notebook extra of a notebook job and the
+    job's `environment` resolved as the AWS backend resolves it (the requirements file's text)."""
+    from spotfit.backends.aws.spec import environment_options
+
     section = Gcp.of(spec)
     return {**section.model_dump(), "runtime_extras": spec.runtime_extras(section.runtime_extras),
             "data_size_gib": spec.data.size_gib if spec.data else None,
-            "environment": {"pip": list(spec.environment.pip)}}
+            "environment": environment_options(spec)}
