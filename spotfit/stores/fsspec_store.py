@@ -131,7 +131,14 @@ class FsspecStore:
     def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> bytes:
         if self._ranges is not None:
             return self._call("read", key, lambda: self._ranges.read(self._path(key), start, end, etag))
-        return self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
+        data = self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
+        if etag is not None and self.protocol in ("gs", "gcs"):
+            # gcsfs has no If-Match: the object's MD5 after the read tells whether it was the listed version.
+            now = self.info(key).etag
+            if now != etag:
+                raise StoreError(f"{self._path(key)} changed while it was downloaded (ETag is no longer {etag}).",
+                                 hint="Sync again: the cache lists the new version.")
+        return data
 
     def write_bytes(self, key: str, data: bytes) -> None:
         path = self._path(key)
