@@ -1,7 +1,7 @@
-"""What the runtime reports and the controller reads: `progress.json`, its `Phase`, and event documents.
+"""What the runtime reports and the controller reads: `progress.json` (`Progress`) and its `Phase`.
 
 The runtime rewrites `progress.json` at most every heartbeat (and at once when the phase
-changes); each event is one document under `events/` (layout.py), written once, in order.
+changes); its events are documents of their own (`events.py`).
 Phases are a `StrEnum`: the stored strings are the members' values, so `progress.json` files
 written before the enum read the same.
 
@@ -64,13 +64,3 @@ class Progress(TypedDict, total=False):
     data_bytes_total: int
     last_activity_at: float  # a notebook: the kernels' last activity
     kernels: int
-
-
-class EventDoc(TypedDict):
-    """One `events/<n>-<seq>.json`: the controller copies it into the state DB as an event row."""
-
-    attempt: int
-    ts: float
-    kind: str  # restored, checkpoint, nan_loss, exit, done, failed, ... (docs/architecture.md)
-    message: str
-    data: dict[str, Any]

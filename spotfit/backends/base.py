@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
-from spotfit.registry import BACKENDS, load
+from spotfit.registry import BACKENDS, load, registered_backends
 from spotfit.state.states import Market
 
 if TYPE_CHECKING:
@@ -176,6 +176,26 @@ class SecretKeeper(Protocol):
 
 
 @runtime_checkable
+class LeftoverCollector(Protocol):
+    """A backend that can leave resources behind in a cloud, which `spotfit gc` finds by tag and removes."""
+
+    def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
+                          ended_secrets: dict[str, str]) -> dict[str, Any]:
+        """Find (and unless `dry_run`, remove) the leftovers in `places` (its regions; None: its default)
+        of the jobs not in `keep` (`job`'s only), and the secrets of `ended_secrets` ({job id: where
+        `job_secrets_region` said}); one JSON-able report. Bad `places` are a `UsageError` before any call."""
+
+
+@runtime_checkable
+class MarketRecorder(Protocol):
+    """A backend whose cloud publishes spot price history, which `spotfit market record` appends to a trace."""
+
+    def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
+                      gap_s: int, state: Any) -> dict[str, Any]:
+        """Append `instance_type`'s history in `region` (and the outages `state`, the state DB, saw) to `path`."""
+
+
+@runtime_checkable
 class Reachable(Protocol):
     """A backend whose running attempts a user can reach (`spotfit ssh`, `spotfit port-forward`)."""
 
@@ -216,6 +236,24 @@ def backend_class(name: str) -> type[BackendTraits]:
             hint=f"Set `backend:` to {', '.join(sorted(_BACKENDS))} in the job spec.",
         )
     return cast(type[BackendTraits], load(_BACKENDS[name].backend))
+
+
+def able_backend(name: str | None, ability: type, what: str, flag: str = "--backend") -> str:
+    """`name`, checked to be a backend with `ability` (a protocol above); by default the one that has it.
+
+    `what` says what the ability does, for the error (`UsageError`) when `name` lacks it, or is
+    None while several backends have it.
+    """
+    from spotfit.errors import UsageError
+
+    names = [n for n in registered_backends() if issubclass(backend_class(n), ability)]
+    if name is None and len(names) == 1:
+        return names[0]
+    if name is None or name not in names:
+        received = "none" if name is None else repr(name)
+        raise UsageError(f"Invalid {flag}: received {received}, expected {' or '.join(names)} (the backends that "
+                         f"{what}).", hint=f"Pass {flag} {names[0]}.")
+    return name
 
 
 def make_backend(name: str, **options: Any) -> Backend[Any]:

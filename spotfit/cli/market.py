@@ -88,12 +88,14 @@ def record(
         "--trace", help="Trace CSV to append to (created if missing); default INSTANCE-TYPE_REGION.csv.")] = None,
     hours: Annotated[float, typer.Option("--hours", help="History to record into a new file.")] = 24.0,
     gap_s: Annotated[int, typer.Option("--gap-s", help="Tick length in seconds.")] = 300,
+    cloud: Annotated[str | None, typer.Option(
+        "--cloud", help="The backend whose cloud to read (default: the one that can, aws).")] = None,
     json_: JsonFlag = False,
 ) -> None:
     """Append spot price history and the preemptions and capacity errors seen here to a trace file."""
     if zones is not None:
         zones = [zone.strip() for given in zones for zone in given.split(",")]
-    doc = sdk.market_record(region, instance_type, zones=zones, trace=trace, hours=hours, gap_s=gap_s)
+    doc = sdk.market_record(region, instance_type, zones=zones, trace=trace, hours=hours, gap_s=gap_s, cloud=cloud)
     if json_:
         print_json(doc)
     else:

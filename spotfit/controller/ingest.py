@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from spotfit.attempt import layout
+from spotfit.attempt.events import as_event
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
 from spotfit.state.db import StateDB
@@ -50,14 +51,16 @@ class Ingest:
         for key in keys:
             if key in self._seen_events:
                 continue
-            doc = self.files.read_json(key)
-            if doc is None:
+            raw = self.files.read_json(key)
+            if raw is None:  # missing, damaged, or the store is away: read again on the next pass
                 continue
             self._seen_events.add(key)
-            self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc.get("attempt"),
-                              key=key, **doc.get("data", {}))
-            if doc["kind"] in START_EVENTS and "step" in doc.get("data", {}):  # the step it really resumed at
-                self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])
+            if (doc := as_event(raw)) is None:  # JSON, but not an event: said once, never read again
+                self.db.add_event(self.job_id, "event_unreadable", f"{key} is not a runtime event: skipped", key=key)
+                continue
+            self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc["attempt"], key=key, **doc["data"])
+            if doc["kind"] in START_EVENTS and "step" in doc["data"] and doc["attempt"] is not None:
+                self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])  # where it resumed
         current = live_attempt(self.db, self.job_id)
         if current is not None:
             progress = self.files.progress(current["number"])

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from spotfit.attempt import layout
+from spotfit.attempt.result import Result, exit_code, parse_result
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.errors import NotFoundError
 from spotfit.stores.base import ObjectStore
@@ -48,20 +49,18 @@ class JobFiles:
 
     def recorded_exit(self, attempt: int) -> int | None:
         """The exit code the attempt's runtime recorded, if any."""
-        doc = self.read_json(layout.exit_record(attempt))
-        code = doc.get("code") if doc else None
-        return code if isinstance(code, int) else None
+        return exit_code(self.read_json(layout.exit_record(attempt)))
 
-    def read_result(self, wait_s: float, poll_s: float, keep_alive: Callable[[], None]) -> dict[str, Any] | None:
+    def read_result(self, wait_s: float, poll_s: float, keep_alive: Callable[[], None]) -> Result | None:
         """`result.json` ({} when missing or damaged), waiting up to `wait_s` while the store is away (None)."""
         deadline = time.time() + wait_s
         while True:
             try:
-                doc = self.guard.call(lambda: json.loads(self.store.read_bytes(layout.RESULT)), fallback=None)
-            except (NotFoundError, ValueError):
-                return {}
-            if doc is not None:
-                return doc if isinstance(doc, dict) else {}
+                data = self.guard.call(lambda: self.store.read_bytes(layout.RESULT), fallback=None)
+            except NotFoundError:
+                return Result()
+            if data is not None:
+                return parse_result(data) or Result()
             if time.time() > deadline:
                 return None
             keep_alive()

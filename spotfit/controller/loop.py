@@ -17,6 +17,7 @@ from typing import Any, cast
 from spotfit import job_secrets
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
+from spotfit.attempt.result import Result
 from spotfit.backends.base import Backend, Handle, make_backend
 from spotfit.controller import budget, classify, notify, outcome, shipped_code
 from spotfit.controller.attempt_end import EndRecorder
@@ -330,11 +331,11 @@ class Controller:
 
     # -- reading the store ----------------------------------------------------------------------
 
-    def _read_result(self) -> dict[str, Any]:
+    def _read_result(self) -> Result:
         """`result.json` of a completed attempt, waiting (with backoff) while the store is away."""
         doc = self.files.read_result(RESULT_WAIT_S, self.poll_s, keep_alive=lambda: self.db.renew_lease(
             self.job_id, self.holder, self.lease_s))
         if doc is None:
             self.db.add_event(self.job_id, "result_unread",
                               f"result.json could not be read for {RESULT_WAIT_S:g}s: the job completes without it")
-        return doc or {}
+        return doc or Result()

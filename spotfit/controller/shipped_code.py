@@ -34,7 +34,7 @@ KEY = layout.SUBMITTED_CODE
 
 def ship(spec: JobSpec, store: ObjectStore) -> None:
     """Pack the script's folder into the job's store (at submission, on a shared state)."""
-    from spotfit.backends.aws.shipping import code_archive
+    from spotfit.backends.shipping import code_archive
 
     store.write_bytes(KEY, code_archive(spec.script_path.parent))
 

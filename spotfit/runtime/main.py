@@ -12,12 +12,12 @@ import runpy
 import sys
 import time
 import traceback
-from typing import Any
 
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.attempt.progress import Phase
+from spotfit.attempt.result import Result, encode_exit
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.fit_calls import FitCalls
@@ -71,7 +71,7 @@ def run(job_url: str, attempt: int) -> int:
         if code != EXIT_DONE:
             return code
         apply_hook.finish()  # an unmodified custom loop ends with the script: its end save
-        result: dict[str, Any] = {
+        result: Result = {
             "step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt,
             "offers": session.offer.offers if session.offer is not None else session.offers}
         if session.model is not None:
@@ -117,7 +117,7 @@ def _no_gpu(rep, why: str) -> None:
     sys.stderr.write(f"spotfit: no GPU ({why}): GPU utilization and memory are not sampled\n")
 
 
-def _already_done(session: Session, done: dict) -> int:
+def _already_done(session: Session, done: Result) -> int:
     """The job's training ended in an earlier attempt: train nothing, write no result, exit done.
 
     It happens on the replay, where this machine may train faster than the modeled instance:
@@ -246,7 +246,7 @@ def _precision_and_xla(session: Session, distributed: bool, has_gpu: bool) -> No
             session.offer = offer.OfferTrial(offer_policy, offer_xla, session.store, rep)
 
 
-def _export(session: Session, result: dict) -> dict:
+def _export(session: Session, result: Result) -> dict:
     """Export, verify and publish the trained model; failures are reported, not raised."""
     import keras
     import tensorflow as tf
@@ -364,11 +364,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def _record_exit(job_url: str, attempt: int, code: int) -> None:
     """Leave the exit code in the store: a controller that adopted this attempt reads it."""
-    import json
 
     try:
         open_store(job_url).write_bytes(
-            layout.exit_record(attempt), json.dumps({"code": code, "at": time.time()}).encode()
+            layout.exit_record(attempt), encode_exit(code, at=time.time())
         )
     except Exception as exc:  # noqa: BLE001 — the code still reaches a parent through the exit status
         sys.stderr.write(f"spotfit: could not record the exit code: {exc}\n")

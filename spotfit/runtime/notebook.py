@@ -36,6 +36,7 @@ from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.attempt.notebook import TOKEN_ENV, attempt_dir, token_file
 from spotfit.attempt.progress import Phase
+from spotfit.attempt.result import encode_result
 from spotfit.runtime.reporter import Reporter
 from spotfit.runtime.utilization import start_sampling
 from spotfit.stores import open_store
@@ -110,8 +111,8 @@ def _loop(config: RuntimeConfig, rep: Reporter, server: subprocess.Popen, files:
             code = EXIT_DONE if server.returncode == 0 else 1
             files.push()
             if code == EXIT_DONE:
-                rep.store.write_bytes(layout.RESULT, json.dumps({"step": None, "weights_sha256": None,
-                                                                  "metrics": {}}).encode())
+                rep.store.write_bytes(layout.RESULT, encode_result({"step": None, "weights_sha256": None,
+                                                                    "metrics": {}}))
             rep.event("exit", f"JupyterLab exited by itself (code {server.returncode})", code=code)
             return code
         now = time.monotonic()

@@ -24,7 +24,8 @@ from collections import deque
 from typing import Any, Unpack
 
 from spotfit.attempt import layout
-from spotfit.attempt.progress import EventDoc, Phase, Progress
+from spotfit.attempt.events import encode_event
+from spotfit.attempt.progress import Phase, Progress
 from spotfit.errors import StoreError
 from spotfit.stores.base import ObjectStore
 
@@ -62,10 +63,8 @@ class Reporter:
         with self._write_lock:
             with self._lock:
                 self._seq += 1
-                doc: EventDoc = {"attempt": self.attempt, "ts": time.time(), "kind": kind, "message": message,
-                                 "data": data}
                 key = layout.event(self.attempt, self._seq)
-                self._unsent.append((key, json.dumps(doc, default=str).encode()))
+                self._unsent.append((key, encode_event(self.attempt, kind, message, ts=time.time(), **data)))
             self._flush_events()
 
     def _flush_events(self) -> bool:

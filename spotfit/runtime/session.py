@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
+from spotfit.attempt.result import Result, encode_result, parse_result
 from spotfit.errors import NotFoundError, StoreError
 from spotfit.runtime.checkpoint import Checkpoint, CheckpointStore
 from spotfit.runtime.fit_calls import FitCalls
@@ -141,21 +142,21 @@ class Session:
     def is_chief(self) -> bool:
         return self.cluster.is_chief
 
-    def finished_result(self) -> dict | None:
+    def finished_result(self) -> Result | None:
         """The job's `result.json` when an earlier attempt finished training (None otherwise).
 
         A result is written once, by the attempt that trained the last step; an unreadable
         store counts as no result (the script then runs and restores its newest checkpoint).
         """
         try:
-            doc = json.loads(self.store.read_bytes(layout.RESULT))
-        except (NotFoundError, StoreError, ValueError):
+            doc = parse_result(self.store.read_bytes(layout.RESULT))
+        except (NotFoundError, StoreError):
             return None
-        return doc if isinstance(doc, dict) and doc.get("attempt") != self.config.attempt else None
+        return doc if doc is not None and doc.get("attempt") != self.config.attempt else None
 
-    def write_result(self, result: dict) -> None:
+    def write_result(self, result: Result) -> None:
         if not self.is_chief:
-            self.report_store.write_bytes(layout.RESULT, json.dumps(result).encode())
+            self.report_store.write_bytes(layout.RESULT, encode_result(result))
             return
-        self.store.write_bytes(layout.attempt_result(self.config.attempt), json.dumps(result).encode())
-        self.store.write_bytes(layout.RESULT, json.dumps(result).encode())
+        self.store.write_bytes(layout.attempt_result(self.config.attempt), encode_result(result))
+        self.store.write_bytes(layout.RESULT, encode_result(result))

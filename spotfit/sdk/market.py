@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spotfit import arguments
-from spotfit.errors import BackendError, SpotfitError, UsageError
+from spotfit.errors import UsageError
 from spotfit.sdk.context import db
 
 if TYPE_CHECKING:
@@ -111,25 +111,16 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
 
 
 def market_record(region: str, instance_type: str, zones: list[str] | None = None, trace: str | None = None,
-                  hours: float = 24.0, gap_s: int = 300) -> dict:
-    """Append `instance_type`'s live market in `region` to a trace file (`spotfit market record`)."""
-    from spotfit.backends.aws.client import load_boto3, sdk_failure
-    from spotfit.backends.aws.record import observed_outages, record
+                  hours: float = 24.0, gap_s: int = 300, cloud: str | None = None) -> dict:
+    """Append `instance_type`'s live market in `region` to a trace file (`spotfit market record`).
 
-    arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such as "
-                   "us-east-1", hint="Pass --region us-east-1.")
-    arguments.number("--hours", hours, low=0.1, high=24 * 90, hint="AWS keeps 90 days of spot price history.")
+    `cloud` is a backend whose cloud publishes its spot prices (`MarketRecorder`); by default the
+    only one registered (aws).
+    """
+    from spotfit.backends.base import MarketRecorder, able_backend, make_backend
+
     arguments.number("--gap-s", gap_s, low=60, high=86400, hint="Pass --gap-s 300 (five minutes).")
-    path = trace or f"{instance_type}_{region}.csv"
-    try:
-        ec2 = load_boto3().Session().client("ec2", region_name=region)
-        return record(ec2, instance_type, path, zones, observed_outages(db(), region, instance_type), hours, gap_s)
-    except SpotfitError:
-        raise
-    except Exception as exc:
-        if (reason := sdk_failure(exc)) is None:
-            raise
-        raise BackendError(f"Could not read the spot price history of {instance_type} in {region}: {reason}",
-                           hint="Check the credentials (`aws sts get-caller-identity`) and the region; the "
-                                "controller's IAM policy in docs/aws.md allows ec2:DescribeSpotPriceHistory.") from exc
-
+    recorder = make_backend(able_backend(cloud, MarketRecorder, "record a live spot market", flag="--cloud"))
+    assert isinstance(recorder, MarketRecorder)
+    return recorder.record_market(region, instance_type, trace or f"{instance_type}_{region}.csv", zones, hours,
+                                  gap_s, db())

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from spotfit import arguments
 from spotfit.attempt import layout
+from spotfit.attempt.result import job_result
 from spotfit.errors import NotFoundError
 from spotfit.home import home, state_is_shared
 from spotfit.sdk.context import controller_alive, db, find_job
@@ -19,7 +18,7 @@ def status(ref: str) -> dict:
     state_db = db()
     job = find_job(state_db, ref)
     attempts = state_db.attempts(job["id"])
-    result = json.loads(job["result_json"]) if job["result_json"] else {}
+    result = job_result(job["result_json"])
     running_cost = 0.0
     rows = []
     for a in attempts:

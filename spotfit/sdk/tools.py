@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 
 from spotfit import arguments
@@ -30,47 +29,45 @@ def dry_run(path: str, backend: str | None = None) -> dict:
 
 
 def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool = False,
-       include_active: bool = False) -> dict:
+       include_active: bool = False, backend: str | None = None) -> dict:
     """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
 
-    Resources of jobs still active in this state DB are kept unless `include_active`. The SSM
-    secret parameters of this state DB's aws jobs that ended for good (`secrets` in the report)
-    go too, in each job's own region; those of active or stopped (resumable) jobs never do.
+    `backend` is one that can leave resources behind (`LeftoverCollector`); by default the only
+    one registered (aws). Resources of jobs still active in this state DB are kept unless
+    `include_active`. The secrets of this state DB's jobs on that backend that ended for good
+    (`secrets` in the report) go too, each where the job kept them; those of active or stopped
+    (resumable) jobs never do.
     """
-    from spotfit.backends.aws.gc import collect, collect_secrets
+    from spotfit.backends.base import LeftoverCollector, able_backend, make_backend
 
-    for region in regions or []:
-        arguments.text("--region", region, pattern=r"[a-z]{2}(-[a-z]+)+-\d{1,2}", expected="an AWS region such "
-                       "as us-east-1", hint="Pass --region us-east-1 (repeat it for more regions).")
     if job is not None:
         arguments.text("--job", job, expected="a job id", hint="Leave --job out to clean up after every job.")
-    regions = regions or [os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"]
+    chosen = able_backend(backend, LeftoverCollector, "leave resources behind in a cloud")
+    collector = make_backend(chosen)
+    assert isinstance(collector, LeftoverCollector)
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
-    report = collect(regions, keep=keep, job=job, dry_run=dry_run)
-    report["secrets"] = collect_secrets(_ended_with_secrets(job), dry_run=dry_run)
-    return report
+    return collector.collect_leftovers(regions, keep, job, dry_run, _ended_with_secrets(job, chosen))
 
 
-def _ended_with_secrets(job: str | None) -> dict[str, str]:
-    """{job id: the region of its SSM secrets} of the aws jobs with `secrets:` (or a notebook's token) that ended
+def _ended_with_secrets(job: str | None, backend: str) -> dict[str, str]:
+    """{job id: where its secrets are} of `backend`'s jobs with `secrets:` (or a notebook's token) that ended
     for good (`job`'s only)."""
     from spotfit.backends.base import SecretKeeper, make_backend
     from spotfit.spec.job import JobSpec
 
     ended: dict[str, str] = {}
+    keeper = make_backend(backend)
+    if not isinstance(keeper, SecretKeeper):
+        return ended
     for row in db().list_jobs(limit=1_000_000):
         state = JobState(row["state"])
         if not state.is_terminal() or state.is_resumable() or job not in (None, row["id"]):
             continue
         spec = JobSpec.model_validate(json.loads(row["spec_json"]))
-        if not (spec.secrets or spec.is_notebook):  # a notebook's token is one
-            continue
-        keeper = make_backend(spec.backend)
-        if isinstance(keeper, SecretKeeper):
+        if spec.backend == backend and (spec.secrets or spec.is_notebook):  # a notebook's token is one
             ended[row["id"]] = keeper.job_secrets_region(spec)
     return ended
-
 
 
 def doctor(store: str | None = None, registry: str | None = None) -> dict:

@@ -14,6 +14,7 @@ import json
 import time
 
 from spotfit.attempt.registry import CARD, CLAIM, claim_version
+from spotfit.attempt.result import job_result
 from spotfit.state.records import JobRecord
 from spotfit.stores import open_store
 
@@ -23,7 +24,7 @@ def publish_best(name: str, job: JobRecord, sweep: dict) -> dict | None:
 
     `job` is the best trial's job row; `sweep` is {id, trial, params, objective: {metric, mode, value}}.
     """
-    exported = json.loads(job["result_json"] or "{}").get("export") or {}
+    exported = job_result(job["result_json"]).get("export") or {}
     if not exported.get("url") or not exported.get("version"):  # no export section, or it failed
         return None
     source = f"{job['name']}/{exported['version']}"  # a job exports under its own name

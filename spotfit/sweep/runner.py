@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from spotfit import sdk
+from spotfit.attempt.result import job_result
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.spec.job import JobSpec
 from spotfit.state import lease
@@ -266,7 +267,7 @@ class SweepRunner:
             self.db.update_trial(self.sweep_id, number, state="failed" if state is JobState.FAILED else "cancelled")
 
     def _final_value(self, trial: dict, job: JobRecord) -> float | None:
-        result = json.loads(job["result_json"]) if job["result_json"] else {}
+        result = job_result(job["result_json"])
         value = (result.get("metrics") or {}).get(self.spec.objective.metric)
         if value is None:
             epochs = [t for t in self.study.get_trials(deepcopy=False) if t.number == trial["number"]]

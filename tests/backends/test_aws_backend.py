@@ -145,7 +145,7 @@ def test_gc_verb(aws, job, monkeypatch):
 
     from typer.testing import CliRunner
 
-    import spotfit.cli.aws  # noqa: F401  (registers the verb)
+    import spotfit.cli.leftovers  # noqa: F401  (registers the verb)
     from spotfit.cli.app import app
 
     # The verb's own session, with the placement-group stand-in moto lacks.

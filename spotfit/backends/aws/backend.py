@@ -20,7 +20,6 @@ that died inside `launch`.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from dataclasses import replace
@@ -33,6 +32,7 @@ from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, GI
 from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
+from spotfit.backends.aws.regions import DEFAULT_REGION, instance_type_for, region_of
 from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
 from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
@@ -46,8 +46,6 @@ CAPACITY_ERRORS = {
 }
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 ENDED_STATES = ("shutting-down", "terminated")
-DEFAULT_REGION = "us-east-1"
-_REGION = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
 
 
 class AwsBackend(BackendTraits):
@@ -167,6 +165,18 @@ class AwsBackend(BackendTraits):
     def job_secrets_region(self, spec) -> str:
         return self.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
 
+    def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
+                          ended_secrets: dict[str, str]) -> dict:
+        from spotfit.backends.aws.verbs import leftovers
+
+        return leftovers(places, keep, job, dry_run, ended_secrets, session=self._session)
+
+    def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
+                      gap_s: int, state) -> dict:
+        from spotfit.backends.aws.verbs import record_live
+
+        return record_live(region, instance_type, path, zones, hours, gap_s, state, session=self._session)
+
     @staticmethod
     def _sdk_call(what: str, call):
         try:
@@ -217,7 +227,8 @@ class AwsBackend(BackendTraits):
                                     "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy.") from exc
 
     def _launch(self, request: LaunchRequest) -> AwsHandle:
-        from spotfit.backends.aws import environment, shipping
+        from spotfit.backends import shipping
+        from spotfit.backends.aws import environment
         from spotfit.backends.aws.userdata import user_data
 
         self._check_store(request.job_url)
@@ -309,7 +320,7 @@ class AwsBackend(BackendTraits):
     @staticmethod
     def _finish_cluster(request: LaunchRequest, s: LaunchSettings, instances: list[dict]) -> None:
         """The workers' addresses, if the launch died before it wrote them (the agents wait for them)."""
-        from spotfit.backends.aws import shipping
+        from spotfit.backends import shipping
 
         store = open_store(request.job_url)
         if not store.exists(layout.cluster_file(request.attempt)):
@@ -410,22 +421,3 @@ def _ask_to_stop(handle: AwsHandle, notice_s: float) -> None:
     open_store(handle.job_url).write_bytes(
         layout.preempt_file(handle.attempt),
         json.dumps({"notice_s": notice_s, "at": time.time()}).encode())
-
-
-def region_of(zone: str | None) -> str | None:
-    """`us-west-2b` -> `us-west-2` (None for no zone)."""
-    match = _REGION.match(zone or "")
-    return match.group(1) if match else None
-
-
-def instance_type_for(accelerator: str, count: int, region: str) -> str:
-    """The cheapest catalog instance type with `count` × `accelerator` (in `region` if listed)."""
-    from spotfit.market.catalog import load_catalog
-
-    offers = load_catalog(accelerator=accelerator, count=count, cloud="aws")
-    offers = [o for o in offers if o.region == region and o.instance_type] or [o for o in offers if o.instance_type]
-    if not offers:
-        raise UsageError(f"No AWS instance type in the catalog has {count} × {accelerator!r}.",
-                         hint="Set `aws.instance_type` in the job spec, or see `spotfit catalog --cloud aws`.")
-    return str(offers[0].instance_type)
-

@@ -115,7 +115,7 @@ def observed_outages(db, region: str, instance_type: str) -> list[tuple[str, flo
     """(zone, epoch s, kind) of the preemptions and capacity errors of this machine's aws attempts."""
     import json
 
-    from spotfit.backends.aws.backend import instance_type_for, region_of
+    from spotfit.backends.aws.regions import instance_type_for, region_of
 
     out = []
     for job in db.list_jobs(limit=1_000_000):

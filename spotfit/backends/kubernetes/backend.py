@@ -160,7 +160,7 @@ class KubernetesBackend(BackendTraits):
     # -- the Backend protocol -----------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> KubernetesHandle:
-        from spotfit.backends.aws import shipping  # the code and launch.json travel as they do for EC2
+        from spotfit.backends import shipping  # the code and launch.json travel as they do for EC2
         from spotfit.stores import open_store
 
         self._check_store(request.job_url)
