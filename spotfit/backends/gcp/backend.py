@@ -181,7 +181,8 @@ class GcpBackend(BackendTraits):
                                     "project and the Compute Engine API; docs/gcp.md lists the roles.") from exc
 
     def _launch(self, request: LaunchRequest) -> GcpHandle:
-        from spotfit.backends.aws import environment, shipping
+        from spotfit.backends import shipping
+        from spotfit.backends.aws import environment
         from spotfit.backends.gcp.startup import startup_script
 
         self._check_store(request.job_url)

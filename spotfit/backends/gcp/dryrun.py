@@ -9,9 +9,9 @@ import secrets
 import time
 from typing import Any
 
-from spotfit.backends.aws.shipping import check_env
 from spotfit.backends.base import LaunchRequest
 from spotfit.backends.gcp.spec import Gcp, gcp_options
+from spotfit.backends.shipping import check_env
 from spotfit.home import default_store_url
 from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
