@@ -138,3 +138,14 @@ def test_no_credentials_is_one_usage_line(job_spec, monkeypatch, tmp_path):
     with pytest.raises((UsageError, SpecError)) as err:
         GcpBackend().preflight(spec)
     assert "credentials" in str(err.value).lower()
+
+
+def test_a_bucket_that_does_not_exist_is_one_usage_line(job_spec, gcs_env, monkeypatch):
+    from tests.support.gcs import BUCKET
+
+    monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
+    ok = load_spec(job_spec(SPEC.replace('"gs://my-bucket/spotfit"', f'"gs://{BUCKET}/spotfit"')))
+    assert GcpBackend().preflight(ok) == []
+    missing = load_spec(job_spec(SPEC.replace('"gs://my-bucket/spotfit"', '"gs://no-such-bucket-here/spotfit"')))
+    with pytest.raises(UsageError, match="the bucket gs://no-such-bucket-here does not exist"):
+        GcpBackend().preflight(missing)
