@@ -89,7 +89,7 @@ AUGUST_NOTE = [
     "all-on-demand from the same start (issue 36's tail column; the worst window is the figure in",
     "brackets), and `mdp` runs with its default floor (`market.max_overpay`; the recorded figures",
     "were measured at 0.05 with the hard bound alone, the default before the chance bound: bench_floor.py",
-    "compares the two side by side). Launching in the",
+    "compares the floor's versions with no floor side by side). Launching in the",
     "cheapest up zone changes the baselines little on August (over each trace's zones 1.361 and",
     "1.316 against 1.369 and 1.325 over the five ratios; over a region's zones, priced alike, not at",
     "all); on February more (all nine zones: 1.077 and 1.151 against 1.146 and 1.217; `mdp` 1.058).",

@@ -151,14 +151,42 @@ class LiveMarketSource(Protocol):
         """The live market of the request's instance type in `zones`, or None when none is published."""
 
 
+@dataclass(frozen=True)
+class NodePrice:
+    """One node's price per hour and where it came from (`usd_per_h` None: no price known)."""
+
+    node: str
+    instance_type: str | None
+    market: str  # "spot" or "on_demand"
+    usd_per_h: float | None
+    source: str | None  # "aws spot price history", "catalog", "kubernetes.price_usd_per_h", or None
+    on_demand_usd_per_h: float | None = None  # the catalog's, for the ledger's all-on-demand line
+    zone: str | None = None
+    region: str | None = None
+    live: bool = False  # its cloud's live price is read (again by `reprice`), whatever `source` says now
+    note: str | None = None  # why a live price was not used
+
+    def describe(self) -> str:
+        """One line for the `node_price` event."""
+        what = f"node {self.node} ({self.instance_type or 'no instance-type label'}, {self.market})"
+        if self.usd_per_h is None:
+            return (f"{what}: no price (not in the catalog); set `kubernetes.price_usd_per_h` to bill it, "
+                    "the attempt counts $0 until then")
+        return f"{what}: ${self.usd_per_h:.4g}/h from {self.source}" + (f" ({self.note})" if self.note else "")
+
+
 @runtime_checkable
 class NodePricer(Protocol):
     """A backend whose attempts run on nodes it can price (Kubernetes: a node's instance-type and
     capacity-type labels), so that an attempt without a market is still billed."""
 
-    def node_prices(self, handle: Any, launched: str, spec: Any) -> list[Any]:
-        """The $/h of each node the attempt's pods run on (`backends/kubernetes/nodes.py:NodePrice`), its own
-        section of the job `spec` giving the price of a node the catalog does not know."""
+    def node_prices(self, handle: Any, launched: str, spec: Any) -> list[NodePrice]:
+        """The $/h of each node the attempt's pods run on (a Kubernetes node's price: `kubernetes/nodes.py`), its own
+        section of the job `spec` saying whether to read live prices and the price of a node the catalog
+        does not know."""
+
+    def reprice(self, prices: list[NodePrice], spec: Any) -> list[NodePrice]:
+        """The same nodes priced again now (a live price may have moved; a catalog price does not)."""
 
 
 @runtime_checkable

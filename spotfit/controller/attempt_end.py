@@ -40,7 +40,8 @@ class EndRecorder:
         info = {**(attempt.get("info") or {}),  # what the launch recorded (its decision), then the end's
                 "timings": progress.get("timings", {}), "time_scale": self.plan.time_scale(),
                 "on_demand_usd_per_h": self.plan.on_demand_usd_per_h(), "gpu": progress.get("gpu"),
-                "overhead_s": self.plan.billed_overhead_s(attempt, end_s), **({"failure": failure} if failure else {})}
+                "overhead_s": self.plan.billed_overhead_s(attempt, end_s),
+                "price_source": self.plan.price_source(attempt), **({"failure": failure} if failure else {})}
         self.db.update_attempt(self.job_id, number, state=result, ended_at=time.time(), exit_code=code,
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)

@@ -88,8 +88,8 @@ class AttemptPlanner:
                               attempt=attempt["number"], nodes=[p.node for p in prices],
                               usd_per_h=[p.usd_per_h for p in prices], source=[p.source for p in prices])
 
-        self.market = NodePriced(lookup, priced)
-        return "prices from each attempt's nodes: their instance type and capacity type in the catalog"
+        self.market = NodePriced(lookup, priced, lambda prices: backend.reprice(prices, self.spec))
+        return "prices from each attempt's nodes: their instance type and capacity type, read live or in the catalog"
 
     def _epoch(self, trace_s: float) -> float:
         """Epoch seconds of a trace second of a job without a trace (its clock is the wall)."""
@@ -154,6 +154,13 @@ class AttemptPlanner:
 
     def zones(self) -> list[str]:
         return self.market.zones()
+
+    def price_moves(self) -> bool:
+        """Whether the spot price can fall back under a `price_cap` (not a fixed catalog price)."""
+        return self.market.price_moves()
+
+    def price_source(self, attempt: AttemptRecord) -> str | None:
+        return self.market.price_source(attempt)
 
     def bill(self, attempt: AttemptRecord, end_s: float | None = None) -> tuple[float, float]:
         """(billed trace seconds, USD) of an attempt from its start until `end_s` (default: now).

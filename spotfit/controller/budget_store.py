@@ -11,9 +11,14 @@ transaction excludes every other writer anyway), adds up what the budget's jobs 
 what the other jobs have *reserved*, decides, and, when nothing pauses the launch, records its
 own reservation: the launch's expected spend (`budget_reservations`, one row per job). A
 reservation counts while its job has a live attempt (its bill is not in the ledger until it
-ends) or for `HOLD_S` after it was made (the launch in flight); once the attempt has ended,
-its bill counts instead. So two controllers cannot both launch past the budget: the second
-sees the first's reservation.
+ends) or for `HOLD_S` after it was made (the launch in flight) until an attempt launched since
+has been billed: once the attempt has ended, its bill counts instead. So two controllers cannot
+both launch past the budget: the second sees the first's reservation.
+
+While an attempt runs, its controller's check (`running_check`, every `TEAM_CHECK_S`) adds its
+cost so far to what was billed and what the *other* jobs reserved, under the same lock, and
+grows its own reservation to that cost so far when the attempt has spent more than it reserved:
+the other controllers' checks then count at least what it has spent.
 
 Example (SQLite; the lock is the write transaction):
 
@@ -103,8 +108,9 @@ class BudgetStore:
         live = ", ".join("?" * len(_LIVE))
         reserved = self._q(
             "SELECT j.spec_json AS spec_json, r.usd AS usd FROM budget_reservations r JOIN jobs j ON r.job_id = j.id "
-            f"WHERE r.created_at >= ? AND r.job_id != ? AND (r.created_at > ? OR EXISTS (SELECT 1 FROM attempts a "
-            f"WHERE a.job_id = r.job_id AND a.state IN ({live})))",
+            "WHERE r.created_at >= ? AND r.job_id != ? AND ((r.created_at > ? AND NOT EXISTS (SELECT 1 FROM attempts a "
+            "WHERE a.job_id = r.job_id AND a.started_at >= r.created_at AND a.cost_usd IS NOT NULL)) OR EXISTS "
+            f"(SELECT 1 FROM attempts a WHERE a.job_id = r.job_id AND a.state IN ({live})))",
             (start_s, but_job or "", now_s - HOLD_S, *_LIVE)).fetchall()
         return [(json.loads(r["spec_json"]).get("labels") or {}, float(r["usd"])) for r in [*billed, *reserved]]
 
@@ -121,3 +127,20 @@ class BudgetStore:
                 self._q("INSERT INTO budget_reservations (job_id, usd, created_at) VALUES (?, ?, ?)",
                         (job_id, max(expected_usd, 0.0), now_s))
         return found
+
+    def running_check(self, job_id: str, labels: dict[str, str], budgets: list[TeamBudget], live_usd: float,
+                      launched_s: float, now_s: float | None = None) -> list[Crossing]:
+        """The budgets a running attempt of `job_id` (launched at epoch `launched_s`) has passed: billed, the
+        other jobs' reservations and its `live_usd` so far; its own reservation grows to `live_usd` when that
+        is more (in the same transaction; one made here dates from the launch, as the attempt's bill will)."""
+        now_s = time.time() if now_s is None else now_s
+        with self._db.transaction():
+            self._db.lock_key(LOCK)
+            row = self._q("SELECT usd FROM budget_reservations WHERE job_id = ?", (job_id,)).fetchone()
+            if row is None:
+                self._q("INSERT INTO budget_reservations (job_id, usd, created_at) VALUES (?, ?, ?)",
+                        (job_id, max(live_usd, 0.0), launched_s))
+            elif float(row["usd"]) < live_usd:
+                self._q("UPDATE budget_reservations SET usd = ? WHERE job_id = ?", (live_usd, job_id))
+            return crossings(budgets, labels,
+                             lambda start_s: [*self.spent_since(start_s, job_id, now_s), (labels, live_usd)], now_s)

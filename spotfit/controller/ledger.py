@@ -12,7 +12,9 @@ A pure function of the attempts recorded in the state DB (trace time, trace pric
 
 Each attempt's row also names the policy's `decision` it carried out (`spot:ZONE`, `on_demand`),
 recorded at its launch: the `Decision` travels unchanged from the policy to the launch request and
-here.
+here; and its `price_source`, recorded at its end: where its $/h came from (`trace`, `spot price
+history`, and on Kubernetes its nodes' `aws spot price history`, `catalog` or
+`kubernetes.price_usd_per_h`).
 
 Example:
 
@@ -80,6 +82,7 @@ def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict[str, 
             "waste_usd": round(wasted / 3600.0 * price, 6),
             "failure": (a.get("info") or {}).get("failure"),  # what counted toward max_failures (not host_crash)
             "decision": (a.get("info") or {}).get("decision"),  # the policy's, as it launched: spot:ZONE, on_demand
+            "price_source": (a.get("info") or {}).get("price_source"),  # trace, catalog, aws spot price history, ...
         })
     on_demand = done_s = None
     if productive_steps:

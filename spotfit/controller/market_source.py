@@ -24,6 +24,7 @@ from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import zone_stats
 from spotfit.market.view import MarketView
 from spotfit.state.records import AttemptRecord, trace_start_s
+from spotfit.state.states import Market
 
 NO_CAPACITY_RETRY_S = 300.0  # without a market: how long a zone that had no capacity is skipped
 MAX_BUDGET_SEARCH_S = 1e10  # trace seconds (three centuries): a budget not spent by then never is
@@ -51,6 +52,10 @@ class MarketSource(Protocol):
         """The zones a recent launch found without capacity (`no_capacity`: zone -> trace second)."""
     def observe(self, zone: str | None, kind: str) -> None:
         """A launch in `zone` found no capacity, or an attempt there was preempted (`kind`)."""
+    def price_moves(self) -> bool:
+        """Whether the spot price can fall back under a `price_cap` (a replay, a live price: not a fixed one)."""
+    def price_source(self, attempt: AttemptRecord) -> str | None:
+        """Where the attempt's price came from, for its ledger row (None: nothing priced it)."""
 
 
 class NoMarket:
@@ -97,6 +102,12 @@ class NoMarket:
     def observe(self, zone: str | None, kind: str) -> None:
         pass
 
+    def price_moves(self) -> bool:
+        return False
+
+    def price_source(self, attempt: AttemptRecord) -> str | None:
+        return None
+
 
 class Live(NoMarket):
     """The backend's published prices and the outages seen (`LiveMarket`), without a trace."""
@@ -126,6 +137,12 @@ class Live(NoMarket):
 
     def observe(self, zone: str | None, kind: str) -> None:
         self.live.observe(zone, kind, time.time())
+
+    def price_moves(self) -> bool:
+        return True
+
+    def price_source(self, attempt: AttemptRecord) -> str | None:
+        return "spot price history" if attempt["market"] == Market.SPOT else "catalog"
 
 
 class Replay:
@@ -214,3 +231,9 @@ class Replay:
 
     def observe(self, zone: str | None, kind: str) -> None:
         pass
+
+    def price_moves(self) -> bool:
+        return True
+
+    def price_source(self, attempt: AttemptRecord) -> str | None:
+        return "trace"

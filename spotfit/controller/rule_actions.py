@@ -101,6 +101,9 @@ class RuleActions:
         live_usd = self.plan.bill(running)[1] if running is not None else 0.0
         if running is None and self._budget_store is not None:  # shared: reserve the launch's spend
             found = self._budget_store.reserve(self.job_id, self.spec.labels, budgets, self._expected_launch_usd())
+        elif running is not None and self._budget_store is not None:  # shared: the others' reservations count
+            found = self._budget_store.running_check(self.job_id, self.spec.labels, budgets, live_usd,
+                                                     running["started_at"])
         else:
             found = team_budget.crossings(budgets, self.spec.labels,
                                           lambda start_s: [*self._billed_since(start_s), (self.spec.labels, live_usd)],
@@ -212,7 +215,9 @@ class RuleActions:
             notify.rule_fired(self.db, self.job_id, self.webhook, verdict, message)
             if verdict.action in ("pause", "stop") and self.halt is None:
                 self.halt = (JobState.PAUSED if verdict.action == "pause" else JobState.STOPPED, message)
-                self.price_paused = verdict.action == "pause" and verdict.rule == "price_cap"
+                # A fixed price (a node's catalog price) never falls back: that pause waits for `spotfit resume`.
+                self.price_paused = (verdict.action == "pause" and verdict.rule == "price_cap"
+                                     and self.plan.price_moves())
                 self.request_stop(attempt, progress, message, export=verdict.rule == "target_metric",
                                    at_once=verdict.rule == "stalled", at_step=at_step)
 
@@ -284,7 +289,8 @@ class RuleActions:
     def resume_below_cap(self) -> None:
         """A price-cap pause ends by itself when the spot price falls back under the cap."""
         cap = self.watchdog.engine.price_cap()
-        prices = [p for p in (self.plan.spot_price(z) for z in self.plan.zones()) if p is not None]
+        zones: list[str | None] = [*self.plan.zones()] or [None]  # none: the last attempt's nodes (Kubernetes)
+        prices = [p for p in (self.plan.spot_price(z) for z in zones) if p is not None]
         price = min(prices, default=None)
         if cap is None or (price is not None and price <= cap):
             self.price_paused = False

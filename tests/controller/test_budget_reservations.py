@@ -4,7 +4,9 @@ A real PostgreSQL server (the session's embedded one, tests/support/postgres.py)
 and the `team_budgets` / `budget_reservations` tables. Two controllers, each with its own
 connection in its own thread, decide their launch at the same moment (a barrier): each launch
 reserves its expected spend in the transaction that checks the budget, so the second sees the
-first's reservation and pauses. Nothing trains: the jobs run on a stand-in backend.
+first's reservation and pauses. While an attempt runs, its controller's check counts the other
+jobs' reservations too, and grows its own to the attempt's cost so far. Nothing trains: the jobs
+run on a stand-in backend.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from spotfit.errors import UsageError
 from spotfit.settings import TeamBudget
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
+from spotfit.state.states import StopRequest
 from tests.support.postgres import schema_url
-from tests.support.stand_in import START, ZONE, RunsUntilSignalled
+from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
+from tests.support.wait import wait_for
 
 
 @pytest.fixture
@@ -88,6 +92,65 @@ def test_a_reservation_counts_while_its_attempt_runs_and_then_its_bill_does(shar
     assert store.spent_since(0.0, "b-1", now_s=late) == [({"project": "nlp"}, 8.0)]
     db.update_attempt("a-1", number, state="completed", billed_s=3600.0, cost_usd=3.0)
     assert store.spent_since(0.0, "b-1", now_s=late) == [({"project": "nlp"}, 3.0)]  # the bill, not both
+    assert store.spent_since(0.0, "b-1") == [({"project": "nlp"}, 3.0)]  # within the hold too: it was billed
+
+
+def test_a_running_check_grows_its_reservation_and_counts_the_others(shared_state, tmp_path):
+    _grows_and_counts(shared_state, tmp_path)
+
+
+def test_a_running_check_on_a_shared_sqlite_state_grows_and_counts_the_same(tmp_path):
+    _grows_and_counts(str(tmp_path / "state.db"), tmp_path)  # SPOTFIT_STATE_URL=sqlite:////PATH: its write lock
+
+
+def _grows_and_counts(target: str, tmp_path) -> None:
+    db, store = StateDB(target), BudgetStore(target)
+    for job_id in ("a-1", "b-1"):
+        _waiting_job(db, job_id, tmp_path)
+    budget = TeamBudget(name="nlp", labels={"project": "nlp"}, usd=10.0, at_80_percent="none")
+    assert store.reserve("a-1", {"project": "nlp"}, [budget], 1.0) == []
+    number = db.add_attempt("a-1", backend="local", zone=ZONE, market="spot", state="running")
+    launched = db.attempts("a-1")[0]["started_at"]
+    assert store.running_check("a-1", {"project": "nlp"}, [budget], 4.0, launched) == []  # spent more than reserved
+    assert store.spent_since(0.0, "b-1") == [({"project": "nlp"}, 4.0)]  # the other controller sees $4 now
+    assert store.running_check("a-1", {"project": "nlp"}, [budget], 2.0, launched) == []  # never shrinks
+    assert store.spent_since(0.0, "b-1") == [({"project": "nlp"}, 4.0)]
+    db.add_attempt("b-1", backend="local", zone=ZONE, market="spot", state="running")
+    b_launched = db.attempts("b-1")[0]["started_at"]
+    [over] = store.running_check("b-1", {"project": "nlp"}, [budget], 6.0, b_launched)  # a-1's $4 and its $6
+    assert (over.action, over.spent_usd) == ("pause", 10.0)
+    db.update_attempt("a-1", number, state="completed", billed_s=3600.0, cost_usd=4.5)
+    assert store.spent_since(0.0, "b-1") == [({"project": "nlp"}, 4.5)]  # a-1's bill instead of its reservation
+
+
+def test_a_running_attempt_pauses_on_its_cost_and_another_controllers_reservation(shared_state, tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setattr("spotfit.controller.classify.check_script", lambda spec, local: None)
+    db, store = StateDB(shared_state), BudgetStore(shared_state)
+    for job_id in ("a-1", "b-1"):
+        _waiting_job(db, job_id, tmp_path)
+    # Another controller launched a-1: its reservation counts while its attempt runs. b-1 fits beside it
+    # at its launch, and passes the budget with the first minute of its own bill.
+    budget = TeamBudget(name="nlp", labels={"project": "nlp"}, usd=50.0 + first_minute_usd() / 2,
+                        at_80_percent="none")
+    store.set_budget(budget)
+    assert store.reserve("a-1", {"project": "nlp"}, [budget], 50.0) == []
+    db.add_attempt("a-1", backend="local", zone=ZONE, market="spot", state="running")
+    backend = RunsUntilSignalled(max_launches=1)
+    controller = Controller(StateDB(shared_state), "b-1", backend=backend, poll_s=0.0)
+    ended: dict[str, str] = {}
+    thread = threading.Thread(target=lambda: ended.setdefault("state", controller.run()), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: ended.get("state"), 120, "b-1's controller to pause the job")
+    finally:
+        if thread.is_alive():  # it missed the budget: end it
+            db.update_job("b-1", cancel_requested=StopRequest.CANCEL)
+            thread.join(60)
+    assert ended["state"] == "paused" and backend.launches == 1 and backend.signalled == {"h1"}
+    [event] = [e for e in db.events("b-1") if e["kind"] == "team_budget"]
+    assert event["data"]["action"] == "pause" and event["attempt"] == 1
+    assert event["data"]["spent_usd"] >= 50.0 + first_minute_usd() - 1e-6  # a-1's $50 and b-1's bill
 
 
 def test_shared_budgets_are_set_listed_and_removed_and_win_over_the_file(shared_state, spotfit_home):

@@ -103,3 +103,40 @@ def test_the_chance_bound_skips_a_launch_the_zones_past_says_is_likely_lost():
     assert runs[DEFAULT_MAX_OVERPAY].cost_usd < runs[math.inf].cost_usd < on_demand
     steady = simulate(DEFAULT_POLICY, long_now, job, start)
     assert steady.met_deadline and steady.cost_usd < on_demand
+
+
+def _switch_context(trace, tick: int, job: Job, mode):
+    from spotfit.market.policies.base import Context
+    from spotfit.market.view import MarketView
+
+    return Context(0.0, trace.gap_s, job.work_s, 0.0, job.deadline_s, job.overhead_s, mode, 0.0,
+                   MarketView.of_trace(trace, tick), trace.zones, False, 0.0, job.max_overpay)
+
+
+def test_a_switch_off_on_demand_without_evidence_waits_for_the_runs_own_age():
+    from spotfit.market.policies.base import NONE, ON_DEMAND
+    from spotfit.market.policies.floor import MAX_LOSS_CHANCE, loss_chance, risk_ok
+
+    # Spot down for the first 30 ticks of the trace, then up: no completed up run to read.
+    trace = make_trace([[0] * 30 + [1] * 400], spot=1.0, on_demand=3.0, gap_s=60)
+    job = Job(60 * 60.0, 200 * 60.0, 120.0, DEFAULT_MAX_OVERPAY)
+    young, old = 30, 30 + 120  # the run's first tick, and two hours on
+    # From idle the launch risks its start-up alone, and the prior's chance lets it go.
+    assert risk_ok(_switch_context(trace, young, job, NONE), "z0", job.overhead_s)
+    # Off on-demand, the scale-free chance: a run 1 tick old ends within 9 more with chance 9/10.
+    assert loss_chance(_switch_context(trace, young, job, ON_DEMAND), "z0", 10) == pytest.approx(0.9)
+    assert not risk_ok(_switch_context(trace, young, job, ON_DEMAND), "z0", job.overhead_s)
+    # The run's own age is the evidence: two hours on, the switch is made.
+    assert loss_chance(_switch_context(trace, old, job, ON_DEMAND), "z0", 10) < MAX_LOSS_CHANCE
+    assert risk_ok(_switch_context(trace, old, job, ON_DEMAND), "z0", job.overhead_s)
+
+
+def test_a_switch_off_on_demand_with_evidence_reads_the_zones_past():
+    from spotfit.market.policies.base import ON_DEMAND
+    from spotfit.market.policies.floor import loss_chance
+
+    # Past up runs of 40 ticks: a 1-tick-old run has evidence, and none of them ended within 9 ticks.
+    trace = make_trace([([1] * 40 + [0] * 5) * 10 + [1] * 100], spot=1.0, on_demand=3.0, gap_s=60)
+    ctx = _switch_context(trace, 450, Job(3600.0, 7200.0, 120.0, DEFAULT_MAX_OVERPAY), ON_DEMAND)
+    assert ctx.market.run_ticks("z0") == 1
+    assert loss_chance(ctx, "z0", 10) < 0.1

@@ -12,7 +12,8 @@ the pods terminate is remembered, since a deleted pod can vanish before the next
 `preempt` evicts the pods with the notice as grace period: the API marks them
 `DisruptionTarget`, the kubelet sends SIGTERM and, after the notice, SIGKILL — what a node
 drain does to a spot node. `stop` deletes the pods (grace `grace_s`), the Job and the rest.
-`node_prices` prices the nodes the attempt's pods run on (nodes.py), so that it is billed.
+`node_prices` prices the nodes the attempt's pods run on (nodes.py), so that it is billed;
+`reprice` reads a live-priced node's price again.
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ from dataclasses import replace
 from typing import Any
 
 from spotfit.attempt.notebook import TOKEN_ENV
-from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest, NodePrice
 from spotfit.backends.data_disk import GIB, data_disk_gib
 from spotfit.backends.kubernetes import access
 from spotfit.backends.kubernetes import client as kc
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.backends.kubernetes.install import DEFAULT_EXTRAS, container_script
-from spotfit.backends.kubernetes.nodes import NodePrice, price_node
+from spotfit.backends.kubernetes.live_price import LivePrices
+from spotfit.backends.kubernetes.nodes import price_node, reprice
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
 from spotfit.backends.kubernetes.spec import DEFAULT_IMAGE, kubernetes_options
@@ -52,9 +54,10 @@ class KubernetesBackend(BackendTraits):
     def pending_timeout_s(spec) -> float | None:
         return spec.kubernetes.pending_timeout_s
 
-    def __init__(self, allow_local_store: bool = False, api_client: Any = None):
+    def __init__(self, allow_local_store: bool = False, api_client: Any = None, aws_session: Any = None):
         self.allow_local_store = allow_local_store  # tests: a file:// store the emulated pods share
         self._fixed_client = api_client
+        self._live = LivePrices(aws_session)  # nodes' live prices (`kubernetes.live_prices`)
         self._clients: dict[tuple[str | None, str | None], Any] = {}
         self._lock = threading.Lock()
         self._disrupted: set[str] = set()  # attempts (object names) whose pods were seen disrupted
@@ -255,13 +258,17 @@ class KubernetesBackend(BackendTraits):
             _quietly(core.delete_namespaced_secret, handle.secret, handle.namespace)
 
     def node_prices(self, handle: KubernetesHandle, launched: str, spec: Any) -> list[NodePrice]:
-        """The price of each node the attempt's pods run on ([] while none has a node yet); a node the
-        catalog does not price costs the spec's `kubernetes.price_usd_per_h`, when given."""
-        spec_usd_per_h = spec.kubernetes.price_usd_per_h
+        """The price of each node the attempt's pods run on ([] while none has a node yet): live where the
+        spec asks and the node's cloud allows (live_price.py), else the catalog's, else the spec's."""
         api, core, _, _ = self._apis(handle)
         nodes = sorted({n for p in self._pods(handle) if (n := (p.get("spec") or {}).get("nodeName"))})
-        return [price_node(node, kc.to_dict(api, core.read_node(node))["metadata"].get("labels") or {}, launched,
-                           spec_usd_per_h) for node in nodes]
+        docs = [kc.to_dict(api, core.read_node(node)) for node in nodes]
+        return [price_node(d["metadata"]["name"], d["metadata"].get("labels") or {}, launched,
+                           spec.kubernetes.price_usd_per_h, self._live.lookup(spec.kubernetes, d)) for d in docs]
+
+    def reprice(self, prices: list[NodePrice], spec: Any) -> list[NodePrice]:
+        """The same nodes priced again now: a live price may have moved (the others stay)."""
+        return [reprice(p, self._live.lookup(spec.kubernetes)) for p in prices]
 
     # -- reading ------------------------------------------------------------------------------------
 

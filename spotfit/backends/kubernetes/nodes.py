@@ -1,15 +1,19 @@
-"""What an attempt's node costs: its instance type and capacity type, priced from the catalog or the spec.
+"""What an attempt's node costs: its instance type and capacity type, priced live, from the catalog or the spec.
 
 A node's labels say what it is: `node.kubernetes.io/instance-type` (set by the kubelet on every
 cloud), `topology.kubernetes.io/region` and `/zone`, and whether it is spot, from Karpenter
 (`karpenter.sh/capacity-type: spot|on-demand`), EKS managed node groups
 (`eks.amazonaws.com/capacityType: SPOT|ON_DEMAND`), GKE (`cloud.google.com/gke-spot: "true"`) or
 AKS (`kubernetes.azure.com/scalesetpriority: spot`); without one the attempt's own market
-(the pool it asked for) counts. The price is the bundled catalog's for that instance type
+(the pool it asked for) counts. A spot node whose cloud's live price can be read (`live`:
+live_price.py, with `kubernetes.live_prices`) is priced live; else (and when the read gives no
+price, the reason kept in `note`) the price is the bundled catalog's for that instance type
 (spotfit/market/catalog.py): the zone's row when the zone label names one, else the mean over
 the region's rows (the catalog names zones by id, `use1-az1`, where nodes say `us-east-1a`),
 else over every region; when the catalog does not know the type (or has no spot price for it),
 the spec's `kubernetes.price_usd_per_h`, else no price (the attempt then costs $0, as before).
+`reprice` reads a live-priced node's price again (the controller does, as the attempt runs and
+while a `price_cap` pause waits); the others' prices do not move.
 
 Example:
 
@@ -19,13 +23,21 @@ Example:
 ('spot', 'catalog', 0.3967, 3.06)
 >>> price_node("n2", {INSTANCE_TYPE: "my-box"}, "on_demand", spec_usd_per_h=2.5).describe()
 'node n2 (my-box, on_demand): $2.5/h from kubernetes.price_usd_per_h'
+>>> quotes = iter([(0.9, None), (0.3, None)])  # a live reader's answers, as the cloud's price falls
+>>> live = lambda instance_type, region, zone: next(quotes)
+>>> p = price_node("n3", labels, "spot", None, live)
+>>> p.describe(), reprice(p, live).usd_per_h
+('node n3 (p3.2xlarge, spot): $0.9/h from aws spot price history', 0.3)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from statistics import mean
 
+from spotfit.backends.base import NodePrice
+from spotfit.backends.kubernetes.live_price import SOURCE as LIVE_SOURCE
+from spotfit.backends.kubernetes.live_price import LiveLookup
 from spotfit.market.catalog import CatalogOffer, load_catalog
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -43,26 +55,6 @@ CAPACITY_LABELS = {
 }
 
 
-@dataclass(frozen=True)
-class NodePrice:
-    """One node's price per hour and where it came from (`usd_per_h` None: no price known)."""
-
-    node: str
-    instance_type: str | None
-    market: str  # "spot" or "on_demand"
-    usd_per_h: float | None
-    source: str | None  # "catalog", "kubernetes.price_usd_per_h", or None
-    on_demand_usd_per_h: float | None = None  # the catalog's, for the ledger's all-on-demand line
-    zone: str | None = None
-
-    def describe(self) -> str:
-        what = f"node {self.node} ({self.instance_type or 'no instance-type label'}, {self.market})"
-        if self.usd_per_h is None:
-            return (f"{what}: no price (not in the catalog); set `kubernetes.price_usd_per_h` to bill it, "
-                    "the attempt counts $0 until then")
-        return f"{what}: ${self.usd_per_h:.4g}/h from {self.source}"
-
-
 def market_of(labels: dict[str, str], launched: str) -> str:
     """`spot` or `on_demand` from the node's capacity label, else the market the attempt was launched on."""
     for label, values in CAPACITY_LABELS.items():
@@ -71,18 +63,34 @@ def market_of(labels: dict[str, str], launched: str) -> str:
     return launched
 
 
-def price_node(node: str, labels: dict[str, str], launched: str, spec_usd_per_h: float | None) -> NodePrice:
-    """Price one node from its labels (see the module docstring for the order)."""
+def price_node(node: str, labels: dict[str, str], launched: str, spec_usd_per_h: float | None,
+               live: LiveLookup | None = None) -> NodePrice:
+    """Price one node from its labels (see the module docstring for the order); `live` reads its cloud's price."""
     instance_type = labels.get(INSTANCE_TYPE) or labels.get(LEGACY_INSTANCE_TYPE)
     market = market_of(labels, launched)
-    rows = _rows(instance_type, labels.get(REGION), labels.get(ZONE)) if instance_type else []
+    region, zone = labels.get(REGION), labels.get(ZONE)
+    rows = _rows(instance_type, region, zone) if instance_type else []
     on_demand = _mean([r.on_demand_usd_per_h for r in rows])
-    usd = _mean([r.spot_usd_per_h for r in rows]) if market == "spot" else on_demand
-    source = "catalog" if usd is not None else None
+    usd, source, note = None, None, None
+    live = live if market == "spot" and instance_type else None
+    if live is not None and instance_type:
+        usd, note = live(instance_type, region, zone)
+        source = LIVE_SOURCE if usd is not None else None
+    if usd is None:
+        usd = _mean([r.spot_usd_per_h for r in rows]) if market == "spot" else on_demand
+        source = "catalog" if usd is not None else None
     if usd is None and spec_usd_per_h is not None:
         usd, source = spec_usd_per_h, "kubernetes.price_usd_per_h"
     return NodePrice(node=node, instance_type=instance_type, market=market, usd_per_h=usd, source=source,
-                     on_demand_usd_per_h=on_demand, zone=labels.get(ZONE))
+                     on_demand_usd_per_h=on_demand, zone=zone, region=region, live=live is not None, note=note)
+
+
+def reprice(price: NodePrice, live: LiveLookup | None) -> NodePrice:
+    """A live-priced node's price read again now (kept as it was when the read gives none)."""
+    if not price.live or live is None or price.instance_type is None:
+        return price
+    usd, _ = live(price.instance_type, price.region, price.zone)
+    return price if usd is None else replace(price, usd_per_h=usd, source=LIVE_SOURCE, note=None)
 
 
 def _rows(instance_type: str, region: str | None, zone: str | None) -> list[CatalogOffer]:

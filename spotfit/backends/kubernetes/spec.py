@@ -51,6 +51,8 @@ class Kubernetes(BackendSection):
                                                              "`data.size_gib`); default the cluster's default")
     price_usd_per_h: float | None = Field(None, gt=0, description="$/h of one node, for instance types the "
                                                                  "catalog does not price (docs/costs.md)")
+    live_prices: bool = Field(False, description="price spot nodes on AWS (spot: eks, or an aws:// providerID) "
+                                                 "from the EC2 spot price history, not the catalog")
 
     @field_validator("namespace")
     @classmethod
@@ -62,6 +64,13 @@ class Kubernetes(BackendSection):
     def _custom_needs_selector(self) -> Kubernetes:
         if self.spot == "custom" and not self.spot_selector:
             raise ValueError("`spot: custom` needs `spot_selector` (the node labels of your spot pool)")
+        return self
+
+    @model_validator(mode="after")
+    def _live_prices_readable(self) -> Kubernetes:
+        if self.live_prices and self.spot in ("gke", "aks"):
+            raise ValueError(f"`live_prices: true` reads AWS spot prices only; received `spot: {self.spot}`, "
+                             "expected `spot: eks` or `custom` (or none) on AWS nodes; the catalog prices the others")
         return self
 
     @model_validator(mode="after")

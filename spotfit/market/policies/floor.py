@@ -20,9 +20,19 @@ ends above where it was covered.
   holds. This is the rent-or-buy trade made per launch: the start-up is rented only when the
   history says it is paid back with high probability; a ridden launch is never stopped for it
   (its start-up is spent).
+- **A switch off on-demand needs evidence** (`loss_chance`): leaving a running on-demand launch for
+  spot also forfeits that launch's paid start-up, so a lost switch costs several times what a lost
+  launch from idle does (a second start-up, at the on-demand price). Where no up run in the
+  zone's past lasted as long as the current one has (no evidence about runs this long, at the
+  trace's start or in a run older than any seen), the chance for such a switch is not the
+  geometric prior's, which February's run lengths shaped: it is the scale-free chance that a run
+  of age `a` ends within `t` more ticks, `t / (a + t)` (Gott's delta-t argument: a run seen at a
+  random moment of its life is as likely in its first as in its last part, whatever the scale).
+  A young run then waits until its own age is the evidence.
 
 `MAX_LOSS_CHANCE` was chosen on the February trace (bench/bench_floor.py); the August traces
-shaped nothing (out of sample).
+shaped nothing (out of sample). The switch's scale-free chance has no constant; whether it applies
+(`SWITCH_NEEDS_EVIDENCE`) was also decided on February.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from spotfit.market.policies.base import Context, Kind, on_demand_usd
 from spotfit.market.policies.futures import PRIOR_RUNS, PRIOR_UP_H
 
 MAX_LOSS_CHANCE = 0.3  # a launch may fail to break even against on-demand with at most this chance
+SWITCH_NEEDS_EVIDENCE = True  # a switch off on-demand without evidence reads the scale-free chance
 
 
 def worst_if_lost(ctx: Context, price_usd_per_h: float, overhead_left_s: float, n: np.ndarray) -> np.ndarray:
@@ -61,12 +72,15 @@ def break_even_ticks(ctx: Context, price_usd_per_h: float, overhead_left_s: floa
 
 def loss_chance(ctx: Context, zone: str, ticks: int) -> float:
     """The chance that `zone`'s current up run ends within `ticks` more ticks, from its completed
-    up runs that lasted at least its current age, and `PRIOR_RUNS` geometric pseudo-runs."""
+    up runs that lasted at least its current age, and `PRIOR_RUNS` geometric pseudo-runs; for a
+    switch off on-demand with no such run, the scale-free `(ticks - 1) / (age + ticks - 1)`."""
     if ticks <= 0:
         return 0.0
     age = ctx.market.run_ticks(zone)
     runs = ctx.market.up_runs(zone)
     survived = runs[runs >= age]
+    if survived.size == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
+        return (ticks - 1) / (age + ticks - 1)
     lost = float(np.count_nonzero(survived < age + ticks - 1))
     q = min(1.0, ctx.gap_s / (PRIOR_UP_H * 3600.0))
     prior_lost = PRIOR_RUNS * (1.0 - (1.0 - q) ** (ticks - 1))

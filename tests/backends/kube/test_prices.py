@@ -56,8 +56,8 @@ def test_a_nodes_labels_give_its_market_and_price():
 
 
 def _run(tmp_path, name: str, nodes: dict, rule: str, extra: str = "", until_paused: bool = False) -> dict:
-    """Run the job on the emulator until its controller ends (`until_paused`: until it pauses, then cancel it:
-    a `price_cap` pause waits, alive, for the price to fall back)."""
+    """Run the job on the emulator until its controller ends (`until_paused`: until it pauses, then until
+    its controller ends, or, when it waits alive for a price to fall back, cancel it)."""
     src = tmp_path / "src" / "train.py"
     src.parent.mkdir(parents=True, exist_ok=True)
     src.write_text(SCRIPT)
@@ -73,11 +73,14 @@ def _run(tmp_path, name: str, nodes: dict, rule: str, extra: str = "", until_pau
         if until_paused:
             wait_for(lambda: sdk.status(job_id)["state"] == "paused", DEADLINE_S, "the job to pause")
             paused = sdk.status(job_id)
-            sdk.cancel(job_id)
+            run["thread"].join(DEADLINE_S)
+            if run["thread"].is_alive():
+                sdk.cancel(job_id)
         run["thread"].join(DEADLINE_S)
         assert run["outcome"].get("state") is not None, f"the controller did not end: {sdk.status(job_id)}"
     status = paused if until_paused else sdk.status(job_id)
-    return {"status": status, "events": sdk.events(job_id), "state": status["state"]}
+    return {"status": status, "events": sdk.events(job_id), "state": status["state"],
+            "controller_ended": run["outcome"]["state"]}
 
 
 @pytest.mark.slow
@@ -93,6 +96,8 @@ def test_price_cap_pauses_a_job_on_a_spot_node_priced_from_the_catalog(tmp_path)
     [attempt] = done["status"]["attempts"]
     assert attempt["cost_usd"] > 0
     assert attempt["cost_usd"] == pytest.approx(attempt["billed_s"] * 0.3967 / 3600, rel=1e-3)
+    # A catalog price never falls back: the pause ends its controller and waits for `spotfit resume`.
+    assert done["controller_ended"] == "paused"
 
 
 @pytest.mark.slow
