@@ -13,7 +13,7 @@ export AWS_EC2_METADATA_DISABLED := true
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[tf-cpu,test,lint]'
+	$(BIN)/python -m pip install -q -e '.[tf-cpu,gcp,test,lint]'
 	touch $(STAMP)
 
 demo: $(STAMP)

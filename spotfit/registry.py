@@ -8,7 +8,7 @@ fields from these lines. The registry imports nothing at import time, so that th
 (`backends/base.py:backend_class`) all read it without importing each other.
 
 >>> registered_backends()
-['aws', 'kubernetes', 'local']
+['aws', 'gcp', 'kubernetes', 'local']
 >>> BACKENDS["aws"].section, BACKENDS["local"].section
 ('spotfit.backends.aws.spec:Aws', None)
 >>> load("spotfit.registry:registered_backends") is registered_backends
@@ -35,6 +35,7 @@ BACKENDS = {
     "aws": Entry("spotfit.backends.aws.backend:AwsBackend", section="spotfit.backends.aws.spec:Aws"),
     "kubernetes": Entry("spotfit.backends.kubernetes.backend:KubernetesBackend",
                         section="spotfit.backends.kubernetes.spec:Kubernetes"),
+    "gcp": Entry("spotfit.backends.gcp.backend:GcpBackend", section="spotfit.backends.gcp.spec:Gcp"),
 }
 
 

@@ -2,8 +2,9 @@
 
 Fixtures here: `spotfit_home` and `no_metadata_connections` (autouse), `job_spec` (a spec folder
 beside a script), and the SeaweedFS servers `seaweed` (one per session), `s3_env` (this process pointed at it) and
-`own_seaweed` (a server of one test alone, which the test may stop and start), and `postgres`
-(one PostgreSQL server per session, on 127.0.0.1). Helpers are imported by module path from
+`own_seaweed` (a server of one test alone, which the test may stop and start), the GCS API
+server `gcs` (gcp-storage-emulator, one per session) and `gcs_env` (this process pointed at it),
+and `postgres` (one PostgreSQL server per session, on 127.0.0.1). Helpers are imported by module path from
 `tests.support`. A test that fails reports the jobs it ran: their `status`, last events and
 attempt logs (`tests/support/job_report.py`).
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.gcs import GcsEmulator
 from tests.support.job_report import pytest_runtest_makereport  # noqa: F401 - a failing test reports its jobs
 from tests.support.jobs import DIGITS, write_spec
 from tests.support.metadata_guard import guard
@@ -73,6 +75,23 @@ def s3_env(seaweed, monkeypatch) -> SeaweedServer:
     for name, value in seaweed_env(seaweed).items():
         monkeypatch.setenv(name, value)
     return seaweed
+
+
+@pytest.fixture(scope="session")
+def gcs() -> Iterator[GcsEmulator]:
+    """One GCS API server (gcp-storage-emulator) for the whole session, bucket `tests.support.gcs.BUCKET`."""
+    server = GcsEmulator()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gcs_env(gcs, monkeypatch) -> GcsEmulator:
+    """`gcs`, with this process's environment pointing gs:// at it."""
+    for name, value in gcs.env().items():
+        monkeypatch.setenv(name, value)
+    return gcs
 
 
 @pytest.fixture

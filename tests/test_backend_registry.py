@@ -71,7 +71,7 @@ def test_a_backend_added_by_one_registry_line_gets_its_spec_section_and_class(tm
     doc = json.loads(out.stdout)
     assert doc["backend"] == "fake" and doc["class"] == "FakeBackend"
     assert (doc["project"], doc["default"]) == ("p-7", "demo")
-    assert doc["sections"] == ["aws", "fake", "kubernetes"]
+    assert doc["sections"] == ["aws", "fake", "gcp", "kubernetes"]
     assert doc["publisher"] == "published j-1 j for p-7"
     assert doc["unknown"].startswith("Unknown field `fake.projet` in <spec>: did you mean `project`?")
 
@@ -84,6 +84,6 @@ def test_an_unregistered_backend_is_refused_with_a_did_you_mean():
         parse_spec({"name": "j", "script": "t.py", "backend": "kubernets"})
     except SpecError as exc:
         assert str(exc) == ("Invalid `backend` in <spec>: received 'kubernets', expected one of 'aws', "
-                            "'kubernetes', 'local' (did you mean 'kubernetes'?).")
+                            "'gcp', 'kubernetes', 'local' (did you mean 'kubernetes'?).")
     else:
         raise AssertionError("an unregistered backend was accepted")

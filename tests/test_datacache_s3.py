@@ -1,4 +1,5 @@
-"""The local data cache against a real S3 server (SeaweedFS): ETag hits, dedupe, verification."""
+"""The local data cache against a real S3 server (SeaweedFS) and a real GCS API server (gcp-storage-emulator):
+ETag hits, dedupe, verification, reads pinned to the listed version."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ from spotfit.errors import StoreError
 from spotfit.runtime.datacache import DataCache
 from spotfit.stores import open_store
 from spotfit.stores.fsspec_store import FsspecStore
+from tests.support import gcs
 from tests.support.seaweed import BUCKET
 
 
-@pytest.fixture
-def source(s3_env) -> str:
-    url = f"s3://{BUCKET}/datacache-{uuid.uuid4().hex[:8]}"
+@pytest.fixture(params=["s3", "gs"])
+def source(request) -> str:
+    if request.param == "gs":
+        request.getfixturevalue("gcs_env")
+        url = f"gs://{gcs.BUCKET}/datacache-{uuid.uuid4().hex[:8]}"
+    else:
+        request.getfixturevalue("s3_env")
+        url = f"s3://{BUCKET}/datacache-{uuid.uuid4().hex[:8]}"
     store = open_store(url)
     for i in range(4):
         store.write_bytes(f"train-{i}.tfrecord", bytes([i]) * (50_000 + i))

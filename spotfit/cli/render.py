@@ -358,7 +358,8 @@ def print_gc(console: Console, doc: dict) -> None:
 
 
 def print_dry_run(console: Console, doc: dict) -> None:
-    """`spotfit run --backend aws|kubernetes --dry-run`: the calls or manifests, in order (nothing was sent)."""
+    """`spotfit run --backend NAME --dry-run`: the calls or manifests, in order (nothing was sent), and the scripts
+    they carry (`scripts`: title and text) once more as plain text."""
     if "objects" in doc:
         _print_manifests(console, doc)
         return
@@ -374,6 +375,9 @@ def print_dry_run(console: Console, doc: dict) -> None:
         if user_data is not None:
             console.rule("UserData (cloud-init, sent base64-encoded)")
             console.out(user_data, highlight=False)
+    for script in doc.get("scripts", []):  # a script sent inside a call's body, shown once as text
+        console.rule(script["title"])
+        console.out(script["text"], highlight=False)
     for warning in doc["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 

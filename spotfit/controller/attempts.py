@@ -72,8 +72,8 @@ class AttemptPlanner:
         if live is None:
             return "no live prices: none published for the job's instance type and zones"
         self.market = Live(live, self._epoch)
-        return (f"live prices for {', '.join(live.zones)}: spot from the price history, on-demand "
-                f"${live.on_demand_usd_per_h:g}/h from the catalog")
+        source = live.source or "spot from the price history, on-demand from the catalog"
+        return f"live prices for {', '.join(live.zones)}: {source}; on-demand ${live.on_demand_usd_per_h:g}/h"
 
     def _price_nodes(self, backend: NodePricer) -> str:
         """Bill each attempt at its nodes' prices (`node_market.py`; Kubernetes)."""

@@ -46,8 +46,10 @@ class LiveMarket:
     """Published prices and observed outages of `zones`; see the module doc."""
 
     def __init__(self, zones: Sequence[str], gap_s: int, on_demand_usd_per_h: float, fetch: Fetch,
-                 history_s: float = 86400.0, refresh_s: float = 300.0, now: Callable[[], float] = time.time):
+                 history_s: float = 86400.0, refresh_s: float = 300.0, now: Callable[[], float] = time.time,
+                 source: str | None = None):
         self.gap_s = int(gap_s)
+        self.source = source  # where the prices come from, as the controller reports it (None: the default)
         self.on_demand_usd_per_h = float(on_demand_usd_per_h)
         self.refresh_s = refresh_s
         self._fetch = fetch

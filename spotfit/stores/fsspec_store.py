@@ -131,7 +131,14 @@ class FsspecStore:
     def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> bytes:
         if self._ranges is not None:
             return self._call("read", key, lambda: self._ranges.read(self._path(key), start, end, etag))
-        return self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
+        data = self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
+        if etag is not None and self.protocol in ("gs", "gcs"):
+            # gcsfs has no If-Match: the object's MD5 after the read tells whether it was the listed version.
+            now = self.info(key).etag
+            if now != etag:
+                raise StoreError(f"{self._path(key)} changed while it was downloaded (ETag is no longer {etag}).",
+                                 hint="Sync again: the cache lists the new version.")
+        return data
 
     def write_bytes(self, key: str, data: bytes) -> None:
         path = self._path(key)
@@ -250,6 +257,19 @@ def _create_local(path: str, data: bytes) -> bool:
         os.unlink(tmp)
 
 
+def _md5_hex(md5_base64: str | None) -> str | None:
+    """GCS's `md5Hash` (base64) as the hex digest S3 gives as a single-part ETag, so both read the same."""
+    import base64
+    import binascii
+
+    if not md5_base64:
+        return None
+    try:
+        return base64.b64decode(md5_base64, validate=True).hex()
+    except (binascii.Error, ValueError):
+        return None
+
+
 def _create_remote(fs, path: str, data: bytes) -> bool:
     """fsspec's exclusive write: `If-None-Match: *` on S3 (s3fs), `xb` in memory."""
     try:
@@ -268,7 +288,7 @@ def _create_remote(fs, path: str, data: bytes) -> bool:
 
 
 def _object_info(key: str, raw: dict) -> ObjectInfo:
-    etag = raw.get("ETag") or raw.get("md5Hash") or raw.get("etag")
+    etag = raw.get("ETag") or _md5_hex(raw.get("md5Hash")) or raw.get("etag")
     mtime = raw.get("mtime") or raw.get("created") or raw.get("LastModified")
     if mtime is not None and hasattr(mtime, "timestamp"):
         mtime = mtime.timestamp()

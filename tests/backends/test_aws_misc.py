@@ -100,9 +100,9 @@ def test_run_dry_run_prints_the_exact_requests_and_sends_nothing(tmp_path, job_s
     assert any("s3://" in w for w in doc["warnings"])
     listed = subprocess.run(spotfit_cmd("list", "--json"), capture_output=True, text=True, env=env)
     assert json.loads(listed.stdout) == []  # nothing recorded
-    bad = subprocess.run(spotfit_cmd("run", str(spec), "--backend", "gcp"), capture_output=True, text=True,
+    bad = subprocess.run(spotfit_cmd("run", str(spec), "--backend", "azure"), capture_output=True, text=True,
                          env=env, stdin=subprocess.DEVNULL)
-    assert bad.returncode == 2 and "Invalid backend: received 'gcp'" in bad.stderr
+    assert bad.returncode == 2 and "Invalid backend: received 'azure'" in bad.stderr
 
 
 def test_a_zone_without_capacity_is_down_for_the_policy_until_the_next_tick(tmp_path):

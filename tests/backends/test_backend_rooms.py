@@ -72,5 +72,6 @@ def test_each_backend_declares_its_abilities():
         "local": ["Reachable"],
         "aws": ["DryRunner", "LiveMarketSource", "Reachable", "SecretKeeper"],
         "kubernetes": ["DryRunner", "Preflight", "Reachable"],
+        "gcp": ["DryRunner", "LiveMarketSource", "Preflight", "Reachable"],
     }
     assert [name for name in sorted(NAMES) if backend_class(name).runs_here] == ["local"]

@@ -1,4 +1,4 @@
-"""The store conformance suite: every store (file://, memory://, a real S3 server) passes it."""
+"""The store conformance suite: every store (file://, memory://, a real S3 server, a GCS API server) passes it."""
 
 from __future__ import annotations
 
@@ -12,16 +12,20 @@ import pytest
 from spotfit.errors import NotFoundError
 from spotfit.runtime.checkpoint import CheckpointStore
 from spotfit.stores import ObjectInfo, ObjectStore, child, open_store
+from tests.support import gcs
 from tests.support.seaweed import BUCKET
 
 
-@pytest.fixture(params=["file", "memory", "s3"])
+@pytest.fixture(params=["file", "memory", "s3", "gs"])
 def store(request, tmp_path) -> ObjectStore:
     name = uuid.uuid4().hex[:8]
     if request.param == "file":
         return open_store(f"file://{tmp_path}/store")
     if request.param == "memory":
         return open_store(f"memory://conformance-{name}")
+    if request.param == "gs":
+        request.getfixturevalue("gcs_env")
+        return open_store(f"gs://{gcs.BUCKET}/conformance-{name}")
     request.getfixturevalue("s3_env")
     return open_store(f"s3://{BUCKET}/conformance-{name}")
 

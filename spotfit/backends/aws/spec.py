@@ -69,6 +69,18 @@ class Aws(BackendSection):
 
 def aws_options(spec: Any) -> dict[str, Any]:
     """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
+    return {**Aws.of(spec).model_dump(), "runtime_extras": spec.runtime_extras(Aws.of(spec).runtime_extras),
+            "data_size_gib": spec.data.size_gib if spec.data else None,
+            "data_volume": spec.data.volume if spec.data else "root",
+            "data_source": spec.data.source if spec.data else None,
+            "data_workers": spec.data.workers if spec.data else 16,
+            "data_mode": spec.data.mode if spec.data else "copy",
+            "environment": environment_options(spec)}
+
+
+def environment_options(spec: Any) -> dict[str, Any]:
+    """The job's `environment` as a cloud instance installs it: `pip` and the requirements file's text
+    (`environment.py`; the gcp backend installs the same way)."""
     from spotfit.errors import SpecError
     from spotfit.spec.base import _short
 
@@ -82,10 +94,4 @@ def aws_options(spec: Any) -> dict[str, Any]:
                             "expected a readable pip requirements file.",
                             hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
                 from None
-    return {**spec.aws.model_dump(), "runtime_extras": spec.runtime_extras(spec.aws.runtime_extras),
-            "data_size_gib": spec.data.size_gib if spec.data else None,
-            "data_volume": spec.data.volume if spec.data else "root",
-            "data_source": spec.data.source if spec.data else None,
-            "data_workers": spec.data.workers if spec.data else 16,
-            "data_mode": spec.data.mode if spec.data else "copy",
-            "environment": {"pip": list(env.pip), "requirements": text}}
+    return {"pip": list(env.pip), "requirements": text}

@@ -1,0 +1,144 @@
+"""The instance agent: what the startup script runs on each Compute Engine VM of an attempt.
+
+`python -m spotfit.backends.gcp.agent JOB_URL ATTEMPT --metadata URL`:
+
+1. reads `attempts/<n>/launch.json` from the job's store and unpacks the code (as on AWS);
+2. with several workers, waits for `attempts/<n>/cluster.json`, finds its own index by its
+   internal address (the metadata server's `instance/network-interfaces/0/ip`) and sets
+   `TF_CONFIG`;
+3. runs `python -m spotfit.runtime JOB_URL ATTEMPT` in its own process group and forwards a
+   preemption as SIGTERM, whichever comes first: the metadata server's `instance/preempted`
+   turning `TRUE` (watched with `wait_for_change`: Google's 30 s notice), the ACPI soft-off that
+   follows it (the OS sends this agent SIGTERM), or `attempts/<n>/preempt.json` in the store (the
+   controller's `preempt`). The runtime then saves at the step it is at and exits 75;
+4. uploads its log and exits with the runtime's code; the startup script then powers off.
+
+Every request to the metadata server carries `Metadata-Flavor: Google`, as the server requires.
+Its address is a flag, so that tests point it at a loopback server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from spotfit.attempt import layout
+from spotfit.backends.attempt_files import unpack_attempt
+from spotfit.backends.aws.agent import tf_config
+from spotfit.errors import NotFoundError
+from spotfit.stores import open_store
+
+BASE = "/computeMetadata/v1"
+PREEMPTED = f"{BASE}/instance/preempted"
+IP = f"{BASE}/instance/network-interfaces/0/ip"
+
+
+class Metadata:
+    """The GCE metadata server: plain GETs with `Metadata-Flavor: Google`, and long polls for changes."""
+
+    def __init__(self, base_url: str, timeout_s: float = 5.0):
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def get(self, path: str, wait: bool = False, last_etag: str | None = None,
+            wait_s: int = 60) -> tuple[str, str | None] | None:
+        """(value, ETag) at `path`, or None when absent or unreachable; `wait`: block until it changes."""
+        query = {"wait_for_change": "true", "timeout_sec": str(wait_s)} if wait else {}
+        if wait and last_etag:
+            query["last_etag"] = last_etag
+        url = f"{self.base_url}{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        req = urllib.request.Request(url, headers={"Metadata-Flavor": "Google"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s + (wait_s if wait else 0)) as resp:
+                return resp.read().decode(), resp.headers.get("ETag")
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+
+def watch_preemption(metadata: Metadata, preempted: threading.Event, stop: threading.Event,
+                     retry_s: float = 2.0) -> None:
+    """Set `preempted` once `instance/preempted` reads TRUE (long polls; retries while unreachable)."""
+    etag: str | None = None
+    while not stop.is_set() and not preempted.is_set():
+        answer = metadata.get(PREEMPTED, wait=etag is not None, last_etag=etag)
+        if answer is None:
+            stop.wait(retry_s)
+            continue
+        value, etag = answer
+        if value.strip().upper() == "TRUE":
+            preempted.set()
+
+
+def run(job_url: str, attempt: int, metadata_url: str, poll_s: float = 2.0,
+        runtime_cmd: list[str] | None = None, preempted: threading.Event | None = None) -> int:
+    """Run one worker of an attempt to its end; returns the runtime's exit code.
+
+    `preempted`: set from outside for a preemption (`main` sets it on the agent's own SIGTERM).
+    """
+    store = open_store(job_url)
+    launch, workdir = unpack_attempt(store, attempt)
+    metadata = Metadata(metadata_url)
+    env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
+    index = 0
+    if launch.get("workers", 1) > 1:
+        cluster = _wait_cluster(store, attempt, poll_s)
+        own = metadata.get(IP)
+        index = cluster["ips"].index(own[0] if own else None)
+        env["TF_CONFIG"] = json.dumps(tf_config(cluster["worker"], index))
+    preempted, stop = preempted or threading.Event(), threading.Event()
+    watcher = threading.Thread(target=watch_preemption, args=(metadata, preempted, stop), daemon=True)
+    watcher.start()
+    log_path = Path(workdir.parent / f"spotfit-attempt-{attempt:04d}.log")
+    cmd = runtime_cmd or [sys.executable, "-m", "spotfit.runtime", job_url, str(attempt)]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    forwarded = False
+    while proc.poll() is None:
+        if not forwarded and (preempted.is_set() or store.exists(layout.preempt_file(attempt))):
+            forwarded = True
+            os.killpg(proc.pid, signal.SIGTERM)
+        if forwarded:
+            time.sleep(poll_s)
+        else:
+            preempted.wait(poll_s)  # a notice wakes the loop at once
+    stop.set()
+    store.write_bytes(layout.log(attempt, index), log_path.read_bytes())
+    return int(proc.returncode)
+
+
+def _wait_cluster(store: Any, attempt: int, poll_s: float, timeout_s: float = 900.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            return dict(json.loads(store.read_bytes(layout.cluster_file(attempt))))
+        except NotFoundError:
+            time.sleep(poll_s)
+    raise TimeoutError(f"no {layout.cluster_file(attempt)} after {timeout_s:.0f}s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m spotfit.backends.gcp.agent")
+    parser.add_argument("job_url")
+    parser.add_argument("attempt", type=int)
+    parser.add_argument("--metadata", required=True, help="metadata server base URL")
+    parser.add_argument("--poll-s", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    preempted = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: preempted.set())  # the ACPI soft-off, through the OS
+    sys.exit(run(args.job_url, args.attempt, args.metadata, args.poll_s, preempted=preempted))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""What `spotfit run --backend gcp` checks before it records the job: each failure is one line, exit 2.
+
+- a project (`gcp.project` or `$GOOGLE_CLOUD_PROJECT`);
+- credentials: Application Default Credentials, unless the backend talks to another endpoint
+  (`SPOTFIT_GCP_ENDPOINT`, the tests' emulator), which takes none;
+- every zone the job may use offers the job's accelerator × count (machines.py, bundled catalog);
+- a `gs://` store whose bucket exists (the VMs reach no other store);
+- no `secrets:` and no notebook (its token is a secret): Secret Manager is not supported yet.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from spotfit.backends.gcp import client as gc
+from spotfit.backends.gcp.machines import machine_for
+from spotfit.backends.gcp.spec import Gcp
+from spotfit.errors import UsageError
+
+PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
+
+
+def preflight(backend: Any, spec: Any) -> list[str]:
+    """Raise `UsageError` for what cannot work; the notes returned say what was chosen instead."""
+    notes: list[str] = []
+    section = Gcp.of(spec)
+    if spec.secrets or spec.is_notebook:
+        what = "`secrets:`" if spec.secrets else "a notebook's token"
+        raise UsageError(f"The gcp backend cannot deliver {what} to its VMs yet: Secret Manager is not supported "
+                         "(issue 34); expected a job without `secrets:` on `backend: gcp`.",
+                         hint="Run this job on `backend: aws` or `kubernetes`, or pass the values another way.")
+    if not (section.project or backend.project or os.environ.get(PROJECT_ENV)):
+        raise UsageError("No Google Cloud project for the gcp backend: `gcp.project` is not set and neither is "
+                         f"${PROJECT_ENV}.", hint="Set `gcp.project: MY-PROJECT` in the job spec.")
+    if not (backend.endpoint or os.environ.get(gc.ENDPOINT_ENV) or backend.credentials):
+        check_credentials()
+    zones = list(spec.market.zones) or list(section.zones)
+    if not zones:
+        zones = [f"{section.region or 'us-central1'}-a"]
+        notes.append(f"no `market.zones` or `gcp.zones`: the gcp backend launches in {zones[0]}")
+    for zone in zones:
+        machine_for(spec.resources.accelerator, spec.resources.count, zone, section.machine_type)
+    check_store(spec.checkpoint.store or "", allow_local=backend.allow_local_store)
+    return notes
+
+
+def check_credentials() -> None:
+    """`UsageError` when Application Default Credentials cannot be found."""
+    try:
+        import google.auth
+        from google.auth.exceptions import DefaultCredentialsError
+    except ImportError:
+        gc.compute()  # raises the install hint
+        return
+    try:
+        google.auth.default()
+    except DefaultCredentialsError:
+        raise UsageError("No Google Cloud credentials for the gcp backend: Application Default Credentials were "
+                         "not found.", hint="Run `gcloud auth application-default login`, or set "
+                                            "GOOGLE_APPLICATION_CREDENTIALS to a key file.") from None
+
+
+def check_store(url: str, allow_local: bool = False) -> None:
+    """The job's store must be a `gs://` bucket that exists."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if allow_local and scheme in ("file", "memory"):
+        return
+    if scheme not in ("gs", "gcs"):
+        raise UsageError(f"Invalid `checkpoint.store` for the gcp backend: received {url or 'none'!r}, expected a "
+                         "gs:// URL that the VMs can reach.", hint="Set `checkpoint.store: gs://BUCKET/PREFIX`.")
+    from spotfit.stores import FsspecStore
+
+    bucket = url.split("://", 1)[1].split("/", 1)[0]
+    store = FsspecStore(f"{scheme}://{bucket}")
+    try:
+        found = store.fs.exists(bucket)
+    except Exception as exc:  # noqa: BLE001 - gcsfs raises several kinds; any of them means "cannot use it"
+        raise UsageError(f"Invalid `checkpoint.store`: cannot reach the bucket gs://{bucket} ({exc}).",
+                         hint="Check the bucket name and the credentials (storage.buckets.get).") from None
+    if not found:
+        raise UsageError(f"Invalid `checkpoint.store`: the bucket gs://{bucket} does not exist.",
+                         hint=f"Create it (`gcloud storage buckets create gs://{bucket}`) or fix the name.")

@@ -1,0 +1,134 @@
+"""The gcp backend through the official client (REST) against the emulated Compute Engine API on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from spotfit.backends.base import LaunchRequest, make_backend
+from spotfit.backends.gcp.backend import GcpBackend
+from spotfit.errors import NoCapacityError, UsageError
+from spotfit.market.policies.base import ON_DEMAND, spot
+from spotfit.state.states import Market
+from spotfit.stores import open_store
+from tests.support.gce_api import GceApi
+
+pytestmark = pytest.mark.emulated_instance
+PROJECT = "spotfit-test"
+
+
+@pytest.fixture
+def api() -> Iterator[GceApi]:
+    server = GceApi()
+    yield server
+    server.stop()
+
+
+def backend(api: GceApi) -> GcpBackend:
+    return GcpBackend(project=PROJECT, endpoint=api.url, allow_local_store=True, operation_timeout_s=30)
+
+
+def request(job: str, zone: str = "us-central1-a", attempt: int = 1, decision=None, **options) -> LaunchRequest:
+    decision = decision or spot(zone)
+    return LaunchRequest(job_id="job-1", attempt=attempt, job_url=job, zone=zone, market=Market.SPOT,
+                         accelerator="V100", accelerator_count=1, decision=decision,
+                         options={"runtime_pip": "spotfit==0.1.0", **options})
+
+
+def test_registered_and_loaded_lazily():
+    assert make_backend("gcp").name == "gcp"
+
+
+def test_a_spot_vm_as_compute_engine_records_it(api, job):
+    handle = backend(api).launch(request(job))
+    [vm] = api.live()
+    assert handle.instances == (vm["name"],) and handle.zone == "us-central1-a" == vm["zone"]
+    assert vm["machineType"] == "zones/us-central1-a/machineTypes/n1-standard-8"
+    assert vm["guestAccelerators"] == [{"acceleratorType": "zones/us-central1-a/acceleratorTypes/nvidia-tesla-v100",
+                                        "acceleratorCount": 1}]
+    assert vm["scheduling"]["provisioningModel"] == "SPOT"
+    assert vm["scheduling"]["instanceTerminationAction"] == "DELETE"
+    assert "accessConfigs" not in vm["networkInterfaces"][0]  # no external IP by default
+    assert vm["labels"]["spotfit-job"] == "job-1" and vm["labels"]["spotfit-attempt"] == "1"
+    script = {i["key"]: i["value"] for i in vm["metadata"]["items"]}["startup-script"]
+    assert job in script and "shutdown -h now" in script
+    assert ("GET", f"/compute/v1/projects/{PROJECT}/zones/us-central1-a/operations/") not in api.calls
+    assert any("/operations/" in path for _, path in api.calls)  # the client polled the zone operation
+    assert open_store(job).exists("attempts/0001/launch.json")
+
+
+def test_on_demand_when_the_decision_says_so(api, job):
+    backend(api).launch(request(job, decision=ON_DEMAND))
+    [vm] = api.live()
+    assert vm["scheduling"]["provisioningModel"] == "STANDARD"
+    assert "instanceTerminationAction" not in vm["scheduling"]
+
+
+def test_the_decisions_zone_wins_and_bundled_gpus_need_no_attachment(api, job):
+    req = request(job, zone="us-central1-a", decision=spot("us-central1-b"))
+    req.accelerator = "A100"
+    backend(api).launch(req)
+    [vm] = api.live()
+    assert vm["zone"] == "us-central1-b" and vm["machineType"].endswith("/a2-highgpu-1g")
+    assert "guestAccelerators" not in vm
+
+
+@pytest.mark.parametrize("code", ["ZONE_RESOURCE_POOL_EXHAUSTED", "QUOTA_EXCEEDED"])
+def test_capacity_errors_end_the_attempt_no_capacity(api, job, code):
+    api.fail_inserts("us-central1-a", code)
+    with pytest.raises(NoCapacityError, match=code):
+        backend(api).launch(request(job))
+    assert api.live() == []
+    backend(api).launch(request(job, zone="us-central1-b", attempt=2))  # the next zone has room
+    assert [vm["zone"] for vm in api.live()] == ["us-central1-b"]
+
+
+def test_status_preemption_and_stop(api, job):
+    gcp = backend(api)
+    handle = gcp.launch(request(job))
+    assert gcp.status(handle).running
+    api.preempt(handle.instances[0])  # Google deletes a preempted spot VM
+    assert not gcp.status(handle).running
+    gcp.stop(handle, grace_s=0)  # nothing left: idempotent
+    handle = gcp.launch(request(job, attempt=2))
+    api.power_off(handle.instances[0])  # the startup script's `shutdown -h now`
+    assert not gcp.status(handle).running
+    gcp.stop(handle, grace_s=0)
+    assert api.live() == []
+
+
+def test_a_retried_launch_and_find_reuse_the_first_vm(api, job):
+    gcp = backend(api)
+    first = gcp.launch(request(job))
+    assert gcp.launch(request(job)) == first  # alreadyExists: the same VM
+    assert len(api.live()) == 1
+    assert gcp.load_handle(first.to_json()) == first
+    assert gcp.find(request(job)) == first
+    assert gcp.find(request(job, attempt=2)) is None
+
+
+def test_several_workers_get_their_addresses(api, job):
+    req = request(job)
+    req.workers = 2
+    handle = backend(api).launch(req)
+    assert [n[-2:] for n in handle.instances] == ["w0", "w1"]
+    cluster = open_store(job).read_bytes("attempts/0001/cluster.json").decode()
+    assert all(vm["networkInterfaces"][0]["networkIP"] in cluster for vm in api.live())
+
+
+def test_an_unknown_zone_or_a_gpu_not_offered_there_is_one_usage_line(api, job):
+    with pytest.raises(UsageError, match="not offered in"):
+        backend(api).launch(request(job, zone="us-central1-z", decision=spot("us-central1-z")))
+    req = request(job, decision=spot("europe-west4-a"))
+    req.accelerator = "H100"
+    req.accelerator_count = 3
+    with pytest.raises(UsageError, match="no GCP machine type has 3"):
+        backend(api).launch(req)
+    assert api.live() == []
+
+
+def test_local_stores_are_refused_outside_tests(api, job):
+    with pytest.raises(UsageError, match="expected a gs:// URL"):
+        GcpBackend(project=PROJECT, endpoint=api.url).launch(request(job))
+    assert api.live() == []

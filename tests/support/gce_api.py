@@ -1,0 +1,221 @@
+"""A Compute Engine API (v1, the part spotfit uses) over real HTTP on 127.0.0.1, stateful.
+
+No emulator of Compute Engine exists, so the tests serve this one and point the official
+`google-cloud-compute` client at it (`client_options={"api_endpoint": url}`, anonymous
+credentials, REST transport). It keeps instances per (project, zone) and zone operations, and
+answers the way Compute Engine does for what spotfit sends:
+
+- `instances.insert`: checks the zone, the name (`[a-z]([-a-z0-9]{0,61}[a-z0-9])?`), the machine
+  type's zone and that a spot VM asks `instanceTerminationAction`; a name taken is a 409
+  `alreadyExists`; the VM is `RUNNING` and the operation is `RUNNING` on its first poll, `DONE`
+  on the next (so the client really polls); an injected error ends the operation with the
+  error's code and HTTP status (`fail_inserts`);
+- `instances.get`, `instances.list` (with `labels.KEY=VALUE` filters), `instances.delete`
+  (404 `notFound` for a VM that does not exist);
+- `zoneOperations.get` and `zoneOperations.wait`.
+
+What it does not model: regional or global operations, machine-type and accelerator catalogs
+beyond the zone checks, quotas (a test injects `QUOTA_EXCEEDED`), IAM (every call is allowed),
+boot (a VM is RUNNING at once; the emulated instance harness runs its startup script).
+
+The test's own hands: `preempt(name)` (a spot VM with `DELETE` is deleted, as Google does at the
+end of the 30 s notice), `power_off(name)` (the VM is `TERMINATED`, as after `shutdown -h now`),
+and `calls` (method, path) of every request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+ZONES = ("us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f", "us-east1-b", "us-east1-c",
+         "europe-west4-a", "europe-west4-b")
+_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+_PATH = re.compile(r"^/compute/v1/projects/(?P<project>[^/]+)/zones/(?P<zone>[^/]+)/"
+                   r"(?P<kind>instances|operations)(?:/(?P<name>[^/]+))?(?:/(?P<verb>wait))?$")
+HTTP_STATUS = {"ZONE_RESOURCE_POOL_EXHAUSTED": 503, "QUOTA_EXCEEDED": 403}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, reason: str, message: str):
+        super().__init__(message)
+        self.status, self.reason, self.message = status, reason, message
+
+
+class GceApi:
+    """The emulated API; `url` is the `api_endpoint` to give the client."""
+
+    def __init__(self, zones: tuple[str, ...] = ZONES):
+        self.zones = set(zones)
+        self.instances: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.operations: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.failures: dict[str, str] = {}  # zone -> error code of every insert there
+        self.calls: list[tuple[str, str]] = []
+        self._ids = itertools.count(1000)
+        self._lock = threading.RLock()
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    # -- the test's hands ---------------------------------------------------------------------------
+
+    def fail_inserts(self, zone: str, code: str) -> None:
+        """Every insert in `zone` ends with `code` (e.g. ZONE_RESOURCE_POOL_EXHAUSTED) from now on."""
+        self.failures[zone] = code
+
+    def live(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(i) for i in self.instances.values()]
+
+    def find(self, name: str) -> tuple[str, str, str]:
+        with self._lock:
+            return next(k for k in self.instances if k[2] == name)
+
+    def preempt(self, name: str) -> None:
+        """Google reclaims a spot VM: with `instanceTerminationAction: DELETE` it is deleted."""
+        with self._lock:
+            key = self.find(name)
+            if self.instances[key]["scheduling"].get("instanceTerminationAction") == "DELETE":
+                del self.instances[key]
+            else:
+                self.instances[key]["status"] = "TERMINATED"
+
+    def power_off(self, name: str) -> None:
+        with self._lock:
+            self.instances[self.find(name)]["status"] = "TERMINATED"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- the API ------------------------------------------------------------------------------------
+
+    def _operation(self, project: str, zone: str, kind: str, target: str, error: str | None = None) -> dict:
+        name = f"operation-{next(self._ids)}"
+        op: dict[str, Any] = {
+            "kind": "compute#operation", "id": str(next(self._ids)), "name": name, "operationType": kind,
+            "zone": f"{self.url}/compute/v1/projects/{project}/zones/{zone}",
+            "targetLink": f"{self.url}/compute/v1/projects/{project}/zones/{zone}/instances/{target}",
+            "status": "RUNNING", "progress": 0, "_polls": 0,
+            "selfLink": f"{self.url}/compute/v1/projects/{project}/zones/{zone}/operations/{name}"}
+        if error:
+            op["_error"] = error
+        self.operations[project, zone, name] = op
+        return _public(op)
+
+    def _poll(self, project: str, zone: str, name: str) -> dict:
+        op = self.operations.get((project, zone, name))
+        if op is None:
+            raise ApiError(404, "notFound", f"The resource 'operations/{name}' was not found")
+        op["_polls"] += 1
+        if op["_polls"] >= 2 and op["status"] != "DONE":
+            op.update(status="DONE", progress=100)
+            if "_error" in op:
+                code = op["_error"]
+                op["error"] = {"errors": [{"code": code, "message": f"{code}: emulated in {zone}"}]}
+                op["httpErrorStatusCode"] = HTTP_STATUS.get(code, 400)
+                op["httpErrorMessage"] = "SERVICE UNAVAILABLE" if code == "ZONE_RESOURCE_POOL_EXHAUSTED" else \
+                    "FORBIDDEN"
+        return _public(op)
+
+    def _insert(self, project: str, zone: str, body: dict) -> dict:
+        name = body.get("name", "")
+        if not _NAME.fullmatch(name):
+            raise ApiError(400, "invalid", f"Invalid value for field 'resource.name': '{name}'.")
+        if not str(body.get("machineType", "")).startswith(f"zones/{zone}/machineTypes/"):
+            raise ApiError(400, "invalid", f"Invalid value for field 'resource.machineType': "
+                                           f"'{body.get('machineType')}'.")
+        sched = body.get("scheduling") or {}
+        if sched.get("provisioningModel") == "SPOT" and "instanceTerminationAction" not in sched:
+            raise ApiError(400, "invalid", "Spot VMs need scheduling.instanceTerminationAction.")
+        if (project, zone, name) in self.instances:
+            raise ApiError(409, "alreadyExists", f"The resource 'projects/{project}/zones/{zone}/instances/{name}' "
+                                                 "already exists")
+        error = self.failures.get(zone)
+        if error is None:
+            ip = f"10.128.0.{len(self.instances) + 2}"
+            self.instances[project, zone, name] = {
+                **body, "id": str(next(self._ids)), "status": "RUNNING", "zone": zone, "project": project,
+                "networkInterfaces": [{**nic, "networkIP": ip} for nic in body.get("networkInterfaces", [])]}
+        return self._operation(project, zone, "insert", name, error)
+
+    def handle(self, method: str, path: str, query: dict[str, list[str]], body: dict | None) -> dict:
+        match = _PATH.match(path)
+        if match is None:
+            raise ApiError(404, "notFound", f"no such path {path}")
+        project, zone, kind, name, verb = match.group("project", "zone", "kind", "name", "verb")
+        if zone not in self.zones:
+            raise ApiError(400, "invalid", f"Invalid value for field 'zone': '{zone}'. Unknown zone.")
+        with self._lock:
+            if kind == "operations":
+                return self._poll(project, zone, name)  # get and wait alike
+            if method == "POST" and name is None:
+                return self._insert(project, zone, body or {})
+            if method == "GET" and name is None:
+                return {"kind": "compute#instanceList", "items": self._list(project, zone, query)}
+            key = (project, zone, name)
+            if key not in self.instances:
+                raise ApiError(404, "notFound", f"The resource 'projects/{project}/zones/{zone}/instances/{name}' "
+                                                "was not found")
+            if method == "GET":
+                return self.instances[key]
+            if method == "DELETE":
+                del self.instances[key]
+                return self._operation(project, zone, "delete", name)
+        raise ApiError(405, "badRequest", f"{method} {path}")
+
+    def _list(self, project: str, zone: str, query: dict[str, list[str]]) -> list[dict]:
+        wanted = dict(re.findall(r"labels\.([\w-]+)\s*=\s*\"?([\w-]+)\"?", (query.get("filter") or [""])[0]))
+        return [i for (p, z, _), i in sorted(self.instances.items())
+                if p == project and z == zone and all(i.get("labels", {}).get(k) == v for k, v in wanted.items())]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                url = urlparse(self.path)
+                api.calls.append((self.command, url.path))
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                try:
+                    status, doc = 200, api.handle(self.command, url.path, parse_qs(url.query), body)
+                except ApiError as exc:
+                    status = exc.status
+                    doc = {"error": {"code": exc.status, "message": exc.message,
+                                     "errors": [{"message": exc.message, "domain": "global", "reason": exc.reason}]}}
+                data = json.dumps(doc).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = _serve
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+def _public(op: dict) -> dict:
+    return {k: v for k, v in op.items() if not k.startswith("_")}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away mid-answer (a VM killed during a long poll) is no error worth a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
