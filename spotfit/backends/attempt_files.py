@@ -2,7 +2,8 @@
 
 The controller writes `attempts/<n>/launch.json` (the working folder, the environment, the key
 of the shipped code) to the job's store; the AWS agent and the Kubernetes pod both unpack the
-attempt from it the same way before they start `python -m spotfit.runtime`.
+attempt from it the same way before they start `python -m spotfit.runtime`; a worker of several
+builds its `TF_CONFIG` from the attempt's `cluster.json` with `tf_config`.
 """
 
 from __future__ import annotations
@@ -25,3 +26,12 @@ def unpack_attempt(store: ObjectStore, attempt: int) -> tuple[dict, Path]:
         with tarfile.open(fileobj=io.BytesIO(store.read_bytes(launch["code_key"])), mode="r:gz") as tar:
             tar.extractall(workdir, filter="data")
     return launch, workdir
+
+
+def tf_config(cluster: list[str], index: int) -> dict:
+    """The `TF_CONFIG` of worker `index` of `cluster` (worker 0 is the chief).
+
+    >>> tf_config(["10.0.0.5:2222", "10.0.0.9:2222"], 1)["task"]
+    {'type': 'worker', 'index': 1}
+    """
+    return {"cluster": {"worker": list(cluster)}, "task": {"type": "worker", "index": index}}

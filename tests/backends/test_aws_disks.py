@@ -6,8 +6,8 @@ import pytest
 
 from spotfit.backends.aws import disks
 from spotfit.backends.aws import launch as rq
-from spotfit.backends.aws.environment import instance_env
 from spotfit.backends.aws.userdata import user_data
+from spotfit.backends.environment import instance_env
 from spotfit.errors import UsageError
 
 GIB = disks.GIB

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from spotfit.backends import environment
 from spotfit.backends import wheel as wheel_module
-from spotfit.backends.aws import environment
 from spotfit.backends.aws.backend import AwsBackend
-from spotfit.backends.aws.environment import cache_root, instance_env
 from spotfit.backends.aws.spec import aws_options
+from spotfit.backends.environment import cache_root, instance_env
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import SpecError, UsageError
 from spotfit.spec.job import load_spec, parse_spec

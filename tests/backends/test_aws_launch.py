@@ -7,9 +7,9 @@ import ipaddress
 import pytest
 
 from spotfit.backends.aws import launch as rq
-from spotfit.backends.aws.environment import instance_env
 from spotfit.backends.aws.userdata import check_no_secrets, user_data
 from spotfit.backends.base import backend_options
+from spotfit.backends.environment import instance_env
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import BackendError, SpecError, UsageError
 from spotfit.spec.job import parse_spec

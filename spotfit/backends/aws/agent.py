@@ -29,22 +29,13 @@ import urllib.request
 from pathlib import Path
 
 from spotfit.attempt import layout
-from spotfit.backends.attempt_files import unpack_attempt
+from spotfit.backends.attempt_files import tf_config, unpack_attempt
 from spotfit.backends.aws.secrets import agent_env as agent_secrets
 from spotfit.errors import NotFoundError
 from spotfit.stores import open_store
 
 NOTICE_PATH = "/latest/meta-data/spot/instance-action"
 LOCAL_IP_PATH = "/latest/meta-data/local-ipv4"
-
-
-def tf_config(cluster: list[str], index: int) -> dict:
-    """The `TF_CONFIG` of worker `index` of `cluster` (worker 0 is the chief).
-
-    >>> tf_config(["10.0.0.5:2222", "10.0.0.9:2222"], 1)["task"]
-    {'type': 'worker', 'index': 1}
-    """
-    return {"cluster": {"worker": list(cluster)}, "task": {"type": "worker", "index": index}}
 
 
 class Imds:

@@ -128,8 +128,8 @@ class AwsBackend(BackendTraits):
 
     def plan(self, request: LaunchRequest, lookup: bool = True) -> list[Call]:
         """The exact calls `launch` would send (for `--dry-run`); nothing is created."""
-        from spotfit.backends.aws.environment import instance_env
         from spotfit.backends.aws.userdata import user_data
+        from spotfit.backends.environment import instance_env
 
         settings = self.settings(request, lookup=lookup)
         text = user_data(request.job_url, request.attempt,
@@ -230,8 +230,7 @@ class AwsBackend(BackendTraits):
                                     "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy.") from exc
 
     def _launch(self, request: LaunchRequest) -> AwsHandle:
-        from spotfit.backends import shipping
-        from spotfit.backends.aws import environment
+        from spotfit.backends import environment, shipping
         from spotfit.backends.aws.userdata import user_data
 
         self._check_store(request.job_url)

@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
@@ -69,6 +68,8 @@ class Aws(BackendSection):
 
 def aws_options(spec: Any) -> dict[str, Any]:
     """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
+    from spotfit.backends.environment import environment_options
+
     return {**Aws.of(spec).model_dump(), "runtime_extras": spec.runtime_extras(Aws.of(spec).runtime_extras),
             "data_size_gib": spec.data.size_gib if spec.data else None,
             "data_volume": spec.data.volume if spec.data else "root",
@@ -76,22 +77,3 @@ def aws_options(spec: Any) -> dict[str, Any]:
             "data_workers": spec.data.workers if spec.data else 16,
             "data_mode": spec.data.mode if spec.data else "copy",
             "environment": environment_options(spec)}
-
-
-def environment_options(spec: Any) -> dict[str, Any]:
-    """The job's `environment` as a cloud instance installs it: `pip` and the requirements file's text
-    (`environment.py`; the gcp backend installs the same way)."""
-    from spotfit.errors import SpecError
-    from spotfit.spec.base import _short
-
-    env, text = spec.environment, ""
-    if env.requirements:
-        path = Path(spec.base_dir) / env.requirements
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SpecError(f"Invalid `environment.requirements`: cannot read {_short(str(path))} ({exc}), "
-                            "expected a readable pip requirements file.",
-                            hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
-                from None
-    return {"pip": list(env.pip), "requirements": text}

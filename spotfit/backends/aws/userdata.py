@@ -29,7 +29,7 @@ Two environment variables, unset on EC2, let the emulated instance of the tests
 
 Example:
 
->>> from spotfit.backends.aws.environment import instance_env
+>>> from spotfit.backends.environment import instance_env
 >>> text = user_data("s3://bucket/jobs/j1", 2, instance_env("s3://bucket/jobs/j1", "ami-1", {}))
 >>> text.startswith("#!/bin/bash") and "shutdown -h now" in text
 True
@@ -42,7 +42,7 @@ import shlex
 
 from spotfit.attempt import layout
 from spotfit.backends.aws.disks import nvme_script
-from spotfit.backends.aws.environment import InstanceEnv
+from spotfit.backends.environment import InstanceEnv
 from spotfit.errors import BackendError
 
 IMDS_URL = "http://169.254.169.254"

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from spotfit.attempt import layout
-from spotfit.backends.attempt_files import unpack_attempt
-from spotfit.backends.aws.agent import tf_config
+from spotfit.backends.attempt_files import tf_config, unpack_attempt
 from spotfit.errors import NotFoundError
 from spotfit.stores import open_store
 

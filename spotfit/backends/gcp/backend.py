@@ -101,7 +101,7 @@ class GcpBackend(BackendTraits):
 
     def plan(self, request: LaunchRequest) -> list[Insert]:
         """The exact inserts `launch` would send (for `--dry-run`); nothing is created or uploaded."""
-        from spotfit.backends.aws.environment import instance_env
+        from spotfit.backends.environment import instance_env
         from spotfit.backends.gcp.startup import startup_script
 
         s = self.settings(request)
@@ -181,8 +181,7 @@ class GcpBackend(BackendTraits):
                                     "project and the Compute Engine API; docs/gcp.md lists the roles.") from exc
 
     def _launch(self, request: LaunchRequest) -> GcpHandle:
-        from spotfit.backends import shipping
-        from spotfit.backends.aws import environment
+        from spotfit.backends import environment, shipping
         from spotfit.backends.gcp.startup import startup_script
 
         self._check_store(request.job_url)

@@ -66,7 +66,7 @@ class Gcp(BackendSection):
 def gcp_options(spec: Any) -> dict[str, Any]:
     """The `gcp:` section for the backend, with the data size, the notebook extra of a notebook job and the
     job's `environment` resolved as the AWS backend resolves it (the requirements file's text)."""
-    from spotfit.backends.aws.spec import environment_options
+    from spotfit.backends.environment import environment_options
 
     section = Gcp.of(spec)
     return {**section.model_dump(), "runtime_extras": spec.runtime_extras(section.runtime_extras),

@@ -1,7 +1,7 @@
 """The startup script of an attempt's VMs: install the runtime (or unpack it from the cache), run, power off.
 
 It is the AWS user-data's boot path (backends/aws/userdata.py) with Google's tools: the
-environment the instance installs and its cache key are the same (`aws/environment.py`:
+environment the instance installs and its cache key are the same (`backends/environment.py`:
 this spotfit's wheel and the job's `environment:` in a venv over the Deep Learning VM image's
 TensorFlow, cached as `<store>/cache/env/<key>.tar.gz`), fetched and uploaded with
 `gcloud storage cp`, which the image has. Instance metadata is readable by anyone who may get
@@ -19,7 +19,7 @@ sandbox: `SPOTFIT_ROOT` (default `/opt/spotfit`) and `SPOTFIT_METADATA_URL` (def
 
 Example:
 
->>> from spotfit.backends.aws.environment import instance_env
+>>> from spotfit.backends.environment import instance_env
 >>> text = startup_script("gs://b/jobs/j1", 2, instance_env("gs://b/jobs/j1", "family/tf", {}))
 >>> text.startswith("#!/bin/bash") and "gcloud storage cp" in text and "shutdown -h now" in text
 True
@@ -30,7 +30,7 @@ from __future__ import annotations
 import shlex
 
 from spotfit.attempt import layout
-from spotfit.backends.aws.environment import InstanceEnv
+from spotfit.backends.environment import InstanceEnv
 
 METADATA_URL = "http://metadata.google.internal"
 ROOT = "/opt/spotfit"

@@ -30,6 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from spotfit.backends.wheel import cache_root, put_wheel, running_wheel
 from spotfit.stores import child, open_store
@@ -87,3 +89,22 @@ def upload(env: InstanceEnv) -> None:
     key = f"env/{env.key}.requirements.txt"
     if not store.exists(key):
         store.write_bytes(key, env.requirements.encode())
+
+
+def environment_options(spec: Any) -> dict[str, Any]:
+    """The job's `environment` as a cloud instance installs it: `pip` and the requirements file's text
+    (what `instance_env` packs; every cloud backend installs the same way)."""
+    from spotfit.errors import SpecError
+    from spotfit.spec.base import _short
+
+    env, text = spec.environment, ""
+    if env.requirements:
+        path = Path(spec.base_dir) / env.requirements
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"Invalid `environment.requirements`: cannot read {_short(str(path))} ({exc}), "
+                            "expected a readable pip requirements file.",
+                            hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
+                from None
+    return {"pip": list(env.pip), "requirements": text}
