@@ -11,6 +11,7 @@ from spotfit.errors import UsageError
 from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES, Policy, make_policy
 from spotfit.market.simulator import Job, simulate, start_ticks
 from spotfit.market.trace import load_trace
+from tests.support.once import once_per_run
 from tests.support.traces import make_trace, with_future_flipped
 
 ONLINE = [name for name in POLICIES if name != "optimum"]
@@ -68,10 +69,7 @@ def test_policies_on_the_real_trace_meet_a_tight_deadline(name):
             assert simulate(name, trace, job, s, zones).met_deadline
 
 
-@pytest.fixture(scope="module")
-def bundled_runs() -> dict:
-    """spotfit, mdp (the default), optimum and on-demand on the bundled trace: a 10 h job, 14 h
-    deadline, 0.2 h start-up, from 4 start points, in each zone alone and in all 9 zones together."""
+def _bundled_runs() -> dict:
     trace = load_trace("aws-v100")
     job = Job.from_hours(10, 14, 0.2)
     runs = {}
@@ -80,6 +78,14 @@ def bundled_runs() -> dict:
             runs[(s, zones)] = {p: simulate(p, trace, job, s, zones)
                                 for p in ("spotfit", "mdp", "optimum", "on_demand")}
     return runs
+
+
+@pytest.fixture(scope="module")
+def bundled_runs(tmp_path_factory) -> dict:
+    """spotfit, mdp (the default), optimum and on-demand on the bundled trace: a 10 h job, 14 h
+    deadline, 0.2 h start-up, from 4 start points, in each zone alone and in all 9 zones together
+    (simulated by one xdist worker: tests/support/once.py)."""
+    return once_per_run(tmp_path_factory, "policies-bundled-runs", _bundled_runs)
 
 
 # In-sample figures: the bundled trace is the one the policy's constants were tuned on, so these
@@ -133,7 +139,12 @@ WINDOW_TRACES = ("aws-v100-aug-16node", "aws-v100-aug-4node")
 
 
 @pytest.fixture(scope="module")
-def window_costs() -> dict:
+def window_costs(tmp_path_factory) -> dict:
+    """(cost, deadline met) of the default policy and the baselines on fixed windows (one xdist worker's)."""
+    return once_per_run(tmp_path_factory, "policies-window-costs", _window_costs)
+
+
+def _window_costs() -> dict:
     costs: dict = {}
     for name in WINDOW_TRACES:
         trace = load_trace(name)

@@ -23,7 +23,7 @@ def test_median_prunes_from_the_second_epoch_after_four_finished_trials(spotfit_
 def test_a_tpe_sweep_past_its_random_start_up_trials_resumes_with_the_params_it_would_have_asked(spotfit_home):
     """Past Optuna's 10 random start-up trials TPE samples from the study's history: a study
     reloaded mid-way, as `spotfit sweep resume` does, asks the same params as one never left, and
-    no trial asks an earlier trial's params (the end-to-end sweep test runs 8 trials, all random)."""
+    no trial asks an earlier trial's params (the end-to-end sweep test runs 6 trials, all random)."""
     spec = SweepSpec.model_validate({"job": "x.yaml", "objective": {"metric": "val_accuracy"}, "sampler": "tpe",
                                      "params": {"lr": {"log_uniform": [0.003, 0.5]}, "units": {"choice": [8, 16, 32]}}})
 

@@ -1,4 +1,4 @@
-"""A real sweep: 8 trials of a tiny Keras script, 2 at once, ASHA, a preemption, kill -9 and resume.
+"""A real sweep: 6 trials of a tiny Keras script, 2 at once, ASHA, a preemption, kill -9 and resume.
 
 One sweep carries the properties (training is the cost, so they share it):
 - the sweep controller is killed with SIGKILL mid-sweep; `spotfit sweep resume` finishes it
@@ -11,12 +11,15 @@ One sweep carries the properties (training is the cost, so they share it):
   published under the base job's name with the sweep and its params in the model card;
 - `sweep status --json` has the documented shape, `sweep compare` writes a self-contained page.
 The two re-runs go through `spotfit submit --parallel 2 --wait`, side by side (that the queue keeps
-its limit is test_batch_resume.py's).
+its limit is test_batch_resume.py's); alone, they need no pruner's pace (`TINY_PACE_S=0`: the same
+numbers, sooner).
 
-Every trial is a runtime start-up (a TensorFlow import), so the sweep runs the 8 trials these
-properties need: the kill lands after the 4th, and trial 1's promotion at epoch 1 comes when
-trials 0-2 have reported, before a 5th trial can start. All 8 are of TPE's random start-up
-phase; its sampling past it, across a resume, is test_study.py's.
+Every trial is a runtime start-up (a TensorFlow import), so the sweep runs the 6 trials these
+properties need: the kill lands after the 4th, so trials 4 and 5 start only after the resume;
+trial 1's promotion at epoch 1 comes when trials 0-2 have reported, before a 5th trial can start;
+trial 4 is the one that completes. (Trials 6 and 7 of the earlier 8-trial sweep started once
+trial 4 had completed and were both paused at epoch 1: nothing asserted came from them.) All 6
+are of TPE's random start-up phase; its sampling past it, across a resume, is test_study.py's.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from tests.support.jobs import spotfit_cmd
 from tests.support.wait import wait_for
 from tests.sweep.tiny import SWEEP, job_folder
 
-TRIALS = 8
+TRIALS = 6
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -117,7 +120,7 @@ def test_sweep_survives_kill_and_resume_prunes_promotes_and_reproduces(tmp_path,
     reruns = []
     for label, params in (("first", doc["trials"][0]["params"]), ("best", best["params"])):
         args = [x for name, value in params.items() for x in (f"--{name}", param_text(value))]
-        reruns.append(str(job_folder(tmp_path / label, f"rerun-{label}", args)))
+        reruns.append(str(job_folder(tmp_path / label, f"rerun-{label}", args, {"TINY_PACE_S": "0"})))
     out = _cli("submit", *reruns, "--parallel", "2", "--wait", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     batch = json.loads(out.stdout)

@@ -1,8 +1,9 @@
 """The tiny sweep the sweep tests run: a seeded Keras MLP (scripts/tiny_train.py) and its sweep file.
 
-`job_folder(folder, name, args)` writes the base job (the script beside its spec) and returns
-the spec's path; `SWEEP` is the 12-trial ASHA sweep file, which tests trim with `str.replace`
-(the kill-and-resume sweep to 8).
+`job_folder(folder, name, args, env)` writes the base job (the script beside its spec) and
+returns the spec's path (`env={"TINY_PACE_S": "0"}`: a re-run alone, its steps not paced for a
+pruner); `SWEEP` is the 12-trial ASHA sweep file, which tests trim with `str.replace`
+(the kill-and-resume sweep to 6).
 `batch_specs(folder, go)` writes the batch tests' three jobs, whose script waits for the file
 `go` before its one epoch: the test, not the machine's speed, decides when they end.
 """
@@ -16,6 +17,7 @@ SCRIPT = Path(__file__).parent / "scripts" / "tiny_train.py"
 SPEC = """name: {name}
 script: tiny_train.py
 args: {args}
+env: {env}
 market: {{trace: aws-v100, zones: [us-west-2a], start: "2023-02-17T19:16:00", time_scale: 10}}
 checkpoint: {{interval: {{steps: 5}}}}
 training: {{seed: 0, deterministic: true, tensorboard: false, mixed_precision: "off", xla: "off"}}
@@ -67,10 +69,10 @@ def batch_specs(folder: Path, go: Path) -> list[str]:
     return specs
 
 
-def job_folder(folder: Path, name: str, args: list[str]) -> Path:
-    """The tiny job's spec (named `name`, the script's `args`) in `folder`, the script beside it."""
+def job_folder(folder: Path, name: str, args: list[str], env: dict[str, str] | None = None) -> Path:
+    """The tiny job's spec (named `name`, the script's `args` and `env`) in `folder`, the script beside it."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SCRIPT.name).write_text(SCRIPT.read_text())
     path = folder / "spotfit.yaml"
-    path.write_text(SPEC.format(name=name, args=json.dumps(args)))
+    path.write_text(SPEC.format(name=name, args=json.dumps(args), env=json.dumps(env or {})))
     return path
