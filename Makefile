@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed
 DEMO_HOME ?= $(CURDIR)/.spotfit-demo
 # No test, benchmark or demo lets botocore ask an instance metadata address for credentials.
 export AWS_EC2_METADATA_DISABLED := true
+# Compiled modules are kept (outside the source folders), even where the environment says not to
+# write them: every process the suite starts (runtimes, CLIs) otherwise compiles spotfit again,
+# about 0.45 s each on this 2-core machine (docs/benchmarks.md).
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
 
 .PHONY: demo test test-stress check lint bench clean browser
 

@@ -26,7 +26,7 @@ import numpy as np
 from _doc import machine, write_section
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: `tests.support`
-from spotfit.runtime.datacache import DataCache  # noqa: E402
+from spotfit.stores.datacache import DataCache  # noqa: E402
 from tests.support.seaweed import BUCKET, SeaweedServer, require_weed, seaweed_env  # noqa: E402
 
 HEADING = "## Data cache (issue 8)"

@@ -37,6 +37,6 @@ def data_dir(source: str | None = None) -> Path:
         )
     if "://" not in source:
         return Path(source)
-    from spotfit.runtime.datacache import DataCache
+    from spotfit.stores.datacache import DataCache
 
     return Path(DataCache(default_cache_dir()).sync(source).path)

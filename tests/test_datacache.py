@@ -11,8 +11,8 @@ import pytest
 
 from spotfit.data_helper import data_dir
 from spotfit.errors import StoreError, UsageError
-from spotfit.runtime.datacache import DataCache
 from spotfit.stores import open_store
+from spotfit.stores.datacache import DataCache
 from spotfit.stores.fsspec_store import FsspecStore
 
 
@@ -181,7 +181,7 @@ class _Reporter:
 
 def test_runtime_data_step_sets_the_env_var_and_reports(source, tmp_path, monkeypatch):
     from spotfit.attempt.config import RuntimeConfig
-    from spotfit.runtime.datacache import sync_job_data
+    from spotfit.runtime.job_data import sync_job_data
 
     monkeypatch.delenv("SPOTFIT_DATA_DIR", raising=False)
     config = RuntimeConfig.from_json(RuntimeConfig(

@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from spotfit.errors import StoreError
-from spotfit.runtime.datacache import DataCache
 from spotfit.stores import open_store
+from spotfit.stores.datacache import DataCache
 from spotfit.stores.fsspec_store import FsspecStore
 from tests.support import gcs
 from tests.support.seaweed import BUCKET

@@ -16,7 +16,7 @@ import pytest
 
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.runtime import datamount
-from spotfit.runtime.datacache import sync_job_data
+from spotfit.runtime.job_data import sync_job_data
 from spotfit.stores import open_store
 from tests.support.seaweed import BUCKET
 

@@ -33,7 +33,7 @@ class RuntimeConfig:
     data_cache_dir: str | None = None  # default: $SPOTFIT_CACHE_DIR, else $SPOTFIT_HOME/cache/data
     data_cache_limit_gib: float | None = None
     data_workers: int = 16
-    data_verify: str = "etag"  # or "md5": see spotfit/runtime/datacache.py
+    data_verify: str = "etag"  # or "md5": see spotfit/stores/datacache.py
     data_mode: str = "copy"  # or "mount": see spotfit/runtime/datamount.py
     # Speed-ups (runtime/strategy.py, precision.py, xla.py) and outputs (tensorboard.py, export.py).
     strategy: str = "auto"  # auto | none | mirrored | multi_worker

@@ -19,8 +19,8 @@ from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, E
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result, encode_exit
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.runtime.datacache import sync_job_data
 from spotfit.runtime.fit_calls import FitCalls
+from spotfit.runtime.job_data import sync_job_data
 from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.session import Session
 from spotfit.runtime.utilization import start_sampling

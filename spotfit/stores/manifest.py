@@ -1,7 +1,7 @@
 """The content manifest of a dataset: one digest that changes when any object under a prefix does.
 
 Each object counts by its key, its size and its content tag (the store's ETag; the mtime where a
-store has none, as the data cache tells versions apart, runtime/datacache.py). Two listings of
+store has none, as the data cache tells versions apart, stores/datacache.py). Two listings of
 unchanged content give the same digest, in any order; the AWS data snapshots are keyed by it
 (backends/aws/snapshots.py), so two jobs naming the same data at the same content share one.
 

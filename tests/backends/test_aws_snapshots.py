@@ -103,7 +103,7 @@ def test_only_the_first_worker_snapshots_and_data_changed_during_the_fill_is_not
     iid, _, _ = _launch(aws, job, dataset)
     other = fill_and_snapshot(dataset, str(tmp_path / "w1"), aws.ec2, iid, "job-1", launch_index=1)
     assert other["snapshot"] is None and other["bytes_downloaded"] == 8000
-    from spotfit.runtime import datacache
+    from spotfit.stores import datacache
 
     real_sync = datacache.DataCache.sync
 

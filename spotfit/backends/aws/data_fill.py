@@ -4,7 +4,7 @@
 runs from the user-data once the new data volume is mounted and `SPOTFIT_CACHE_DIR` points at it
 (data_volume.py), before the agent starts the runtime:
 
-1. syncs SOURCE into the data cache (runtime/datacache.py), as the runtime would;
+1. syncs SOURCE into the data cache (stores/datacache.py), as the runtime would;
 2. flushes the file systems (a snapshot holds what reached the volume);
 3. lists SOURCE again: if its manifest changed during the fill, makes no snapshot (it would be
    tagged with content it does not hold);
@@ -28,7 +28,7 @@ def fill_and_snapshot(source: str, cache_dir: str, ec2: Any, instance_id: str, j
                       launch_index: int = 0, workers: int = 16) -> dict:
     """Steps 1–4 above; what was done, for the boot log."""
     from spotfit.backends.aws.snapshots import make_snapshot
-    from spotfit.runtime.datacache import DataCache
+    from spotfit.stores.datacache import DataCache
     from spotfit.stores.manifest import dataset_manifest
 
     before = dataset_manifest(source)

@@ -48,7 +48,6 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from spotfit.attempt.progress import Phase
 from spotfit.errors import StoreError, UsageError
 from spotfit.stores import ObjectInfo, ObjectStore, open_store
 
@@ -271,8 +270,8 @@ class DataCache:
             stats.bytes_evicted += size
         if used + need > self.limit_bytes:
             raise UsageError(
-                f"Dataset {stats.source} needs {_size(used + need)} of cache, more than "
-                f"`data.cache_limit_gib` allows ({_size(self.limit_bytes)}).",
+                f"Dataset {stats.source} needs {size_text(used + need)} of cache, more than "
+                f"`data.cache_limit_gib` allows ({size_text(self.limit_bytes)}).",
                 hint="Raise `data.cache_limit_gib` in the job spec, or point `data.cache_dir` at a larger disk.",
             )
 
@@ -324,7 +323,7 @@ class DataCache:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _size(n: float) -> str:
+def size_text(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
@@ -386,41 +385,3 @@ class _Bar:
     def advance(self, n: int) -> None:
         if self._progress is not None:
             self._progress.advance(self._task, n)
-
-
-def sync_job_data(config, reporter) -> SyncStats | None:
-    """The runtime's data step: sync `config.data_source`, export `SPOTFIT_DATA_DIR`, report.
-
-    `config` is a `RuntimeConfig`; `reporter` a `Reporter` (timing `data_sync_s`, progress
-    phase `syncing data`, event `data_synced` with the byte counters). Nothing without a source.
-    With `data_mode == "mount"` it mounts the source instead (runtime/datamount.py), and copies
-    only when that cannot work.
-    """
-    if not config.data_source:
-        return None
-    from spotfit.home import DATA_DIR_ENV, default_cache_dir
-
-    root = Path(config.data_cache_dir or default_cache_dir())
-    if config.data_mode == "mount":
-        from spotfit.runtime.datamount import mount_job_data
-
-        if mount_job_data(config, reporter, root):
-            return None
-    limit = int(config.data_cache_limit_gib * 2**30) if config.data_cache_limit_gib else None
-    cache = DataCache(root, limit_bytes=limit, workers=config.data_workers, verify=config.data_verify)
-    reporter.progress(force=True, phase=Phase.SYNCING_DATA)
-
-    def on_progress(done: int, total: int) -> None:
-        reporter.progress(data_bytes_done=done, data_bytes_total=total)
-
-    stats = cache.sync(config.data_source, on_progress=on_progress)
-    os.environ[DATA_DIR_ENV] = stats.path
-    reporter.timing("data_sync_s", stats.seconds)
-    reporter.progress(force=True, data_bytes_done=stats.bytes_total, data_bytes_total=stats.bytes_total)
-    reporter.event(
-        "data_synced",
-        f"data {stats.source}: {stats.files} files, {_size(stats.bytes_total)}; {stats.hits} cache hits, "
-        f"{_size(stats.bytes_downloaded)} downloaded in {stats.seconds:.2f}s",
-        **stats.to_dict(),
-    )
-    return stats
