@@ -62,7 +62,7 @@ def plan(
         "--trace", help="Market history to simulate instead of the spec's market.trace (file or bundled name); "
                         "it must record the job's accelerator.")] = None,
     all_clouds: Annotated[bool, typer.Option(
-        "--all-clouds", help="Also recommend offers on clouds spotfit cannot launch on (gcp, azure).")] = False,
+        "--all-clouds", help="Also recommend offers on clouds no registered backend launches on (azure).")] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Rank where to run a job: expected cost, preemptions and finish time from history."""
