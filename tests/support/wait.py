@@ -22,13 +22,15 @@ import pytest
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout_s: float, what: str, poll_s: float = 0.05) -> T:
-    """Poll `predicate` every `poll_s` until it is truthy (returned) or `timeout_s` has passed."""
+def wait_for(predicate: Callable[[], T], timeout_s: float, what: str | Callable[[], str], poll_s: float = 0.05) -> T:
+    """Poll `predicate` every `poll_s` until it is truthy (returned) or `timeout_s` has passed.
+
+    `what` may be a function, called on a timeout, to say what was last seen."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout_s:g}s waiting for {what}", pytrace=False)
+            pytest.fail(f"timed out after {timeout_s:g}s waiting for {what() if callable(what) else what}", pytrace=False)
         time.sleep(poll_s)

@@ -194,9 +194,22 @@ def test_open_tensorboard_serves_it_through_the_dashboard(page, dashboard, job):
     board.wait_for_load_state("load", timeout=PAGE_TIMEOUT_MS)
     assert board.url == f"{dashboard.base}jobs/{job}/tensorboard/", board.url  # the proxy: no port of its own
     board.wait_for_selector("tb-webapp", state="attached")
-    # TensorBoard serves this job's runs (its logs load in the background: wait for them).
-    wait_for(lambda: {"train", "validation"} <= set(board.request.get(board.url + "data/runs").json()), 120,
-             "TensorBoard to list the job's train and validation runs", poll_s=0.5)
+    # TensorBoard serves this job's runs (its logs load in the background: wait for them). Until it has
+    # loaded them, an answer may be an error or not yet JSON: that is "not yet", and the last one is shown.
+    seen: list[str] = []
+
+    def runs_listed() -> bool:
+        answer = board.request.get(board.url + "data/runs", timeout=PAGE_TIMEOUT_MS)
+        body = answer.text()
+        seen[:] = [f"{answer.status} {body[:200]!r}"]
+        try:
+            runs = json.loads(body) if answer.ok else []
+        except ValueError:
+            return False
+        return isinstance(runs, list) and {"train", "validation"} <= set(runs)
+
+    wait_for(runs_listed, 120, lambda: f"TensorBoard to list the job's train and validation runs (last: {seen})",
+             poll_s=0.5)
     # TensorBoard's own app, through the proxy: its run list shows the job's runs.
     wait_in_page(board, "document.body.innerText.includes('validation')", timeout=PAGE_TIMEOUT_MS)
 
