@@ -114,9 +114,6 @@ def test_preflight_refuses_what_cannot_work_in_one_line(job_spec, monkeypatch):
     spec = load_spec(job_spec(SPEC.replace('"gs://my-bucket/spotfit"', '"s3://b/p"')))
     with pytest.raises(UsageError, match="expected a gs:// URL"):
         GcpBackend().preflight(spec)
-    spec = load_spec(job_spec(SPEC + "secrets: [API_TOKEN]\n"))
-    with pytest.raises(UsageError, match="cannot deliver `secrets:`"):
-        GcpBackend().preflight(spec)
 
 
 def test_the_requirements_file_reaches_the_startup_environment(job_spec):
@@ -149,3 +146,35 @@ def test_a_bucket_that_does_not_exist_is_one_usage_line(job_spec, gcs_env, monke
     missing = load_spec(job_spec(SPEC.replace('"gs://my-bucket/spotfit"', '"gs://no-such-bucket-here/spotfit"')))
     with pytest.raises(UsageError, match="the bucket gs://no-such-bucket-here does not exist"):
         GcpBackend().preflight(missing)
+
+
+def test_secrets_are_accepted_and_without_a_service_account_get_a_note(job_spec, gcs_env, monkeypatch):
+    from tests.support.gcs import BUCKET
+
+    monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
+    text = SPEC.replace('"gs://my-bucket/spotfit"', f'"gs://{BUCKET}/spotfit"') + "secrets: [API_TOKEN]\n"
+    assert GcpBackend().preflight(load_spec(job_spec(text))) == []
+    bare = text.replace("  service_account: trainer@my-project.iam.gserviceaccount.com\n", "")
+    [note] = GcpBackend().preflight(load_spec(job_spec(bare, name="bare")))
+    assert "without `gcp.service_account`" in note and "secretAccessor" in note
+
+
+def test_a_job_with_secrets_gives_its_vms_the_cloud_platform_scope(job_spec):
+    from spotfit.backends.gcp.secrets import SCOPE
+    from spotfit.backends.gcp.spec import gcp_options
+
+    spec = load_spec(job_spec(SPEC + "secrets: [API_TOKEN]\n"))
+    doc = GcpBackend().plan(_request(spec))[0].body
+    assert doc["serviceAccounts"][0]["scopes"][-1] == SCOPE
+    assert f"{SCOPE}.read-only" not in doc["serviceAccounts"][0]["scopes"]
+    assert gcp_options(load_spec(job_spec(SPEC, name="plain")))["has_secrets"] is False
+    plain = GcpBackend().plan(_request(load_spec(job_spec(SPEC, name="plain2"))))[0].body
+    assert SCOPE not in plain["serviceAccounts"][0]["scopes"]
+
+
+def _request(spec):
+    from spotfit.backends.base import LaunchRequest
+    from spotfit.backends.gcp.spec import gcp_options
+
+    return LaunchRequest(job_id="j-1", attempt=1, job_url="gs://my-bucket/spotfit/jobs/j-1", zone="us-central1-a",
+                         market=Market.SPOT, accelerator="V100", accelerator_count=1, options=gcp_options(spec))
