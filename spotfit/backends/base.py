@@ -216,6 +216,10 @@ class LeftoverCollector(Protocol):
         `job_secrets_region` said}) and the data snapshots of sources not in `keep_sources` (None: no
         snapshot is touched); one JSON-able report. Bad `places` are a `UsageError` before any call."""
 
+    def owns_place(self, place: str) -> bool:
+        """Whether `place` (a `--region` of `spotfit gc`) names one of this cloud's regions or zones: a plain
+        `spotfit gc --region X` cleans each backend that owns one of its places."""
+
 
 @runtime_checkable
 class MarketRecorder(Protocol):

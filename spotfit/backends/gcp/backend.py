@@ -197,6 +197,21 @@ class GcpBackend(BackendTraits):
         """Where a job's secrets live: its project (Secret Manager replicates them itself)."""
         return self.job_project(spec)
 
+    # -- spotfit gc (backends/gcp/verbs.py) -------------------------------------------------------------
+
+    @staticmethod
+    def owns_place(place: str) -> bool:
+        from spotfit.backends.gcp.verbs import owns_place
+
+        return owns_place(place)
+
+    def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
+                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict[str, Any]:
+        """VMs, disks and secrets by label (gcp makes no data snapshots: `keep_sources` is not used)."""
+        from spotfit.backends.gcp.verbs import leftovers
+
+        return leftovers(self, places, keep, job, dry_run, ended_secrets)
+
     # -- the Backend protocol -----------------------------------------------------------------------
 
     def launch(self, request: LaunchRequest) -> GcpHandle:
