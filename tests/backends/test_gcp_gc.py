@@ -8,8 +8,10 @@ with a V100.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -19,10 +21,13 @@ from spotfit.backends.base import LaunchRequest
 from spotfit.backends.gcp.backend import GcpBackend
 from spotfit.backends.gcp.launch import labels
 from spotfit.backends.gcp.secrets import SecretManager, secret_id
+from spotfit.backends.gcp.verbs import append_observation
 from spotfit.cli import app
 from spotfit.market.policies.base import spot
+from spotfit.market.trace import load_trace
 from spotfit.spec.job import JobSpec
 from spotfit.state.states import JobState, Market
+from tests.support.billing_api import BillingApi, n1_v100_skus
 from tests.support.gce_api import GceApi
 from tests.support.secret_manager import SecretManagerApi
 
@@ -118,3 +123,51 @@ def test_plain_gc_goes_over_every_backend_that_can_leave_resources(cloud, job, m
     assert out.exit_code == 2 and "No Google Cloud project" in out.output
     out = runner.invoke(app, ["gc", "--dry-run", "--region", "mars-1"])
     assert out.exit_code == 2 and "expected an AWS region such as us-east-1 or a Compute Engine" in out.output
+
+
+@pytest.fixture
+def billing(monkeypatch) -> Iterator[BillingApi]:
+    server = BillingApi(n1_v100_skus(["us-central1"]))
+    monkeypatch.setenv("SPOTFIT_GCP_BILLING_ENDPOINT", server.url)
+    yield server
+    server.stop()
+
+
+def test_market_record_appends_billing_catalog_observations_to_a_trace(billing, tmp_path):
+    trace = tmp_path / "n1-v100.csv"
+    args = ["market", "record", "--cloud", "gcp", "--region", "us-central1", "--instance-type",
+            "n1-standard-8+V100", "--zones", "us-central1-a,us-central1-b", "--trace", str(trace), "--json"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, (out.output, out.exception)
+    doc = json.loads(out.stdout)
+    assert doc["rows"] == 2 and doc["zones"] == ["us-central1-a", "us-central1-b"] and billing.requests > 0
+    rows = list(csv.DictReader(trace.open()))
+    spot = 8 * 0.00698 + 30 * 0.000936 + 0.992  # vCPUs, GiB and the V100 at the emulator's spot SKUs
+    on_demand = 8 * 0.031611 + 30 * 0.004237 + 2.48
+    assert [float(r["spot_price_usd_per_h"]) for r in rows] == [round(spot, 6)] * 2
+    assert [float(r["on_demand_usd_per_h"]) for r in rows] == [round(on_demand, 6)] * 2
+    # Without --cloud, a Compute Engine region picks gcp; a second call appends (none due within a tick).
+    again = CliRunner().invoke(app, args[:2] + args[4:])
+    assert again.exit_code == 0 and json.loads(again.stdout)["rows"] == 0, again.output
+    assert list(load_trace(str(trace), gap_s=300).zones) == ["us-central1-a", "us-central1-b"]
+
+
+def test_a_later_observation_fills_the_gap_at_the_old_price(tmp_path):
+    trace = tmp_path / "t.csv"
+    t0 = datetime(2026, 1, 1, 0, 0, 0)
+    append_observation(trace, ["z-a"], 1.0, 3.0, 300, [], t0)
+    doc = append_observation(trace, ["z-a"], 0.8, 3.0, 300, [("z-a", 1767226000.0, "preempted")],
+                             datetime(2026, 1, 1, 0, 15, 0))
+    rows = list(csv.DictReader(trace.open()))
+    assert doc["rows"] == 3 and [r["tick"] for r in rows] == ["0", "1", "2", "3"]
+    assert [float(r["spot_price_usd_per_h"]) for r in rows] == [1.0, 1.0, 1.0, 0.8]
+    assert [r["available"] for r in rows] == ["1", "0", "1", "1"] and doc["outages"] == 1
+
+
+def test_market_record_refuses_what_it_cannot_price(billing, tmp_path):
+    for bad, said in (("n1-standard-8+A100", "cannot be attached"), ("e2-medium", "does not price"),
+                      ("N1 standard", "Invalid --instance-type")):
+        out = CliRunner().invoke(app, ["market", "record", "--cloud", "gcp", "--region", "us-central1",
+                                       "--instance-type", bad, "--trace", str(tmp_path / "x.csv")])
+        assert out.exit_code == 2 and said in out.output, out.output
+    assert not (tmp_path / "x.csv").exists()

@@ -157,8 +157,8 @@ def test_cloud_verbs_refuse_a_backend_without_the_ability(seeded_home, refused):
     assert line.startswith("error: Invalid --backend: received 'local', expected aws or gcp (the backends that "
                            "leave resources behind in a cloud)."), line
     line = refused("market", "record", "--cloud=kubernetes", "--region=us-east-1", "--instance-type=p3.2xlarge")
-    assert line.startswith("error: Invalid --cloud: received 'kubernetes', expected aws (the backends that "
-                           "record a live spot market)."), line
+    assert line.startswith("error: Invalid --cloud: received 'kubernetes', expected aws or gcp (the backends "
+                           "that record a live spot market)."), line
 
 
 @FUZZ

@@ -197,7 +197,7 @@ class GcpBackend(BackendTraits):
         """Where a job's secrets live: its project (Secret Manager replicates them itself)."""
         return self.job_project(spec)
 
-    # -- spotfit gc (backends/gcp/verbs.py) -------------------------------------------------------------
+    # -- spotfit gc and market record (backends/gcp/verbs.py) -------------------------------------------
 
     @staticmethod
     def owns_place(place: str) -> bool:
@@ -211,6 +211,12 @@ class GcpBackend(BackendTraits):
         from spotfit.backends.gcp.verbs import leftovers
 
         return leftovers(self, places, keep, job, dry_run, ended_secrets)
+
+    def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
+                      gap_s: int, state: Any) -> dict[str, Any]:
+        from spotfit.backends.gcp.verbs import record_live
+
+        return record_live(self, region, instance_type, path, zones, hours, gap_s, state)
 
     # -- the Backend protocol -----------------------------------------------------------------------
 

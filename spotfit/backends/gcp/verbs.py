@@ -8,21 +8,38 @@ uses; unless `--dry-run` it deletes the VMs (their boot disks go with them), the
 Then the Secret Manager secrets of the ended jobs (`ended_secrets`: {job id: project}), found by
 their labels, never read. The report has the shape of aws's (`regions`: one entry per zone,
 `secrets`: one per job), so `spotfit gc` prints and merges both.
+
+`spotfit market record --cloud gcp --region us-central1 --instance-type a2-highgpu-1g` (an N1
+host with attached GPUs: `n1-standard-8+V100`, `n1-standard-16+2xV100`) appends one observation
+to a trace: the Billing Catalog publishes today's prices and no history, so a new file gets one
+tick (now) and a later call fills the ticks since the file's last one with the prices that
+were in force then (the last row's) and puts today's on the newest tick. `available` is 0 at a
+tick where a spotfit attempt of this state DB on that machine saw the zone's capacity go.
+
+>>> parse_machine("n1-standard-16+2xV100"), parse_machine("a2-highgpu-1g")
+(('n1-standard-16', 'V100', 2), ('a2-highgpu-1g', None, 0))
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from spotfit import arguments
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.launch import LABEL_JOB, LABEL_MANAGED, label_value
 from spotfit.errors import BackendError, SpotfitError, UsageError
+from spotfit.market.trace import COLUMNS
 
 REGION = r"[a-z]+-[a-z]+\d+"
 PLACE = rf"{REGION}(-[a-z])?"
+_STAMP = "%Y-%m-%d %H:%M:%S"
+_MACHINE = re.compile(r"(?P<machine>[a-z][a-z0-9-]*[a-z0-9])(\+((?P<n>\d+)x)?(?P<gpu>[A-Za-z0-9-]+))?")
 
 
 def owns_place(place: str) -> bool:
@@ -136,4 +153,143 @@ def _secrets(backend: Any, ended: dict[str, str], dry_run: bool) -> list[dict[st
             for sid in ids:
                 manager.delete(sid)
         out.append({"job": job_id, "region": project, "parameters": ids, "backend": "gcp"})
+    return out
+
+
+# -- spotfit market record ----------------------------------------------------------------------------
+
+
+def parse_machine(text: str) -> tuple[str, str | None, int]:
+    """(machine type, attached GPU or None, count) of `--instance-type`."""
+    match = _MACHINE.fullmatch(text)
+    if match is None:
+        raise UsageError(f"Invalid --instance-type: received {text!r}, expected a Compute Engine machine type such "
+                         "as a2-highgpu-1g, or an N1 host with its GPUs such as n1-standard-8+V100.",
+                         hint="Pass --instance-type a2-highgpu-1g (or n1-standard-16+2xV100).")
+    gpu = match.group("gpu")
+    return match.group("machine"), gpu.upper() if gpu else None, (int(match.group("n") or 1) if gpu else 0)
+
+
+def record_live(backend: Any, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
+                gap_s: int, state: Any, now: datetime | None = None) -> dict[str, Any]:
+    """Append one observation of `instance_type`'s prices in `region` (Billing Catalog) to the trace `path`."""
+    from spotfit.backends.gcp.machines import ATTACHED
+    from spotfit.backends.gcp.prices import price_from_skus, shape
+    from spotfit.market.catalog import load_catalog
+
+    arguments.text("--region", region, pattern=REGION, expected="a Compute Engine region such as us-central1",
+                   hint="Pass --region us-central1.")
+    machine, gpu, count = parse_machine(instance_type)
+    if shape(machine) is None:
+        raise UsageError(f"Invalid --instance-type: spotfit does not price {machine!r}; expected an N1, A2, A3 or G2 "
+                         "machine type.", hint="Pass --instance-type a2-highgpu-1g (or n1-standard-8+V100).")
+    if gpu is not None and (gpu not in ATTACHED or not machine.startswith("n1-")):
+        raise UsageError(f"Invalid --instance-type: {gpu} cannot be attached to {machine}; expected an N1 host with "
+                         f"one of {', '.join(sorted(ATTACHED))}.", hint="Pass --instance-type n1-standard-8+V100.")
+    rows = [o for o in load_catalog(cloud="gcp", region=region)
+            if (o.instance_type == machine if gpu is None else (o.accelerator == gpu and not o.vm_included))]
+    accelerator, gpus = (gpu, count) if gpu else ((rows[0].accelerator, int(rows[0].count)) if rows else ("", 0))
+    for zone in zones or []:
+        arguments.text("--zones", zone, pattern=rf"{region}-[a-z]", expected=f"a zone of {region} such as {region}-a",
+                       hint=f"Pass --zones {region}-a,{region}-b.")
+    zones = sorted(zones or {o.zone for o in rows if o.zone})
+    if not zones:
+        raise UsageError(f"No zone of {region} offers {instance_type} in the bundled catalog.",
+                         hint=f"Pass --zones {region}-a (the zones to record).")
+    try:
+        skus = backend.catalog.skus()
+    except Exception as exc:
+        if (reason := gc.sdk_failure(exc)) is None:
+            raise
+        raise BackendError(f"Could not read the Cloud Billing Catalog for {instance_type} in {region}: {reason}",
+                           hint="Check the credentials and that the Cloud Billing API is enabled "
+                                "(docs/gcp.md#before-the-first-run).") from exc
+    od = price_from_skus(skus, machine, accelerator or "", gpus, region, spot=False)
+    spot = price_from_skus(skus, machine, accelerator or "", gpus, region, spot=True)
+    if od is None or spot is None:
+        raise UsageError(f"The Cloud Billing Catalog has no {'spot' if spot is None else 'on-demand'} price for "
+                         f"{instance_type} in {region}.", hint="Check that the machine is sold in that region.")
+    return append_observation(Path(path), zones, spot, od, gap_s, observed_outages(state, region, machine),
+                              now or datetime.now(UTC).replace(tzinfo=None))
+
+
+def append_observation(path: Path, zones: list[str], spot: float, od: float, gap_s: int,
+                       outages: list[tuple[str, float, str]], now: datetime) -> dict[str, Any]:
+    """Append the ticks since the file's last one (one tick for a new file) with the observed prices."""
+    tail = _read_tail(path)
+    if tail is None:
+        first, times, previous = 0, [now], dict[str, tuple[float, float]]()
+    else:
+        file_zones, last_tick, last_at, previous = tail
+        if sorted(zones) != sorted(file_zones):
+            raise UsageError(f"Invalid --zones: received {', '.join(zones)}, but {path} records "
+                             f"{', '.join(file_zones)}; every zone of a trace covers the same ticks.",
+                             hint=f"Pass --zones {','.join(file_zones)}, or record into a new file.")
+        zones = file_zones
+        first, times = last_tick + 1, []
+        at = last_at + timedelta(seconds=gap_s)
+        while at <= now:
+            times.append(at)
+            at += timedelta(seconds=gap_s)
+    rows = []
+    for i, at in enumerate(times):
+        newest = i == len(times) - 1
+        for zone in zones:
+            old = previous.get(zone)
+            start = at.replace(tzinfo=UTC).timestamp()
+            gone = any(z == zone and start <= t < start + gap_s for z, t, _ in outages)
+            rows.append({"tick": first + i, "timestamp": at.strftime(_STAMP), "zone": zone,
+                         "available": 0 if gone else 1,
+                         "spot_price_usd_per_h": round(spot if newest or old is None else old[0], 6),
+                         "on_demand_usd_per_h": round(od if newest or old is None else old[1], 6)})
+    with open(path, "a", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        if tail is None:
+            writer.writeheader()
+        writer.writerows(rows)
+    return {"trace": str(path), "rows": len(rows), "zones": zones,
+            "outages": sum(1 for r in rows if not r["available"]),
+            "source": "the Cloud Billing Catalog (Compute Engine SKUs): today's prices on the newest tick"}
+
+
+def _read_tail(path: Path) -> tuple[list[str], int, datetime, dict[str, tuple[float, float]]] | None:
+    """(zones, last tick, its time, {zone: (spot, on-demand) at it}) of an existing trace; None for none."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise UsageError(f"Cannot append to {path}: its header is {reader.fieldnames}, expected {list(COLUMNS)}.",
+                             hint="Record into a new file (--trace NEW.csv).")
+        rows = list(reader)
+    if not rows:
+        return None
+    last = int(rows[-1]["tick"])
+    at_last = [r for r in rows if int(r["tick"]) == last]
+    zones = list(dict.fromkeys(r["zone"] for r in rows))
+    prices = {r["zone"]: (float(r["spot_price_usd_per_h"]), float(r["on_demand_usd_per_h"])) for r in at_last}
+    return zones, last, datetime.strptime(rows[-1]["timestamp"], _STAMP), prices
+
+
+def observed_outages(db: Any, region: str, machine: str) -> list[tuple[str, float, str]]:
+    """(zone, epoch s, kind) of the preemptions and capacity errors of this machine's gcp attempts in `region`."""
+    from spotfit.backends.gcp.machines import machine_for
+
+    out = []
+    for job in db.list_jobs(limit=1_000_000):
+        spec = json.loads(job["spec_json"])
+        if spec.get("backend") != "gcp":
+            continue
+        section, res = spec.get("gcp") or {}, spec.get("resources") or {}
+        for a in db.attempts(job["id"]):
+            zone = a["zone"] or ""
+            if a["state"] not in ("preempted", "no_capacity") or zone.rsplit("-", 1)[0] != region or not a["ended_at"]:
+                continue
+            try:
+                used = machine_for(res.get("accelerator", "V100"), res.get("count", 1), zone,
+                                   section.get("machine_type")).machine_type
+            except UsageError:
+                continue
+            if used == machine:
+                out.append((zone, float(a["ended_at"]), a["state"]))
     return out
