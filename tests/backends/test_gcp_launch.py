@@ -178,3 +178,32 @@ def _request(spec):
 
     return LaunchRequest(job_id="j-1", attempt=1, job_url="gs://my-bucket/spotfit/jobs/j-1", zone="us-central1-a",
                          market=Market.SPOT, accelerator="V100", accelerator_count=1, options=gcp_options(spec))
+
+
+@pytest.mark.parametrize("change, said", [
+    ("  machine_type: n1-standard-7\n", "Invalid `gcp.machine_type`: received 'n1-standard-7', expected an N1 size"),
+    ("  machine_type: a2-highgpu-1g\n", "Invalid `gcp.machine_type`: received 'a2-highgpu-1g', expected an N1 size"),
+    ("", "Invalid zone for the gcp backend: 1 × V100 is not offered in asia-east1-a"),
+])
+def test_spotfit_run_refuses_a_bad_machine_or_zone_in_one_line_before_recording(job_spec, monkeypatch, change, said):
+    from typer.testing import CliRunner
+
+    from spotfit import sdk
+    from spotfit.cli import app
+
+    monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
+    text = SPEC.replace("data: {source", change + "data: {source") if change else \
+        SPEC.replace("us-central1-b, us-central1-a", "asia-east1-a")
+    out = CliRunner().invoke(app, ["run", str(job_spec(text))])
+    assert out.exit_code == 2, (out.output, out.exception)
+    lines = [line for line in out.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and said in lines[0], out.output
+    assert sdk.db().list_jobs() == []
+
+
+def test_a_bundled_gpu_takes_only_a_machine_type_that_has_it():
+    assert machine_for("A100", 1, "us-central1-a", "a2-highgpu-1g").machine_type == "a2-highgpu-1g"
+    with pytest.raises(UsageError, match="expected a machine type with 1 × A100: a2-highgpu-1g"):
+        machine_for("A100", 1, "us-central1-a", "a2-highgpu-8g")
+    with pytest.raises(UsageError, match="expected a Compute Engine machine type"):
+        machine_for("CPU", 1, "us-central1-a", "n2-bogus")

@@ -4,6 +4,8 @@
 - credentials: Application Default Credentials, unless the backend talks to another endpoint
   (`SPOTFIT_GCP_ENDPOINT`, the tests' emulator), which takes none;
 - every zone the job may use offers the job's accelerator × count (machines.py, bundled catalog);
+- a `gcp.machine_type` that is a Compute Engine machine type able to carry those GPUs (an N1 size
+  for attached V100/T4/P100/P4, the catalog's A2/A3/G2 types with the bundled GPU);
 - a `gs://` store whose bucket exists (the VMs reach no other store);
 - a job with `secrets:` (or a notebook's token) and no `gcp.service_account` gets a note: its VMs
   have no identity to read Secret Manager with (a real run's agent then fails at once).
