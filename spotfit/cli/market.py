@@ -89,7 +89,8 @@ def record(
         "--zones", help="Zones to record: repeat the flag or separate them by commas (default: every zone).")] = None,
     trace: Annotated[str | None, typer.Option(
         "--trace", help="Trace CSV to append to (created if missing); default INSTANCE-TYPE_REGION.csv.")] = None,
-    hours: Annotated[float, typer.Option("--hours", help="History to record into a new file (aws; gcp has none).")] = 24.0,
+    hours: Annotated[float, typer.Option(
+        "--hours", help="History to record into a new file (aws; gcp has none).")] = 24.0,
     gap_s: Annotated[int, typer.Option("--gap-s", help="Tick length in seconds.")] = 300,
     cloud: Annotated[str | None, typer.Option(
         "--cloud", help="The backend whose cloud to read, aws or gcp (default: the one whose region --region "
