@@ -207,3 +207,13 @@ def test_a_bundled_gpu_takes_only_a_machine_type_that_has_it():
         machine_for("A100", 1, "us-central1-a", "a2-highgpu-8g")
     with pytest.raises(UsageError, match="expected a Compute Engine machine type"):
         machine_for("CPU", 1, "us-central1-a", "n2-bogus")
+
+
+def test_without_zones_run_says_where_it_launches_and_that_the_plan_does_not_move_it(job_spec, gcs_env, monkeypatch):
+    from tests.support.gcs import BUCKET
+
+    monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
+    text = SPEC.replace('"gs://my-bucket/spotfit"', f'"gs://{BUCKET}/spotfit"').replace(
+        "market: {zones: [us-central1-b, us-central1-a]}", "market: {trace: null}")
+    [note] = GcpBackend().preflight(load_spec(job_spec(text)))
+    assert "launches in us-central1-a, whatever `spotfit plan` ranks cheapest" in note

@@ -39,7 +39,8 @@ def preflight(backend: Any, spec: Any) -> list[str]:
     zones = list(spec.market.zones) or list(section.zones)
     if not zones:
         zones = [f"{section.region or 'us-central1'}-a"]
-        notes.append(f"no `market.zones` or `gcp.zones`: the gcp backend launches in {zones[0]}")
+        notes.append(f"no `market.zones` or `gcp.zones`: the gcp backend launches in {zones[0]}, whatever `spotfit "
+                     "plan` ranks cheapest; set `market.zones` to zones of the region it recommends to launch there")
     for zone in zones:
         machine_for(spec.resources.accelerator, spec.resources.count, zone, section.machine_type)
     check_store(spec.checkpoint.store or "", allow_local=backend.allow_local_store)
