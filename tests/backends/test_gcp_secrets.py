@@ -102,3 +102,15 @@ def test_an_unreachable_secret_manager_is_one_backend_error(job, job_spec):
     backend = GcpBackend(secrets_endpoint="http://127.0.0.1:9")
     with pytest.raises(BackendError, match=r"Could not store the job's secrets in Secret Manager \(spotfit-test\)"):
         backend.put_job_secrets("job-1", {"API_TOKEN": VALUE}, load_spec(job_spec(SPEC)), open_store(job))
+
+
+def test_secrets_the_end_of_a_job_could_not_delete_are_an_event_naming_gc(job_spec):
+    from spotfit import sdk
+    from spotfit.job_secrets import release
+
+    spec = load_spec(job_spec(SPEC))
+    sdk.db().create_job("job-1", "digits", spec.model_dump_json(), "file:///tmp/job-1")
+    release(GcpBackend(secrets_endpoint="http://127.0.0.1:9"), sdk.db(), "job-1", spec, "completed")
+    [event] = [e for e in sdk.events("job-1") if e["kind"] == "secrets_left"]
+    assert "Could not delete the job's secrets from Secret Manager (spotfit-test)" in event["message"]
+    assert "`spotfit gc --backend gcp` deletes them later" in event["message"]
