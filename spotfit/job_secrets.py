@@ -82,10 +82,8 @@ def release(backend, db, job_id: str, spec, state: str) -> None:
     try:
         backend.delete_job_secrets(job_id, spec)
     except SpotfitError as exc:  # the job's end stands; the secrets stay until `spotfit gc` deletes them
-        name = spec.backend
-        where = f"/spotfit/{job_id}/ in SSM" if name == "aws" else "them"
-        db.add_event(job_id, "secrets_left", f"{exc.message} (`spotfit gc --backend {name}` deletes "
-                     f"{where} later, or delete them by hand)", hint=exc.hint)
+        db.add_event(job_id, "secrets_left", f"{exc.message} (`spotfit gc --backend {spec.backend}` deletes them "
+                     "later, or delete them by hand)", hint=exc.hint)
 
 
 WEBHOOK_ENV_PREFIX = "SPOTFIT_WEBHOOK_"

@@ -229,6 +229,9 @@ class MarketRecorder(Protocol):
                       gap_s: int, state: Any) -> dict[str, Any]:
         """Append `instance_type`'s history in `region` (and the outages `state`, the state DB, saw) to `path`."""
 
+    def owns_place(self, place: str) -> bool:
+        """Whether `region` names one of this cloud's regions: `market record` without `--cloud` picks that cloud."""
+
 
 @runtime_checkable
 class Reachable(Protocol):

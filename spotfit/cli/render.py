@@ -348,16 +348,16 @@ def print_gc(console: Console, doc: dict) -> None:
         for rid in entry.get("still_in_use", []):
             console.print(f"  still in use, left for the next gc: {rid}", highlight=False)
     secrets = doc.get("secrets", [])
-    backends = doc.get("backends") or ["aws"]
-    for name, (where, what, item) in (("aws", ("ssm", "secret parameters", "parameter")),
-                                      ("gcp", ("secret manager", "secrets", "secret"))):
-        if name not in backends:
-            continue
-        mine = [e for e in secrets if e.get("backend", "aws") == name]
-        console.print(f"{where}: {verb} the {what} of {len(mine)} ended job(s)", highlight=False)
+    backends = doc.get("backends") or [None]
+    ssm = {"name": "ssm", "what": "secret parameters", "item": "parameter"}  # aws's, which says nothing
+    stores = doc.get("secret_stores") or {backends[0]: doc.get("secret_store")}
+    for name in backends:
+        words = stores.get(name) or ssm
+        mine = [e for e in secrets if e.get("backend", backends[0]) == name]
+        console.print(f"{words['name']}: {verb} the {words['what']} of {len(mine)} ended job(s)", highlight=False)
         for entry in mine:
             for rid in entry["parameters"]:
-                console.print(f"  {item} {rid}  ({entry['region']}, job {entry['job']})", highlight=False)
+                console.print(f"  {words['item']} {rid}  ({entry['region']}, job {entry['job']})", highlight=False)
     for skipped in doc.get("skipped", []):
         console.print(f"{skipped['backend']}: skipped ({skipped['reason']})", highlight=False)
     if doc["kept_jobs"]:

@@ -122,8 +122,8 @@ def market_record(region: str, instance_type: str, zones: list[str] | None = Non
 
     arguments.number("--gap-s", gap_s, low=60, high=86400, hint="Pass --gap-s 300 (five minutes).")
     if cloud is None:
-        owners = [n for n in registered_backends() if issubclass(backend_class(n), MarketRecorder)
-                  and getattr(backend_class(n), "owns_place", lambda _: False)(region)]
+        recorders = [make_backend(n) for n in registered_backends() if issubclass(backend_class(n), MarketRecorder)]
+        owners = [r.name for r in recorders if isinstance(r, MarketRecorder) and r.owns_place(region)]
         cloud = owners[0] if len(owners) == 1 else None
     recorder = make_backend(able_backend(cloud, MarketRecorder, "record a live spot market", flag="--cloud"))
     assert isinstance(recorder, MarketRecorder)

@@ -84,6 +84,8 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
         if len(plan) == 1:
             return {**report, "backends": [name]}
         merged["backends"].append(name)
+        if report.get("secret_store"):
+            merged.setdefault("secret_stores", {})[name] = report["secret_store"]
         merged["regions"] += [{**entry, "backend": name} for entry in report.get("regions", [])]
         merged["secrets"] += [{**entry, "backend": name} for entry in report.get("secrets", [])]
     return merged

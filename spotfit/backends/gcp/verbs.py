@@ -38,6 +38,7 @@ from spotfit.market.trace import COLUMNS
 
 REGION = r"[a-z]+-[a-z]+\d+"
 PLACE = rf"{REGION}(-[a-z])?"
+SECRET_STORE = {"name": "secret manager", "what": "secrets", "item": "secret"}  # how `spotfit gc` prints them
 _STAMP = "%Y-%m-%d %H:%M:%S"
 _MACHINE = re.compile(r"(?P<machine>[a-z][a-z0-9-]*[a-z0-9])(\+((?P<n>\d+)x)?(?P<gpu>[A-Za-z0-9-]+))?")
 
@@ -77,7 +78,8 @@ def leftovers(backend: Any, places: list[str] | None, keep: set[str], job: str |
             return None
         return str(owner)
 
-    report: dict[str, Any] = {"dry_run": dry_run, "kept_jobs": sorted(keep), "project": project, "regions": []}
+    report: dict[str, Any] = {"dry_run": dry_run, "kept_jobs": sorted(keep), "project": project, "regions": [],
+                              "secret_store": SECRET_STORE}
     try:
         clients = backend.clients()
         disks_client = gc.disks_client(backend.endpoint, backend.credentials)
