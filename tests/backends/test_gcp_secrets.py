@@ -81,6 +81,19 @@ def test_only_the_vms_token_reads_a_value(api, vm, job):
         agent_env(open_store(job), vm.url)
 
 
+def test_the_agent_tries_a_read_again_while_secret_manager_is_unavailable(api, vm, job):
+    from spotfit.backends.gcp.secrets import write_pointer
+
+    ids = SecretManager(PROJECT, api.url).put("job-1", {"API_TOKEN": VALUE})
+    write_pointer(open_store(job), PROJECT, ids)
+    api.unavailable = 2
+    assert agent_env(open_store(job), vm.url) == {"API_TOKEN": VALUE}
+    assert api.unavailable == 0 and api.accessed == 1
+    api.unavailable = 4  # more than the agent's four tries: the attempt fails with the HTTP status
+    with pytest.raises(RuntimeError, match="HTTP 503"):
+        agent_env(open_store(job), vm.url)
+
+
 def test_a_job_without_secrets_reads_nothing(vm, job):
     assert agent_env(open_store(job), vm.url) == {}
     assert vm.requests[TOKEN_PATH] == 0

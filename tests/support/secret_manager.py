@@ -6,7 +6,8 @@
 - `DELETE .../secrets/ID` (404 for a secret that does not exist),
 - `GET .../secrets/ID/versions/latest:access`: only with `Authorization: Bearer <reader_token>`,
   the token the emulated VMs' metadata server hands out (the VM's service account); any other
-  caller, the controller included, gets 403. `accessed` counts the reads.
+  caller, the controller included, gets 403. `accessed` counts the reads; `unavailable = N`
+  makes the next N reads answer 503.
 
 The controller reaches it anonymously through `$SPOTFIT_GCP_SECRETS_ENDPOINT`. Not modelled: IAM
 beyond the one token, version states, replication, etags.
@@ -34,6 +35,7 @@ class SecretManagerApi:
         self.reader_token = f"ya29.emulated-{secrets.token_hex(8)}"
         self.page_size = page_size
         self.accessed = 0
+        self.unavailable = 0  # the next this many reads of a value answer 503 (the test's hand)
         self.calls: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -72,6 +74,9 @@ class SecretManagerApi:
                 secret["versions"].append(body["payload"]["data"])
                 return 200, {"name": f"projects/{project}/secrets/{sid}/versions/{len(secret['versions'])}"}
             if rest == "/versions/latest:access" and method == "GET":
+                if self.unavailable > 0:
+                    self.unavailable -= 1
+                    return 503, _error(503, "UNAVAILABLE", "The service is currently unavailable.")
                 if token != self.reader_token:
                     return 403, _error(403, "PERMISSION_DENIED", "Permission 'secretmanager.versions.access' "
                                                                  "denied.")

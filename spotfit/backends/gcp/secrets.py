@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -141,8 +142,7 @@ def agent_env(store: Any, metadata_url: str, timeout_s: float = 10.0) -> dict[st
         return {}
     req = urllib.request.Request(f"{metadata_url.rstrip('/')}{TOKEN_PATH}", headers={"Metadata-Flavor": "Google"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            token = json.loads(resp.read())["access_token"]
+        token = json.loads(_read(req, timeout_s))["access_token"]
     except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
         raise RuntimeError(f"no access token of the VM's service account from the metadata server ({exc}): "
                            "the VM needs `gcp.service_account` to read its secrets (docs/gcp.md#secrets)") from None
@@ -151,8 +151,7 @@ def agent_env(store: Any, metadata_url: str, timeout_s: float = 10.0) -> dict[st
         url = f"{endpoint()}/v1/projects/{doc['project']}/secrets/{sid}/versions/latest:access"
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
         try:
-            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-                payload = json.loads(resp.read())["payload"]["data"]
+            payload = json.loads(_read(req, timeout_s))["payload"]["data"]
         except urllib.error.HTTPError as exc:
             raise RuntimeError(f"secret {name} ({sid}) could not be read from Secret Manager in project "
                                f"{doc['project']}: HTTP {exc.code}; deleted, or the VM's service account lacks "
@@ -160,3 +159,19 @@ def agent_env(store: Any, metadata_url: str, timeout_s: float = 10.0) -> dict[st
                                "(docs/gcp.md#secrets)") from None
         values[name] = base64.b64decode(payload).decode()
     return values
+
+
+def _read(req: urllib.request.Request, timeout_s: float, tries: int = 4, pause_s: float = 1.0) -> bytes:
+    """The body of `req`; a refused connection, a timeout, 429 or a 5xx is tried again (1, 2, 4 s apart)."""
+    for attempt in range(tries):
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                return bytes(resp.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code != 429 and exc.code < 500 or attempt == tries - 1:
+                raise
+        except (urllib.error.URLError, OSError):
+            if attempt == tries - 1:
+                raise
+        time.sleep(pause_s * 2 ** attempt)
+    raise AssertionError("unreachable")
