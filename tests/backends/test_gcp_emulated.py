@@ -136,8 +136,10 @@ def test_preemption_on_emulated_vms_resumes_in_the_next_zone_with_identical_weig
     assert (site / "spotfit" / "runtime" / "main.py").read_bytes() == Path(main.__file__).read_bytes()
     assert open_store(store).exists(f"jobs/{job_id}/attempts/0001/exit.json")
 
-    # Nothing is left running: every VM of the job is gone.
+    # Nothing is left running: every VM of the job is gone, and `spotfit gc` finds nothing of it.
     assert cloud.api.live() == [], cloud.api.live()
+    gc = CliRunner().invoke(app, ["gc", "--backend", "gcp", "--dry-run", "--json"])
+    assert gc.exit_code == 0 and json.loads(gc.stdout)["regions"] == [] == json.loads(gc.stdout)["secrets"], gc.output
 
     # The secret: each VM's agent read it as the VM (the emulator refuses any other caller), the script
     # saw it, the job's end deleted it, and the value is nowhere else.
