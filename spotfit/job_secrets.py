@@ -5,7 +5,8 @@ set there is a usage error). Where the values go then depends on the backend: `l
 them to the attempt's processes through the controller's own environment (which the controller
 inherits from that shell), and checks before each launch that they are still there
 (`check_present`); `aws` stores them in SSM Parameter Store at submit time and deletes them when
-the job ends (backends/aws/secrets.py). Only the names are ever written anywhere. A notebook's
+the job ends (backends/aws/secrets.py); `gcp` does the same with Secret Manager
+(backends/gcp/secrets.py). Only the names are ever written anywhere. A notebook's
 token travels the same way (`SPOTFIT_NOTEBOOK_TOKEN`), beside its 0600 file on this machine.
 
 `notify.webhook` is a secret too, of the controller (the attempt never needs it): `{secret: NAME}`
@@ -80,9 +81,9 @@ def release(backend, db, job_id: str, spec, state: str) -> None:
         return
     try:
         backend.delete_job_secrets(job_id, spec)
-    except SpotfitError as exc:  # the job's end stands; the parameters stay until deleted by hand
-        db.add_event(job_id, "secrets_left", f"{exc.message} (delete /spotfit/{job_id}/ in SSM by hand)",
-                     hint=exc.hint)
+    except SpotfitError as exc:  # the job's end stands; the secrets stay until `spotfit gc` deletes them
+        db.add_event(job_id, "secrets_left", f"{exc.message} (`spotfit gc --backend {spec.backend}` deletes them "
+                     "later, or delete them by hand)", hint=exc.hint)
 
 
 WEBHOOK_ENV_PREFIX = "SPOTFIT_WEBHOOK_"

@@ -216,6 +216,10 @@ class LeftoverCollector(Protocol):
         `job_secrets_region` said}) and the data snapshots of sources not in `keep_sources` (None: no
         snapshot is touched); one JSON-able report. Bad `places` are a `UsageError` before any call."""
 
+    def owns_place(self, place: str) -> bool:
+        """Whether `place` (a `--region` of `spotfit gc`) names one of this cloud's regions or zones: a plain
+        `spotfit gc --region X` cleans each backend that owns one of its places."""
+
 
 @runtime_checkable
 class MarketRecorder(Protocol):
@@ -224,6 +228,9 @@ class MarketRecorder(Protocol):
     def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
                       gap_s: int, state: Any) -> dict[str, Any]:
         """Append `instance_type`'s history in `region` (and the outages `state`, the state DB, saw) to `path`."""
+
+    def owns_place(self, place: str) -> bool:
+        """Whether `region` names one of this cloud's regions: `market record` without `--cloud` picks that cloud."""
 
 
 @runtime_checkable

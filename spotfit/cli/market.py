@@ -80,19 +80,27 @@ app.add_typer(market_app, name="market")
 
 @market_app.command("record")
 def record(
-    region: Annotated[str, typer.Option("--region", help="AWS region, e.g. us-west-2.")],
-    instance_type: Annotated[str, typer.Option("--instance-type", help="e.g. p3.2xlarge.")],
+    region: Annotated[str, typer.Option("--region", help="AWS region, e.g. us-west-2, or Compute Engine region, "
+                                                         "e.g. us-central1.")],
+    instance_type: Annotated[str, typer.Option(
+        "--instance-type", help="e.g. p3.2xlarge; on gcp a2-highgpu-1g, or an N1 host with its GPUs: "
+                                "n1-standard-8+V100.")],
     zones: Annotated[list[str] | None, typer.Option(
         "--zones", help="Zones to record: repeat the flag or separate them by commas (default: every zone).")] = None,
     trace: Annotated[str | None, typer.Option(
         "--trace", help="Trace CSV to append to (created if missing); default INSTANCE-TYPE_REGION.csv.")] = None,
-    hours: Annotated[float, typer.Option("--hours", help="History to record into a new file.")] = 24.0,
+    hours: Annotated[float, typer.Option(
+        "--hours", help="History to record into a new file (aws; gcp has none).")] = 24.0,
     gap_s: Annotated[int, typer.Option("--gap-s", help="Tick length in seconds.")] = 300,
     cloud: Annotated[str | None, typer.Option(
-        "--cloud", help="The backend whose cloud to read (default: the one that can, aws).")] = None,
+        "--cloud", help="The backend whose cloud to read, aws or gcp (default: the one whose region --region "
+                        "names).")] = None,
     json_: JsonFlag = False,
 ) -> None:
-    """Append spot price history and the preemptions and capacity errors seen here to a trace file."""
+    """Append spot price history and the preemptions and capacity errors seen here to a trace file.
+
+    gcp publishes today's prices only (the Cloud Billing Catalog): each call appends one observation.
+    """
     if zones is not None:
         zones = [zone.strip() for given in zones for zone in given.split(",")]
     doc = sdk.market_record(region, instance_type, zones=zones, trace=trace, hours=hours, gap_s=gap_s, cloud=cloud)

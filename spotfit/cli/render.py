@@ -335,23 +335,31 @@ def doctor_table(report: dict) -> Table:
 
 
 def print_gc(console: Console, doc: dict) -> None:
-    """`spotfit gc`: per region, what was (or would be) removed and what was kept."""
+    """`spotfit gc`: per region (aws) or zone (gcp), what was (or would be) removed and what was kept."""
     verb = "would remove" if doc["dry_run"] else "removed"
     for entry in doc["regions"]:
         found = entry["found"]
         console.print(f"{entry['region']}: {verb} {entry['count']} resource(s)", highlight=False)
-        for kind in ("instances", "spot_requests", "placement_groups", "security_groups"):
-            for rid, owner in found[kind].items():
+        for kind in ("instances", "spot_requests", "placement_groups", "security_groups", "disks"):
+            for rid, owner in found.get(kind, {}).items():
                 console.print(f"  {kind[:-1].replace('_', ' ')} {rid}  (job {owner})", highlight=False)
         for rid, source in found.get("snapshots", {}).items():
             console.print(f"  data snapshot {rid}  (of {source}, no job uses it)", highlight=False)
         for rid in entry.get("still_in_use", []):
             console.print(f"  still in use, left for the next gc: {rid}", highlight=False)
     secrets = doc.get("secrets", [])
-    console.print(f"ssm: {verb} the secret parameters of {len(secrets)} ended job(s)", highlight=False)
-    for entry in secrets:
-        for name in entry["parameters"]:
-            console.print(f"  parameter {name}  ({entry['region']}, job {entry['job']})", highlight=False)
+    backends = doc.get("backends") or [None]
+    ssm = {"name": "ssm", "what": "secret parameters", "item": "parameter"}  # aws's, which says nothing
+    stores = doc.get("secret_stores") or {backends[0]: doc.get("secret_store")}
+    for name in backends:
+        words = stores.get(name) or ssm
+        mine = [e for e in secrets if e.get("backend", backends[0]) == name]
+        console.print(f"{words['name']}: {verb} the {words['what']} of {len(mine)} ended job(s)", highlight=False)
+        for entry in mine:
+            for rid in entry["parameters"]:
+                console.print(f"  {words['item']} {rid}  ({entry['region']}, job {entry['job']})", highlight=False)
+    for skipped in doc.get("skipped", []):
+        console.print(f"{skipped['backend']}: skipped ({skipped['reason']})", highlight=False)
     if doc["kept_jobs"]:
         console.print(f"kept the resources of {len(doc['kept_jobs'])} active job(s); --include-active removes "
                       "them too (never their secrets)", highlight=False)

@@ -114,12 +114,17 @@ def market_record(region: str, instance_type: str, zones: list[str] | None = Non
                   hours: float = 24.0, gap_s: int = 300, cloud: str | None = None) -> dict:
     """Append `instance_type`'s live market in `region` to a trace file (`spotfit market record`).
 
-    `cloud` is a backend whose cloud publishes its spot prices (`MarketRecorder`); by default the
-    only one registered (aws).
+    `cloud` is a backend whose cloud publishes its spot prices (`MarketRecorder`: aws, gcp); by
+    default the one whose regions `region` names (us-east-1: aws, us-central1: gcp).
     """
-    from spotfit.backends.base import MarketRecorder, able_backend, make_backend
+    from spotfit.backends.base import MarketRecorder, able_backend, backend_class, make_backend
+    from spotfit.registry import registered_backends
 
     arguments.number("--gap-s", gap_s, low=60, high=86400, hint="Pass --gap-s 300 (five minutes).")
+    if cloud is None:
+        recorders = [make_backend(n) for n in registered_backends() if issubclass(backend_class(n), MarketRecorder)]
+        owners = [r.name for r in recorders if isinstance(r, MarketRecorder) and r.owns_place(region)]
+        cloud = owners[0] if len(owners) == 1 else None
     recorder = make_backend(able_backend(cloud, MarketRecorder, "record a live spot market", flag="--cloud"))
     assert isinstance(recorder, MarketRecorder)
     return recorder.record_market(region, instance_type, trace or f"{instance_type}_{region}.csv", zones, hours,

@@ -33,25 +33,62 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
        include_active: bool = False, backend: str | None = None) -> dict:
     """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
 
-    `backend` is one that can leave resources behind (`LeftoverCollector`); by default the only
-    one registered (aws). Resources of jobs still active in this state DB are kept unless
-    `include_active`. Without `job`, the data snapshots (`data.volume: snapshot`) go too unless an
-    active or resumable job names their source and they hold its newest data (`include_active`:
-    all of them). The secrets of this state DB's jobs on that backend that ended for good
-    (`secrets` in the report) go too, each where the job kept them; those of active or stopped
-    (resumable) jobs never do.
+    `backend` is one that can leave resources behind (`LeftoverCollector`: aws, gcp); without it,
+    every such backend is cleaned: with `regions`, each backend that owns one of them (an AWS
+    region goes to aws, a Compute Engine region or zone to gcp) gets its own; without, every one,
+    and one that is not set up here (gcp without a project) is reported under `skipped` instead.
+    Resources of jobs still active in this state DB are kept unless `include_active`. Without
+    `job`, the data snapshots (`data.volume: snapshot`) go too unless an active or resumable job
+    names their source and they hold its newest data (`include_active`: all of them). The
+    secrets of this state DB's jobs on that backend that ended for good (`secrets` in the report)
+    go too, each where the job kept them; those of active or stopped (resumable) jobs never do.
+    The reports of the backends merge into one: `backends` names those cleaned, and each entry of
+    `regions` and `secrets` says its `backend`.
     """
-    from spotfit.backends.base import LeftoverCollector, able_backend, make_backend
+    from spotfit.backends.base import LeftoverCollector, able_backend, backend_class, make_backend
+    from spotfit.errors import UsageError
+    from spotfit.registry import registered_backends
 
     if job is not None:
         arguments.text("--job", job, expected="a job id", hint="Leave --job out to clean up after every job.")
-    chosen = able_backend(backend, LeftoverCollector, "leave resources behind in a cloud")
-    collector = make_backend(chosen)
-    assert isinstance(collector, LeftoverCollector)
+    names = [n for n in registered_backends() if issubclass(backend_class(n), LeftoverCollector)]
+    plan: list[tuple[str, list[str] | None]]
+    if backend is not None or len(names) == 1:
+        plan = [(able_backend(backend, LeftoverCollector, "leave resources behind in a cloud"), regions)]
+    elif regions:
+        collectors = {n: make_backend(n) for n in names}
+        for place in regions:
+            if not any(c.owns_place(place) for c in collectors.values() if isinstance(c, LeftoverCollector)):
+                arguments.text("--region", place, pattern=r"(?!)", expected="an AWS region such as us-east-1 or a "
+                               "Compute Engine region or zone such as us-central1",
+                               hint="Pass --region us-east-1 (or --backend NAME with that cloud's regions).")
+        plan = [(n, [p for p in regions if c.owns_place(p)]) for n, c in collectors.items()
+                if isinstance(c, LeftoverCollector) and any(c.owns_place(p) for p in regions)]
+    else:
+        plan = [(n, None) for n in names]
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
     keep_sources = None if job is not None else set() if include_active else _snapshot_sources()
-    return collector.collect_leftovers(regions, keep, job, dry_run, _ended_with_secrets(job, chosen), keep_sources)
+    merged: dict = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": [], "secrets": [], "backends": []}
+    for name, places in plan:
+        collector = make_backend(name)
+        assert isinstance(collector, LeftoverCollector)
+        try:
+            report = collector.collect_leftovers(places, keep, job, dry_run, _ended_with_secrets(job, name),
+                                                 keep_sources)
+        except UsageError as exc:
+            if backend is not None or regions or len(plan) == 1:
+                raise
+            merged.setdefault("skipped", []).append({"backend": name, "reason": exc.message})
+            continue
+        if len(plan) == 1:
+            return {**report, "backends": [name]}
+        merged["backends"].append(name)
+        if report.get("secret_store"):
+            merged.setdefault("secret_stores", {})[name] = report["secret_store"]
+        merged["regions"] += [{**entry, "backend": name} for entry in report.get("regions", [])]
+        merged["secrets"] += [{**entry, "backend": name} for entry in report.get("secrets", [])]
+    return merged
 
 
 def _snapshot_sources() -> set[str]:

@@ -14,7 +14,9 @@ from pathlib import Path
 import spotfit
 from spotfit.backends.base import (
     DryRunner,
+    LeftoverCollector,
     LiveMarketSource,
+    MarketRecorder,
     Preflight,
     Reachable,
     SecretKeeper,
@@ -66,12 +68,14 @@ def test_the_scan_sees_what_it_looks_for():
 
 
 def test_each_backend_declares_its_abilities():
-    abilities = {name: sorted(p.__name__ for p in (Preflight, LiveMarketSource, SecretKeeper, Reachable, DryRunner)
+    abilities = {name: sorted(p.__name__ for p in (Preflight, LiveMarketSource, SecretKeeper, Reachable, DryRunner,
+                                                   LeftoverCollector, MarketRecorder)
                               if issubclass(backend_class(name), p)) for name in NAMES}
     assert abilities == {
         "local": ["Reachable"],
-        "aws": ["DryRunner", "LiveMarketSource", "Reachable", "SecretKeeper"],
+        "aws": ["DryRunner", "LeftoverCollector", "LiveMarketSource", "MarketRecorder", "Reachable", "SecretKeeper"],
         "kubernetes": ["DryRunner", "Preflight", "Reachable"],
-        "gcp": ["DryRunner", "LiveMarketSource", "Preflight", "Reachable"],
+        "gcp": ["DryRunner", "LeftoverCollector", "LiveMarketSource", "MarketRecorder", "Preflight", "Reachable",
+                "SecretKeeper"],
     }
     assert [name for name in sorted(NAMES) if backend_class(name).runs_here] == ["local"]

@@ -6,10 +6,17 @@ sandbox: it installs the spotfit wheel the controller shipped and the job's envi
 unpacks the cached venv), and the agent runs the runtime on the digits script. The controller,
 the backend and its official client, the agent, the runtime and TensorFlow are the real ones;
 what is emulated is listed in docs/gcp.md.
+
+A secret canary rides along: the spec's `secrets:` names it, the controller puts it in the
+emulated Secret Manager, each VM's agent reads it with the token of its metadata server, and the
+script (a wrapper around the digits script) writes its hash; the value itself must appear nowhere
+else: not the instance metadata or startup script, the `--dry-run` output, the logs, the job's
+store or the state DB. It is deleted when the job ends.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -18,9 +25,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from spotfit import sdk
 from spotfit.backends.wheel import running_wheel
+from spotfit.cli import app
 from spotfit.controller.loop import Controller
 from spotfit.runtime import main
 from spotfit.stores import open_store
@@ -38,6 +47,13 @@ args: ["--epochs", "1"]
 checkpoint: {{store: "{store}", interval: {{steps: 10}}}}
 training: {{seed: 0, deterministic: true}}
 """
+NAME = "SPOTFIT_CANARY_TOKEN"
+CANARY = "canary-7b3e1d9a4c2f8e60-gcp-never-stored"
+WRAPPER = f"""import hashlib, os, runpy
+with open(os.environ["SECRET_PROBE"], "w") as fh:
+    fh.write(hashlib.sha256(os.environ["{NAME}"].encode()).hexdigest())
+runpy.run_path("train.py", run_name="__main__")
+"""
 GCP = """
 name: emulated-gcp
 backend: gcp
@@ -45,7 +61,9 @@ resources: {{accelerator: V100, count: 1, spot: true}}
 market: {{trace: null, zones: [us-central1-a, us-central1-b], preemptions: [{{at_step: 20, notice_s: 30}}]}}
 gcp: {{runtime_extras: [gcs]}}
 environment: {{pip: ["{probe}==1.0"]}}
-""" + TRAINING
+secrets: [SPOTFIT_CANARY_TOKEN]
+env: {{SECRET_PROBE: "{secret_probe}"}}
+""" + TRAINING.replace("script: train.py", "script: with_secret.py")
 LOCAL = "name: baseline\nmarket: {{trace: null}}\n" + TRAINING
 
 
@@ -67,9 +85,24 @@ def _baseline(tmp_path) -> dict:
     return json.loads(out.stdout)
 
 
-def test_preemption_on_emulated_vms_resumes_in_the_next_zone_with_identical_weights(tmp_path, cloud, job_spec):
+def _files_holding(root: Path, needle: bytes) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+def test_preemption_on_emulated_vms_resumes_in_the_next_zone_with_identical_weights(tmp_path, cloud, job_spec,
+                                                                                     monkeypatch, spotfit_home):
     store = f"gs://{BUCKET}/emulated-{uuid.uuid4().hex[:6]}"
-    job_id = sdk.submit(str(job_spec(GCP.format(store=store, probe=PROBE))))
+    monkeypatch.setenv(NAME, CANARY)
+    probe = tmp_path / "secret-probe.txt"
+    spec = job_spec(GCP.format(store=store, probe=PROBE, secret_probe=probe))
+    (spec.parent / "with_secret.py").write_text(WRAPPER)
+    outputs = [CliRunner().invoke(app, ["run", str(spec), "--dry-run", "--json"]).output]
+    assert "compute.instances.insert" in outputs[0], outputs[0]
+    job_id = sdk.submit(str(spec))
+    # The controller stored the value in Secret Manager, labelled with the job; the store names it only.
+    [secret] = cloud.secret_manager.ids()
+    assert secret.startswith("spotfit-") and secret.endswith(NAME)
+    assert json.loads(open_store(f"{store}/jobs/{job_id}").read_bytes("secrets.json"))["secrets"] == {NAME: secret}
     loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=cloud.backend(), poll_s=0.1).run(),
                             daemon=True)
     loop.start()
@@ -103,5 +136,24 @@ def test_preemption_on_emulated_vms_resumes_in_the_next_zone_with_identical_weig
     assert (site / "spotfit" / "runtime" / "main.py").read_bytes() == Path(main.__file__).read_bytes()
     assert open_store(store).exists(f"jobs/{job_id}/attempts/0001/exit.json")
 
-    # Nothing is left running: every VM of the job is gone.
+    # Nothing is left running: every VM of the job is gone, and `spotfit gc` finds nothing of it.
     assert cloud.api.live() == [], cloud.api.live()
+    gc = CliRunner().invoke(app, ["gc", "--backend", "gcp", "--dry-run", "--json"])
+    assert gc.exit_code == 0 and json.loads(gc.stdout)["regions"] == [] == json.loads(gc.stdout)["secrets"], gc.output
+
+    # The secret: each VM's agent read it as the VM (the emulator refuses any other caller), the script
+    # saw it, the job's end deleted it, and the value is nowhere else.
+    assert cloud.secret_manager.accessed == 2 and cloud.secret_manager.ids() == []
+    assert probe.read_text() == hashlib.sha256(CANARY.encode()).hexdigest()
+    for verb in (["status", job_id], ["logs", job_id], ["cost", job_id], ["list"]):
+        out = CliRunner().invoke(app, [*verb, "--json"])
+        assert out.exit_code == 0, out.output
+        outputs.append(out.output)
+    metadata = [value for vm in booted for value in vm.metadata.docs.values()]
+    scripts = [(vm.folder / "startup-script").read_text() for vm in booted]
+    assert not [o for o in outputs + metadata + scripts + [str(doc)] if CANARY in o]
+    assert _files_holding(cloud.folder, CANARY.encode()) == []  # boot and console logs, the VMs' disks
+    assert _files_holding(spotfit_home, CANARY.encode()) == []  # the state DB, the controller's logs
+    objects = open_store(store)
+    held = [key for key in objects.list("") if CANARY.encode() in objects.read_bytes(key)]
+    assert held == []  # the job's store: code, checkpoints, logs, the env cache

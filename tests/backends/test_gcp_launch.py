@@ -114,9 +114,6 @@ def test_preflight_refuses_what_cannot_work_in_one_line(job_spec, monkeypatch):
     spec = load_spec(job_spec(SPEC.replace('"gs://my-bucket/spotfit"', '"s3://b/p"')))
     with pytest.raises(UsageError, match="expected a gs:// URL"):
         GcpBackend().preflight(spec)
-    spec = load_spec(job_spec(SPEC + "secrets: [API_TOKEN]\n"))
-    with pytest.raises(UsageError, match="cannot deliver `secrets:`"):
-        GcpBackend().preflight(spec)
 
 
 def test_the_requirements_file_reaches_the_startup_environment(job_spec):
@@ -149,3 +146,74 @@ def test_a_bucket_that_does_not_exist_is_one_usage_line(job_spec, gcs_env, monke
     missing = load_spec(job_spec(SPEC.replace('"gs://my-bucket/spotfit"', '"gs://no-such-bucket-here/spotfit"')))
     with pytest.raises(UsageError, match="the bucket gs://no-such-bucket-here does not exist"):
         GcpBackend().preflight(missing)
+
+
+def test_secrets_are_accepted_and_without_a_service_account_get_a_note(job_spec, gcs_env, monkeypatch):
+    from tests.support.gcs import BUCKET
+
+    monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
+    text = SPEC.replace('"gs://my-bucket/spotfit"', f'"gs://{BUCKET}/spotfit"') + "secrets: [API_TOKEN]\n"
+    assert GcpBackend().preflight(load_spec(job_spec(text))) == []
+    bare = text.replace("  service_account: trainer@my-project.iam.gserviceaccount.com\n", "")
+    [note] = GcpBackend().preflight(load_spec(job_spec(bare, name="bare")))
+    assert "without `gcp.service_account`" in note and "secretAccessor" in note
+
+
+def test_a_job_with_secrets_gives_its_vms_the_cloud_platform_scope(job_spec):
+    from spotfit.backends.gcp.secrets import SCOPE
+    from spotfit.backends.gcp.spec import gcp_options
+
+    spec = load_spec(job_spec(SPEC + "secrets: [API_TOKEN]\n"))
+    doc = GcpBackend().plan(_request(spec))[0].body
+    assert doc["serviceAccounts"][0]["scopes"][-1] == SCOPE
+    assert f"{SCOPE}.read-only" not in doc["serviceAccounts"][0]["scopes"]
+    assert gcp_options(load_spec(job_spec(SPEC, name="plain")))["has_secrets"] is False
+    plain = GcpBackend().plan(_request(load_spec(job_spec(SPEC, name="plain2"))))[0].body
+    assert SCOPE not in plain["serviceAccounts"][0]["scopes"]
+
+
+def _request(spec):
+    from spotfit.backends.base import LaunchRequest
+    from spotfit.backends.gcp.spec import gcp_options
+
+    return LaunchRequest(job_id="j-1", attempt=1, job_url="gs://my-bucket/spotfit/jobs/j-1", zone="us-central1-a",
+                         market=Market.SPOT, accelerator="V100", accelerator_count=1, options=gcp_options(spec))
+
+
+@pytest.mark.parametrize("change, said", [
+    ("  machine_type: n1-standard-7\n", "Invalid `gcp.machine_type`: received 'n1-standard-7', expected an N1 size"),
+    ("  machine_type: a2-highgpu-1g\n", "Invalid `gcp.machine_type`: received 'a2-highgpu-1g', expected an N1 size"),
+    ("", "Invalid zone for the gcp backend: 1 × V100 is not offered in asia-east1-a"),
+])
+def test_spotfit_run_refuses_a_bad_machine_or_zone_in_one_line_before_recording(job_spec, monkeypatch, change, said):
+    from typer.testing import CliRunner
+
+    from spotfit import sdk
+    from spotfit.cli import app
+
+    monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
+    text = SPEC.replace("data: {source", change + "data: {source") if change else \
+        SPEC.replace("us-central1-b, us-central1-a", "asia-east1-a")
+    out = CliRunner().invoke(app, ["run", str(job_spec(text))])
+    assert out.exit_code == 2, (out.output, out.exception)
+    lines = [line for line in out.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and said in lines[0], out.output
+    assert sdk.db().list_jobs() == []
+
+
+def test_a_bundled_gpu_takes_only_a_machine_type_that_has_it():
+    assert machine_for("A100", 1, "us-central1-a", "a2-highgpu-1g").machine_type == "a2-highgpu-1g"
+    with pytest.raises(UsageError, match="expected a machine type with 1 × A100: a2-highgpu-1g"):
+        machine_for("A100", 1, "us-central1-a", "a2-highgpu-8g")
+    with pytest.raises(UsageError, match="expected a Compute Engine machine type"):
+        machine_for("CPU", 1, "us-central1-a", "n2-bogus")
+
+
+def test_without_zones_run_says_where_it_launches_and_that_the_plan_does_not_move_it(job_spec, gcs_env, monkeypatch):
+    from tests.support.gcs import BUCKET
+
+    monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
+    text = SPEC.replace('"gs://my-bucket/spotfit"', f'"gs://{BUCKET}/spotfit"').replace(
+        "market: {zones: [us-central1-b, us-central1-a]}", "market: {trace: null}")
+    [note] = GcpBackend().preflight(load_spec(job_spec(text)))
+    assert "launches in us-central1-a, whatever `spotfit plan` ranks cheapest" in note

@@ -154,11 +154,11 @@ def test_gc_refuses_bad_regions_and_blank_jobs_before_any_cloud_call(seeded_home
 def test_cloud_verbs_refuse_a_backend_without_the_ability(seeded_home, refused):
     """`gc --backend` and `market record --cloud` name the backends that can (declared abilities), not a list."""
     line = refused("gc", "--backend=local", "--dry-run")
-    assert line.startswith("error: Invalid --backend: received 'local', expected aws (the backends that leave "
-                           "resources behind in a cloud)."), line
+    assert line.startswith("error: Invalid --backend: received 'local', expected aws or gcp (the backends that "
+                           "leave resources behind in a cloud)."), line
     line = refused("market", "record", "--cloud=kubernetes", "--region=us-east-1", "--instance-type=p3.2xlarge")
-    assert line.startswith("error: Invalid --cloud: received 'kubernetes', expected aws (the backends that "
-                           "record a live spot market)."), line
+    assert line.startswith("error: Invalid --cloud: received 'kubernetes', expected aws or gcp (the backends "
+                           "that record a live spot market)."), line
 
 
 @FUZZ

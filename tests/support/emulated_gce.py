@@ -6,6 +6,9 @@
 - **Metadata server**: one `MetadataServer` per VM (tests/support/gce_metadata.py).
 - **Cloud Billing Catalog**: `BillingApi` (tests/support/billing_api.py) with the SKUs of an
   n1-standard-8 and a V100: the controller's live prices (`SPOTFIT_GCP_BILLING_ENDPOINT`).
+- **Secret Manager**: `SecretManagerApi` (tests/support/secret_manager.py), for the controller
+  (anonymously) and the VMs (`SPOTFIT_GCP_SECRETS_ENDPOINT`), which read values with the token
+  their metadata server hands out as the service account's (`instance/service-accounts/default/token`).
 - **The VM**: for each VM the API reports `RUNNING`, the harness takes its `startup-script`
   metadata item and runs it with bash in a sandbox folder of its own, as the AWS harness
   (tests/support/emulated_instance.py) runs user-data: `HOME`, `PATH` and the install root
@@ -20,12 +23,13 @@
   there. `EmulatedGcpBackend` delivers the controller's injected preemptions this way.
 
 A deleted or terminated VM's processes are killed. What this does not model: boot time, a real
-TensorFlow install, the VM's service account (the sandbox reaches the emulator anonymously),
-several VMs on one private network.
+TensorFlow install, the VM's service account beyond Secret Manager's one token (the sandbox
+reaches GCS anonymously), several VMs on one private network.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import sysconfig
@@ -41,6 +45,7 @@ from tests.support.emulated_instance import _PYTHON_STUB, _kill, _probe_wheel, _
 from tests.support.gce_api import GceApi
 from tests.support.gce_metadata import MetadataServer
 from tests.support.gcs import GcsEmulator
+from tests.support.secret_manager import SecretManagerApi
 
 PROJECT = "spotfit-emulated"
 
@@ -102,6 +107,7 @@ class EmulatedGce:
     def start(self) -> EmulatedGce:
         self.api = GceApi()
         self.billing = BillingApi(n1_v100_skus(["us-central1", "us-east1", "europe-west4"]))
+        self.secret_manager = SecretManagerApi()
         self.wheels = self.folder / "wheels"
         self.wheels.mkdir(parents=True, exist_ok=True)
         _probe_wheel(self.wheels)
@@ -114,11 +120,12 @@ class EmulatedGce:
     def controller_env(self) -> dict[str, str]:
         """The controller's environment: Compute Engine at the emulator, gs:// at the GCS emulator."""
         return {**self.gcs.env(), "SPOTFIT_GCP_ENDPOINT": self.api.url, "GOOGLE_CLOUD_PROJECT": PROJECT,
-                "SPOTFIT_GCP_BILLING_ENDPOINT": self.billing.url}
+                "SPOTFIT_GCP_BILLING_ENDPOINT": self.billing.url,
+                "SPOTFIT_GCP_SECRETS_ENDPOINT": self.secret_manager.url}
 
     def backend(self) -> EmulatedGcpBackend:
         return EmulatedGcpBackend(self, project=PROJECT, endpoint=self.api.url, operation_timeout_s=60,
-                                  billing_endpoint=self.billing.url)
+                                  billing_endpoint=self.billing.url, secrets_endpoint=self.secret_manager.url)
 
     def interrupt(self, name: str, notice_s: float) -> None:
         """A preemption: the notice in the metadata server, the zone's capacity gone, deletion after `notice_s`."""
@@ -140,6 +147,7 @@ class EmulatedGce:
             vm.metadata.stop()
         self.api.stop()
         self.billing.stop()
+        self.secret_manager.stop()
 
     # -- the VMs' side ------------------------------------------------------------------------------
 
@@ -183,9 +191,12 @@ class EmulatedGce:
         script.write_text(items["startup-script"])
         metadata = MetadataServer(name, zone, vm["networkInterfaces"][0]["networkIP"],
                                   attributes={k: v for k, v in items.items() if k != "startup-script"})
+        metadata.docs["/computeMetadata/v1/instance/service-accounts/default/token"] = json.dumps(
+            {"access_token": self.secret_manager.reader_token, "expires_in": 3599, "token_type": "Bearer"})
         env = {**self.gcs.env(), "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
                "LANG": "C.UTF-8", "SPOTFIT_ROOT": str(folder / "opt" / "spotfit"),
                "SPOTFIT_METADATA_URL": metadata.url, "SPOTFIT_HOME": str(home / ".spotfit"),
+               "SPOTFIT_GCP_SECRETS_ENDPOINT": self.secret_manager.url,
                "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                "TF_CPP_MIN_LOG_LEVEL": "2"}
         with open(folder / "console.log", "wb") as console:

@@ -12,7 +12,12 @@ answers the way Compute Engine does for what spotfit sends:
   error's code and HTTP status (`fail_inserts`);
 - `instances.get`, `instances.list` (with `labels.KEY=VALUE` filters), `instances.delete`
   (404 `notFound` for a VM that does not exist);
-- `zoneOperations.get` and `zoneOperations.wait`.
+- `zoneOperations.get` and `zoneOperations.wait`;
+- disks: each VM's boot disk (named as the VM, the `initializeParams` labels, `users` the VM),
+  deleted with the VM when `autoDelete`; `disks.delete` (400 `resourceInUseByAnotherResource`
+  while a VM uses it); `add_disk` leaves one behind, as a VM deleted without its disk does;
+- `instances.aggregatedList` and `disks.aggregatedList` (`labels.KEY=VALUE` filters), keyed by
+  `zones/ZONE`, as `spotfit gc` reads them.
 
 What it does not model: regional or global operations, machine-type and accelerator catalogs
 beyond the zone checks, quotas (a test injects `QUOTA_EXCEEDED`), IAM (every call is allowed),
@@ -55,6 +60,7 @@ class GceApi:
         self.instances: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.operations: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.failures: dict[str, str] = {}  # zone -> error code of every insert there
+        self.disks: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self._ids = itertools.count(1000)
         self._lock = threading.RLock()
@@ -82,7 +88,7 @@ class GceApi:
         with self._lock:
             key = self.find(name)
             if self.instances[key]["scheduling"].get("instanceTerminationAction") == "DELETE":
-                del self.instances[key]
+                self._drop_instance(key)
             else:
                 self.instances[key]["status"] = "TERMINATED"
 
@@ -139,6 +145,7 @@ class GceApi:
                                                  "already exists")
         error = self.failures.get(zone)
         if error is None:
+            self._boot_disks(project, zone, name, body)
             ip = f"10.128.0.{len(self.instances) + 2}"
             self.instances[project, zone, name] = {
                 **body, "id": str(next(self._ids)), "status": "RUNNING", "zone": zone, "project": project,
@@ -146,6 +153,9 @@ class GceApi:
         return self._operation(project, zone, "insert", name, error)
 
     def handle(self, method: str, path: str, query: dict[str, list[str]], body: dict | None) -> dict:
+        answer = self._handle_disks(method, path, query)
+        if answer is not None:
+            return answer
         match = _PATH.match(path)
         if match is None:
             raise ApiError(404, "notFound", f"no such path {path}")
@@ -166,9 +176,62 @@ class GceApi:
             if method == "GET":
                 return self.instances[key]
             if method == "DELETE":
-                del self.instances[key]
+                self._drop_instance(key)
                 return self._operation(project, zone, "delete", name)
         raise ApiError(405, "badRequest", f"{method} {path}")
+
+    # -- disks and aggregated lists ------------------------------------------------------------------
+
+    def add_disk(self, project: str, zone: str, name: str, labels: dict[str, str]) -> None:
+        """A disk no VM uses (the test's hand: what a VM deleted without its disk leaves)."""
+        with self._lock:
+            self.disks[project, zone, name] = {"name": name, "zone": zone, "labels": dict(labels), "sizeGb": "100"}
+
+    def _boot_disks(self, project: str, zone: str, name: str, body: dict) -> None:
+        for disk in body.get("disks", []):
+            params = disk.get("initializeParams") or {}
+            self.disks[project, zone, name] = {
+                "name": name, "zone": zone, "labels": dict(params.get("labels") or {}),
+                "sizeGb": params.get("diskSizeGb", "10"), "users": [f"zones/{zone}/instances/{name}"],
+                "_auto_delete": bool(disk.get("autoDelete"))}
+
+    def _drop_instance(self, key: tuple[str, str, str]) -> None:
+        del self.instances[key]
+        disk = self.disks.get(key)
+        if disk is not None and disk.get("users"):
+            if disk.get("_auto_delete"):
+                del self.disks[key]
+            else:
+                disk["users"] = []
+
+    def _handle_disks(self, method: str, path: str, query: dict[str, list[str]]) -> dict | None:
+        """The aggregated lists and the zone disks; None for any other path."""
+        aggregated = re.match(r"^/compute/v1/projects/([^/]+)/aggregated/(instances|disks)$", path)
+        zone_disk = re.match(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/disks/([^/]+)$", path)
+        if aggregated and method == "GET":
+            project, kind = aggregated.groups()
+            with self._lock:
+                pool = self.instances if kind == "instances" else self.disks
+                items: dict[str, Any] = {}
+                for (p, z, _), doc in sorted(pool.items()):
+                    if p == project and _labelled(doc, query):
+                        items.setdefault(f"zones/{z}", {kind: []})[kind].append(_public(doc))
+            return {"kind": f"compute#{kind[:-1]}AggregatedList", "items": items}
+        if zone_disk and method in ("GET", "DELETE"):
+            project, zone, name = zone_disk.groups()
+            with self._lock:
+                disk = self.disks.get((project, zone, name))
+                if disk is None:
+                    raise ApiError(404, "notFound", f"The resource 'projects/{project}/zones/{zone}/disks/{name}' "
+                                                    "was not found")
+                if method == "GET":
+                    return _public(disk)
+                if disk.get("users"):
+                    raise ApiError(400, "resourceInUseByAnotherResource",
+                                   f"The disk resource '{name}' is already being used by '{disk['users'][0]}'")
+                del self.disks[project, zone, name]
+                return self._operation(project, zone, "delete", name)
+        return None
 
     def _list(self, project: str, zone: str, query: dict[str, list[str]]) -> list[dict]:
         wanted = dict(re.findall(r"labels\.([\w-]+)\s*=\s*\"?([\w-]+)\"?", (query.get("filter") or [""])[0]))
@@ -203,6 +266,11 @@ class GceApi:
                 pass
 
         return Handler
+
+
+def _labelled(doc: dict, query: dict[str, list[str]]) -> bool:
+    wanted = dict(re.findall(r"labels\.([\w-]+)\s*=\s*\"?([\w-]+)\"?", (query.get("filter") or [""])[0]))
+    return all(doc.get("labels", {}).get(k) == v for k, v in wanted.items())
 
 
 def _public(op: dict) -> dict:

@@ -168,6 +168,15 @@ class AwsBackend(BackendTraits):
     def job_secrets_region(self, spec) -> str:
         return self.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
 
+    @staticmethod
+    def owns_place(place: str) -> bool:
+        """Whether `place` is an AWS region (us-east-1)."""
+        import re
+
+        from spotfit.backends.aws.verbs import REGION
+
+        return re.fullmatch(REGION, place) is not None
+
     def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
                           ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict:
         from spotfit.backends.aws.verbs import leftovers

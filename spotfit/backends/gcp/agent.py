@@ -3,15 +3,17 @@
 `python -m spotfit.backends.gcp.agent JOB_URL ATTEMPT --metadata URL`:
 
 1. reads `attempts/<n>/launch.json` from the job's store and unpacks the code (as on AWS);
-2. with several workers, waits for `attempts/<n>/cluster.json`, finds its own index by its
+2. reads the spec's `secrets:` from Secret Manager with the VM's service account (secrets.py)
+   into the runtime's environment only;
+3. with several workers, waits for `attempts/<n>/cluster.json`, finds its own index by its
    internal address (the metadata server's `instance/network-interfaces/0/ip`) and sets
    `TF_CONFIG`;
-3. runs `python -m spotfit.runtime JOB_URL ATTEMPT` in its own process group and forwards a
+4. runs `python -m spotfit.runtime JOB_URL ATTEMPT` in its own process group and forwards a
    preemption as SIGTERM, whichever comes first: the metadata server's `instance/preempted`
    turning `TRUE` (watched with `wait_for_change`: Google's 30 s notice), the ACPI soft-off that
    follows it (the OS sends this agent SIGTERM), or `attempts/<n>/preempt.json` in the store (the
    controller's `preempt`). The runtime then saves at the step it is at and exits 75;
-4. uploads its log and exits with the runtime's code; the startup script then powers off.
+5. uploads its log and exits with the runtime's code; the startup script then powers off.
 
 Every request to the metadata server carries `Metadata-Flavor: Google`, as the server requires.
 Its address is a flag, so that tests point it at a loopback server.
@@ -35,6 +37,7 @@ from typing import Any
 
 from spotfit.attempt import layout
 from spotfit.backends.attempt_files import tf_config, unpack_attempt
+from spotfit.backends.gcp.secrets import agent_env as agent_secrets
 from spotfit.errors import NotFoundError
 from spotfit.stores import open_store
 
@@ -89,6 +92,7 @@ def run(job_url: str, attempt: int, metadata_url: str, poll_s: float = 2.0,
     launch, workdir = unpack_attempt(store, attempt)
     metadata = Metadata(metadata_url)
     env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
+    env.update(agent_secrets(store, metadata_url))  # the spec's `secrets:`, from Secret Manager as the VM
     index = 0
     if launch.get("workers", 1) > 1:
         cluster = _wait_cluster(store, attempt, poll_s)

@@ -55,10 +55,11 @@ class GcpBackend(BackendTraits):
 
     def __init__(self, project: str | None = None, endpoint: str | None = None, credentials: Any = None,
                  allow_local_store: bool = False, operation_timeout_s: float = 300.0,
-                 billing_endpoint: str | None = None):
+                 billing_endpoint: str | None = None, secrets_endpoint: str | None = None):
         from spotfit.backends.gcp.prices import BillingCatalog
 
         self.project = project
+        self.secrets_endpoint = secrets_endpoint
         self.catalog = BillingCatalog(billing_endpoint, credentials)
         self.endpoint = endpoint
         self.credentials = credentials
@@ -91,7 +92,7 @@ class GcpBackend(BackendTraits):
         return LaunchSettings(
             project=project, zone=zone, market=Market(market), workers=request.workers,
             machine=machine_for(request.accelerator, request.accelerator_count, zone, opts.get("machine_type")),
-            service_account=opts.get("service_account"), scopes=tuple(opts.get("scopes") or LaunchSettings.scopes),
+            service_account=opts.get("service_account"), scopes=_scopes(opts),
             network=opts.get("network") or LaunchSettings.network, subnetwork=opts.get("subnetwork"),
             external_ip=bool(opts.get("external_ip")),
             image_project=opts.get("image_project") or LaunchSettings.image_project,
@@ -162,6 +163,60 @@ class GcpBackend(BackendTraits):
                              remote: int) -> list[str]:
         return ["gcloud", "compute", "start-iap-tunnel", handle.instances[0], str(remote),
                 f"--local-host-port=127.0.0.1:{local}", f"--project={handle.project}", f"--zone={handle.zone}"]
+
+    # -- secrets (backends/gcp/secrets.py) ----------------------------------------------------------
+
+    def job_project(self, spec: Any) -> str:
+        """The project of a job's VMs and secrets: `gcp.project`, else the backend's, else $GOOGLE_CLOUD_PROJECT."""
+        project = Gcp.of(spec).project or self.project or os.environ.get(PROJECT_ENV)
+        if not project:
+            raise UsageError("No Google Cloud project for the gcp backend: `gcp.project` is not set and neither "
+                             f"is ${PROJECT_ENV}.", hint="Set `gcp.project: MY-PROJECT` in the job spec.")
+        return project
+
+    def secret_manager(self, project: str) -> Any:
+        from spotfit.backends.gcp.secrets import SecretManager
+
+        return SecretManager(project, self.secrets_endpoint, self.credentials)
+
+    def put_job_secrets(self, job_id: str, values: dict[str, str], spec: Any, store: Any) -> None:
+        """Create the job's secrets in Secret Manager, and `secrets.json` (ids only) in its store."""
+        from spotfit.backends.gcp.secrets import write_pointer
+
+        project = self.job_project(spec)
+        ids = _sdk_call(f"store the job's secrets in Secret Manager ({project})",
+                        lambda: self.secret_manager(project).put(job_id, values))
+        write_pointer(store, project, ids)
+
+    def delete_job_secrets(self, job_id: str, spec: Any) -> None:
+        project = self.job_project(spec)
+        _sdk_call(f"delete the job's secrets from Secret Manager ({project})",
+                  lambda: self.secret_manager(project).delete_job(job_id))
+
+    def job_secrets_region(self, spec: Any) -> str:
+        """Where a job's secrets live: its project (Secret Manager replicates them itself)."""
+        return self.job_project(spec)
+
+    # -- spotfit gc and market record (backends/gcp/verbs.py) -------------------------------------------
+
+    @staticmethod
+    def owns_place(place: str) -> bool:
+        from spotfit.backends.gcp.verbs import owns_place
+
+        return owns_place(place)
+
+    def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
+                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict[str, Any]:
+        """VMs, disks and secrets by label (gcp makes no data snapshots: `keep_sources` is not used)."""
+        from spotfit.backends.gcp.verbs import leftovers
+
+        return leftovers(self, places, keep, job, dry_run, ended_secrets)
+
+    def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
+                      gap_s: int, state: Any) -> dict[str, Any]:
+        from spotfit.backends.gcp.verbs import record_live
+
+        return record_live(self, region, instance_type, path, zones, hours, gap_s, state)
 
     # -- the Backend protocol -----------------------------------------------------------------------
 
@@ -309,6 +364,31 @@ class GcpBackend(BackendTraits):
                              "that the VMs can reach.",
                              hint="Set `checkpoint.store: gs://BUCKET/PREFIX` (and `gcp.service_account`, which "
                                   "may use it) in the job spec.")
+
+
+def _scopes(opts: dict[str, Any]) -> tuple[str, ...]:
+    """The VM's scopes; a job with secrets adds `cloud-platform`, the only scope Secret Manager accepts
+    (the service account's IAM roles then decide what it may do)."""
+    from spotfit.backends.gcp.secrets import SCOPE
+
+    scopes = tuple(opts.get("scopes") or LaunchSettings.scopes)
+    if opts.get("has_secrets") and SCOPE not in scopes:
+        scopes = tuple(s for s in scopes if s != f"{SCOPE}.read-only") + (SCOPE,)
+    return scopes
+
+
+def _sdk_call(what: str, call: Any) -> Any:
+    try:
+        return call()
+    except SpotfitError:
+        raise
+    except Exception as exc:
+        reason = gc.sdk_failure(exc)
+        if reason is None:
+            raise
+        raise BackendError(f"Could not {what}: {reason}",
+                           hint="Check the credentials, that the Secret Manager API is enabled and that the "
+                                "controller has roles/secretmanager.admin (docs/gcp.md#secrets).") from exc
 
 
 def _image(s: LaunchSettings) -> str:

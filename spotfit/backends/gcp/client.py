@@ -61,6 +61,18 @@ def clients(endpoint: str | None = None, credentials: Any = None) -> Clients:
                    zone_operations=compute_v1.ZoneOperationsClient(**kwargs))
 
 
+def disks_client(endpoint: str | None = None, credentials: Any = None) -> Any:
+    """A REST `DisksClient` of the same endpoint and credentials as `clients` (for `spotfit gc`)."""
+    compute_v1 = compute()
+    endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
+    if endpoint and credentials is None:
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials = AnonymousCredentials()
+    return compute_v1.DisksClient(transport="rest", credentials=credentials,
+                                  client_options={"api_endpoint": endpoint} if endpoint else None)
+
+
 def instance_from_json(body: dict[str, Any]) -> Any:
     """The `compute_v1.Instance` of a resource in the API's JSON names (unknown fields are errors)."""
     import json

@@ -16,6 +16,7 @@ Machine(machine_type='n1-standard-16', accelerator_type='nvidia-tesla-v100', acc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from spotfit.errors import UsageError
@@ -44,6 +45,8 @@ def region_of(zone: str) -> str:
 def machine_for(accelerator: str, count: int, zone: str, machine_type: str | None = None) -> Machine:
     """The machine of `count` × `accelerator` in `zone`; `UsageError` when GCP offers none there."""
     name = accelerator.upper()
+    if machine_type:
+        check_machine_type(machine_type, name, count)
     if name == "CPU":
         return Machine(machine_type or CPU_MACHINE)
     if name in ATTACHED:
@@ -53,6 +56,37 @@ def machine_for(accelerator: str, count: int, zone: str, machine_type: str | Non
     if machine_type:
         return Machine(machine_type)
     return Machine(_bundled(name, count, region_of(zone)))
+
+
+def check_machine_type(machine_type: str, accelerator: str, count: int) -> None:
+    """`UsageError` for a `gcp.machine_type` that is no Compute Engine machine type, or cannot carry the GPUs.
+
+    >>> try:
+    ...     check_machine_type("n1-standard-7", "V100", 1)
+    ... except UsageError as err:
+    ...     print(err.message[:60])
+    Invalid `gcp.machine_type`: received 'n1-standard-7', expect
+    """
+    family = re.fullmatch(r"(n1)-(standard|highmem|highcpu)-(\d+)", machine_type)
+    if accelerator in ATTACHED:
+        if family is None or int(family.group(3)) not in N1_SIZES:
+            raise UsageError(f"Invalid `gcp.machine_type`: received {machine_type!r}, expected an N1 size "
+                             f"(n1-standard-1, 2, 4, 8, 16, 32, 64 or 96) to attach {count} × {accelerator} to.",
+                             hint="Leave `gcp.machine_type` out to take the N1 host spotfit sizes for the GPUs.")
+        return
+    if accelerator == "CPU":
+        if not re.fullmatch(r"[a-z][a-z0-9]{1,3}-(standard|highmem|highcpu|custom)-\d+", machine_type):
+            raise UsageError(f"Invalid `gcp.machine_type`: received {machine_type!r}, expected a Compute Engine "
+                             "machine type such as n2-standard-8.", hint="Leave `gcp.machine_type` out.")
+        return
+    from spotfit.market.catalog import load_catalog
+
+    known = sorted({str(o.instance_type) for o in load_catalog(accelerator=accelerator, count=count, cloud="gcp")
+                    if o.vm_included and o.instance_type})
+    if machine_type not in known:
+        raise UsageError(f"Invalid `gcp.machine_type`: received {machine_type!r}, expected a machine type with "
+                         f"{count} × {accelerator}: {', '.join(known) or 'none in the bundled catalog'}.",
+                         hint="Leave `gcp.machine_type` out to take the cheapest one in the zone's region.")
 
 
 def _n1_size(vcpus: int) -> int:

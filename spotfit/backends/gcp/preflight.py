@@ -4,8 +4,11 @@
 - credentials: Application Default Credentials, unless the backend talks to another endpoint
   (`SPOTFIT_GCP_ENDPOINT`, the tests' emulator), which takes none;
 - every zone the job may use offers the job's accelerator × count (machines.py, bundled catalog);
+- a `gcp.machine_type` that is a Compute Engine machine type able to carry those GPUs (an N1 size
+  for attached V100/T4/P100/P4, the catalog's A2/A3/G2 types with the bundled GPU);
 - a `gs://` store whose bucket exists (the VMs reach no other store);
-- no `secrets:` and no notebook (its token is a secret): Secret Manager is not supported yet.
+- a job with `secrets:` (or a notebook's token) and no `gcp.service_account` gets a note: its VMs
+  have no identity to read Secret Manager with (a real run's agent then fails at once).
 """
 
 from __future__ import annotations
@@ -25,11 +28,9 @@ def preflight(backend: Any, spec: Any) -> list[str]:
     """Raise `UsageError` for what cannot work; the notes returned say what was chosen instead."""
     notes: list[str] = []
     section = Gcp.of(spec)
-    if spec.secrets or spec.is_notebook:
-        what = "`secrets:`" if spec.secrets else "a notebook's token"
-        raise UsageError(f"The gcp backend cannot deliver {what} to its VMs yet: Secret Manager is not supported "
-                         "(issue 34); expected a job without `secrets:` on `backend: gcp`.",
-                         hint="Run this job on `backend: aws` or `kubernetes`, or pass the values another way.")
+    if (spec.secrets or spec.is_notebook) and not section.service_account:
+        notes.append("`secrets:` on gcp without `gcp.service_account`: the VMs read Secret Manager as their service "
+                     "account, so set one with roles/secretmanager.secretAccessor (docs/gcp.md#secrets)")
     if not (section.project or backend.project or os.environ.get(PROJECT_ENV)):
         raise UsageError("No Google Cloud project for the gcp backend: `gcp.project` is not set and neither is "
                          f"${PROJECT_ENV}.", hint="Set `gcp.project: MY-PROJECT` in the job spec.")
@@ -38,7 +39,8 @@ def preflight(backend: Any, spec: Any) -> list[str]:
     zones = list(spec.market.zones) or list(section.zones)
     if not zones:
         zones = [f"{section.region or 'us-central1'}-a"]
-        notes.append(f"no `market.zones` or `gcp.zones`: the gcp backend launches in {zones[0]}")
+        notes.append(f"no `market.zones` or `gcp.zones`: the gcp backend launches in {zones[0]}, whatever `spotfit "
+                     "plan` ranks cheapest; set `market.zones` to zones of the region it recommends to launch there")
     for zone in zones:
         machine_for(spec.resources.accelerator, spec.resources.count, zone, section.machine_type)
     check_store(spec.checkpoint.store or "", allow_local=backend.allow_local_store)

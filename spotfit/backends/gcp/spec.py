@@ -71,4 +71,5 @@ def gcp_options(spec: Any) -> dict[str, Any]:
     section = Gcp.of(spec)
     return {**section.model_dump(), "runtime_extras": spec.runtime_extras(section.runtime_extras),
             "data_size_gib": spec.data.size_gib if spec.data else None,
+            "has_secrets": bool(spec.secrets or spec.is_notebook),  # the VM reads them: scope cloud-platform
             "environment": environment_options(spec)}
