@@ -267,7 +267,7 @@ NOTE = [  # from the figures of the last full run
     "(minimax 1.02, 1.06). There the gap is the policy's risk model, not what can be known.",
     '',
     'Against a promise: √K (1.75 February, 2.38 August) is the best worst case over all traces that any',
-    'online policy, randomized or not, can guarantee (ROSS, arXiv 2601.14612; deterministic policies',
+    'online policy, randomized or not, can guarantee (ROSS, arXiv 2601.14612, in its model; deterministic policies',
     'Ω(K)), above 1.5 on every trace here. So the criterion can be measured on given windows, not',
     "promised, and on August's demo-sized windows it is out of reach. Best worst window reached by the",
     'default policy (bench_floor.py): February 2.21 demo-sized and 1.56 on the 48 h grid (in sample);',
