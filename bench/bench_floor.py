@@ -28,6 +28,7 @@ saving against all-on-demand, and deadlines missed. Writes the section
     .venv/bin/python bench/bench_floor.py --no-write   # print only
     .venv/bin/python bench/bench_floor.py --set in --demo-only   # iterate on February, fast
     .venv/bin/python bench/bench_floor.py --workers 2   # the same figures, on two processes
+    .venv/bin/python bench/bench_floor.py --sensitivity  # MAX_LOSS_CHANCE 0.25-0.5, demo-sized, print only
 """
 
 from __future__ import annotations
@@ -61,25 +62,54 @@ PREVIOUS = ("previous", 0.1, 0.3, False)  # the default of commit ce9b523
 AFTER = ("default", DEFAULT_MAX_OVERPAY, floor.MAX_LOSS_CHANCE, floor.SWITCH_NEEDS_EVIDENCE)
 SIDE_BY_SIDE = [OFF, PREVIOUS, AFTER]
 KNOB = [(f"{m:g}", m, floor.MAX_LOSS_CHANCE, floor.SWITCH_NEEDS_EVIDENCE) for m in (0.2, 0.1, 0.05, 0.02, 0.0)]
+# `--sensitivity`: the chance bound's MAX_LOSS_CHANCE around its value, the rest at the default
+CHANCES = [(f"chance {c:g}", DEFAULT_MAX_OVERPAY, c, floor.SWITCH_NEEDS_EVIDENCE) for c in (0.25, 0.3, 0.35, 0.4, 0.5)]
 TARGETS_NOTE = [  # from the figures of the last full run
     "Against issue 36's targets at the default (figures below; `off`, `previous` and `default` in one",
-    'run). Share of windows above 1.02 × on-demand, at most 3% per trace: met on every set. In',
-    "sample, February's demo-sized jobs 2.3% (5 of 216; previous 3.2%, off 6.5%) and its 48 h grid",
-    "0.7% (previous and off 2.0%); out of sample, August's demo-sized jobs 1.4% and 1.4% (previous",
-    '1.4% and 2.8%) and both 48 h grids 0%. Mean × optimum, at most 0.01 above `off`: met on',
-    "February (demo +0.007, grid +0.002) and on August's 4-node trace (demo +0.009, grid +0.001);",
-    "not met on August's 16-node trace, out of sample: demo-sized 1.213 against 1.183 (+0.030;",
-    'previous +0.021) and 48 h grid 1.099 against 1.086 (+0.013; previous +0.001). The evidence rule',
-    "costs there at the trace's first tick, where no run has ended yet: three 48 h windows",
-    '(deadline 1.05 and 1.08 × the work) and seven demo-sized ones (net +0.009) wait on on-demand',
-    'for runs too young to trust. Most of the rest of the demo-sized excess, as before, is one window',
-    "(3 h at tick 2559, +0.017 alone): a young run the zone's past says usually dies, which lasted,",
-    'so the switch off on-demand waited. Worst window at most 1.5 × the',
-    'optimum: not met anywhere, with or without a floor (demo-sized 2.21, 4.22, 3.36; 48 h grid',
-    '1.56, 2.10, 2.15), and not promisable: the ratio K of on-demand to spot puts the best worst case',
-    'any online policy can guarantee at √K (1.75 February, 2.38 August), above 1.5. The February',
-    "windows still above on-demand are first launches into runs the zone's past gave a small chance",
-    'of loss that were lost (three 2 h jobs), and switches off on-demand with evidence that were lost.',
+    'run). Share of windows above 1.02 × on-demand, at most 3% per trace: met on every set. In sample,',
+    "February's demo-sized jobs 2.3% (5 of 216; previous 3.2%, off 6.5%) and its 48 h grid 0.7% (previous",
+    "and off 2.0%); out of sample, August's demo-sized jobs 1.4% and 1.4% (previous 1.4% and 2.8%) and",
+    'both 48 h grids 0%. Mean × optimum, at most 0.01 above `off`: met on February (demo +0.007, grid',
+    "+0.002) and on August's 4-node trace (demo +0.009, grid +0.001); not met on August's 16-node trace,",
+    'out of sample: demo-sized 1.213 against 1.183 (+0.030; previous +0.021) and 48 h grid 1.099 against',
+    '1.086 (+0.013; previous +0.001). The tables below (a run on AMD EPYC) were reproduced to the last',
+    'digit by a second machine (Intel Xeon, 2 shared cores, load 7 to 13) for every row of `off`,',
+    "`previous` and `default` except February's 48 h grid (`default` only on August 4-node's grid); the",
+    "grid's February rows and the knob's table were not rerun.",
+    '',
+    "What the August misses are. The grid's +0.013 (a bootstrap over its 60 windows: +0.001 to +0.027,",
+    "95%) is +0.011 from the 20 windows that start at the trace's first tick, where no run has ended yet:",
+    'the evidence rule waits on on-demand for runs too young to trust (mostly three 48 h windows, +0.22',
+    "each: us-east-2b at 1.05 × the work and the zones' union at 1.05 and 1.08 ×). On every set compared",
+    'window by window (the demo-sized windows of all three traces and the 16-node grid), every window in',
+    'which `default` and `previous` differ starts at that tick. The demo-sized +0.030 is not resolved by',
+    '72 windows (17 differ from `off`; bootstrap −0.021 to +0.087): +0.009 is the same first-tick rule',
+    "(seven windows, net), and +0.017 is one window (3 h at tick 2559 in us-west-2a), a run the zone's",
+    "past says usually dies (median completed up run 4 ticks, 20 min) that lasted to the window's end (45",
+    'ticks), so the switch off on-demand waited 10 ticks at 5.65 × the spot price.',
+    '',
+    'Tried against it, chosen on February and read on August (`--sensitivity` for the first): the chance',
+    "bound's MAX_LOSS_CHANCE at 0.25, 0.3, 0.35, 0.4 and 0.5 gives February's demo-sized share 3.7%,",
+    '2.3%, 5.1%, 5.1% and 4.6% (0.3 is the only one that meets 3% there, and the share is not monotone in',
+    "it: a blocked launch moves the later ones) and August 16-node's demo-sized mean 1.226, 1.213, 1.207,",
+    '1.229 and 1.206 (none within +0.01 of `off`); a rent-or-buy rule in place of the scale-free chance',
+    'where the zone has no evidence (switch off on-demand once the premium paid over spot during the',
+    'current run covers what a lost switch costs: deterministic ski rental, no constant) left February at',
+    '2.3% and 1.086, and made August worse (16-node demo-sized 1.222; 4-node share 6.9%, 5 of 72); it was',
+    'not kept. The share target and the August mean pull on the same decisions (which young runs to',
+    'trust), and on these windows no setting tried met both; the held-out traces will tell whether 0.3',
+    'holds.',
+    '',
+    'Worst window at most 1.5 × the optimum: not met anywhere, with or without a floor (demo-sized 2.21,',
+    '4.22, 3.36; 48 h grid 1.56, 2.10, 2.15). It cannot be promised: the ratio K of on-demand to spot',
+    'puts the best worst case any online policy can guarantee at √K (1.75 February, 2.38 August), above',
+    "1.5 (ROSS, arXiv 2601.14612). On August's demo-sized windows it cannot be met at all by a policy",
+    'that guarantees the deadline: the section "The worst window: what an online policy can reach" finds',
+    'windows where even a policy that knew the future, but kept an on-demand fallback as a deadline',
+    "guarantee needs, pays 1.58 (16-node) and 1.76 (4-node) × the optimum. February's demo-sized windows",
+    "have no such bound above 1.28: there the gap is the policy's own risk model. The February windows",
+    "still above on-demand are first launches into runs the zone's past gave a small chance of loss that",
+    'were lost (three 2 h jobs), and switches off on-demand with evidence that were lost.',
 ]
 
 
@@ -175,10 +205,19 @@ def main() -> None:
     parser.add_argument("--demo-only", action="store_true", help="skip the 48 h grid; never writes the docs")
     parser.add_argument("--no-write", action="store_true", help="print, do not update the docs")
     parser.add_argument("--workers", type=int, default=1, help="processes that simulate windows (figures unchanged)")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="print the demo-sized table for MAX_LOSS_CHANCE around its value; never writes the docs")
     args = parser.parse_args()
     t0 = time.perf_counter()
     sets = {"in": [("In sample", IN_SAMPLE)], "out": [("Out of sample", OUT_OF_SAMPLE)],
             "all": [("Out of sample", OUT_OF_SAMPLE), ("In sample", IN_SAMPLE)]}[args.set]
+    if args.sensitivity:
+        for title, traces in sets:
+            found = windows(traces, DEMO_JOBS, DEMO_STARTS, False, CHANCES, args.workers)
+            print("\n".join([f"### {title}: {', '.join(traces)} (demo-sized jobs)", "", *rows(found, CHANCES), ""]))
+        print(f"{time.perf_counter() - t0:.0f} s on {args.workers} worker process(es), load average "
+              f"{os.getloadavg()[0]:.1f} (shared)")
+        return
     body = []
     for title, traces in sets:
         body += [f"### {title}: {', '.join(traces)}", "", *report(traces, args.demo_only, args.workers)]
