@@ -13,7 +13,7 @@ export AWS_EC2_METADATA_DISABLED := true
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
 
-.PHONY: demo test test-stress check lint bench clean browser
+.PHONY: demo test test-stress check lint bench bench-coldstart clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -57,6 +57,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
+
+# The cold-start benchmark alone: the environment cache, then copy, snapshot and mount on a 2 GiB
+# dataset generated in a temporary folder (DATA_GIB=0.5 for a shorter run; docs/benchmarks.md).
+DATA_GIB ?= 2
+bench-coldstart: $(STAMP)
+	$(BIN)/python bench/bench_coldstart.py --data-gib $(DATA_GIB)
 
 clean:
 	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,7 @@
 """The TFRecord example end to end on SeaweedFS: data and checkpoints in S3, run twice.
 
-The second run of the same dataset must download 0 bytes: its data comes from the cache.
+The second run (another job naming the same `data.source` at the same content) must download 0
+bytes: its data comes from the one cache entry the first job made (one view, one blob per file).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -74,4 +76,7 @@ def test_tfrecord_example_twice_on_seaweedfs_second_run_downloads_nothing(s3_env
     assert first["bytes_downloaded"] == first["bytes_total"] == total > 0
     assert (second["bytes_downloaded"], second["downloaded"], second["hits"]) == (0, 0, 5)
     assert first["path"] == second["path"]
+    root = Path(first["path"]).parents[1]  # the cache: one entry (a view and its blobs) serves both jobs
+    assert [p.name for p in (root / "views").iterdir()] == [Path(first["path"]).name]
+    assert len([p for p in (root / "blobs").rglob("*") if p.is_file()]) == 5
     assert runs[0]["weights_sha256"] == runs[1]["weights_sha256"]  # same data, same seed

@@ -6,6 +6,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# This machine's CPU as N logical devices (N replicas under MirroredStrategy, for data parallelism
+# without GPUs): the runtime reads it (`runtime/strategy.py`), the local backend sets it from
+# `resources.count` when `resources.accelerator` is CPU.
+LOGICAL_CPUS_ENV = "SPOTFIT_LOGICAL_CPUS"
+
 
 @dataclass
 class RuntimeConfig:

@@ -14,6 +14,9 @@ preemption signals every worker; the group's exit code is the chief's unless a w
 Synchronous training cannot go on without a worker, so when one worker fails the others are
 killed, and when one ends normally the others get `GROUP_GRACE_S` to end too.
 
+With `resources.accelerator: CPU` and `count` N > 1, each process sees this CPU as N logical
+devices (`SPOTFIT_LOGICAL_CPUS`): N replicas under MirroredStrategy, as N GPUs would give.
+
 Logs are written straight into a `file://` job store; with any other store they are written
 under `$SPOTFIT_HOME/logs/<job>/` and copied to the store when `stop` ends the attempt.
 """
@@ -31,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from spotfit.attempt import layout
+from spotfit.attempt.config import LOGICAL_CPUS_ENV
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
@@ -94,7 +98,7 @@ class LocalBackend(BackendTraits):
 
     def _launch_one(self, request: LaunchRequest, log_path: Path, extra_env: dict[str, str]) -> LocalProcess:
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **request.env, **extra_env, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **_devices(request), **request.env, **extra_env, "PYTHONUNBUFFERED": "1"}
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 runtime_command(self.python, request.job_url, request.attempt),
@@ -212,6 +216,14 @@ def _group_exit(statuses: list[AttemptStatus]) -> AttemptStatus:
     if signals:
         return AttemptStatus(running=False, exit_code=None, signal=signals[0])
     return AttemptStatus(running=False)
+
+
+def _devices(request: LaunchRequest) -> dict[str, str]:
+    """`accelerator: CPU` with `count` N > 1: this CPU as N logical devices, so the attempt trains N replicas
+    (the spec's `env:` may still set SPOTFIT_LOGICAL_CPUS itself)."""
+    if request.accelerator.upper() == "CPU" and request.accelerator_count > 1:
+        return {LOGICAL_CPUS_ENV: str(request.accelerator_count)}
+    return {}
 
 
 def _free_ports(count: int) -> list[int]:

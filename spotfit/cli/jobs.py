@@ -197,13 +197,32 @@ def cancel(
 def resume(
     job: JobRef,
     detach: Annotated[bool, typer.Option("--detach", "-d", help="Resume in the background.")] = False,
+    accelerator: Annotated[str | None, typer.Option(
+        "--accelerator", help="Move: go on with this accelerator (A100, H100, L4, CPU, ...).")] = None,
+    count: Annotated[int | None, typer.Option(
+        "--count", help="Move: go on with this many accelerators per machine (replicas).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", help="Move: go on with this many machines.")] = None,
+    zone: Annotated[str | None, typer.Option("--zone", help="Move: go on in this zone only.")] = None,
+    backend: Annotated[str | None, typer.Option("--backend", help="Move: go on on this backend.")] = None,
+    spec: Annotated[str | None, typer.Option(
+        "--spec", metavar="NEW.yaml", help="Move: go on under this spec (same name, checkpoint store, "
+                                           "secrets); the flags above apply on top of it.")] = None,
     json_: JsonFlag = False,
 ) -> None:
     """Give a job whose controller died a new controller; it adopts or relaunches the attempt.
 
     A batch's queued job is refused: its batch's queue starts it (`spotfit batch resume BATCH`).
+
+    With --accelerator, --count, --workers, --zone, --backend or --spec the job moves: it goes on from
+    its last checkpoint on the new resources, with the same id, store and step. What changes: the
+    machine, the number of replicas, and so the examples each replica gets per step. What does not:
+    the global batch (the script's batch_size), the steps, the data order, the weights and optimizer
+    state. A job with a live attempt cannot move: stop it first (Ctrl-C on `spotfit resume JOB`).
     """
-    doc = sdk.resume(job, detach=detach)
+    change = sdk.Move(accelerator=accelerator, count=count, workers=workers, zone=zone, backend=backend,
+                      spec_path=spec)
+    doc = sdk.resume(job, detach=detach, change=change)
     if json_:
         print_json(doc)
     else:

@@ -247,11 +247,15 @@ _RISK = ("p10-p90 $", "worst $", "> on-demand")  # over the history windows simu
 def print_cost(console: Console, doc: dict) -> None:
     """`spotfit cost`: the ledger per attempt, then spend, savings and waste."""
     table = Table(title=f"ledger of {doc['id']} ({doc['state']}), trace time and prices", title_justify="left")
-    for col in ("#", "outcome", "market", "zone", "steps", "start h", "end h", "billed h", "$/h", "cost"):
-        table.add_column(col, justify="left" if col in ("outcome", "market", "zone") else "right")
+    moved = len({r.get("runs_on") for r in doc["rows"]}) > 1  # `spotfit resume --accelerator ...`: say where each ran
+    cols = ("#", "outcome", "market", "zone", *(("runs on",) if moved else ()), "steps", "start h", "end h",
+            "billed h", "$/h", "cost")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("outcome", "market", "zone", "runs on") else "right")
     origin = doc["rows"][0]["start_s"] if doc["rows"] else 0.0
     for r in doc["rows"]:
         table.add_row(str(r["attempt"]), r["state"], r["market"], r["zone"] or "-",
+                      *((r.get("runs_on") or "-",) if moved else ()),
                       f"{r['start_step'] or 0}..{r['end_step'] or 0}", _h(r["start_s"] - origin),
                       _h(r["end_s"] - origin), _h(r["billed_s"]), f"{r['price_usd_per_h']:.3f}",
                       f"${r['cost_usd']:.4f}")

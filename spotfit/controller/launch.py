@@ -42,7 +42,8 @@ class Launcher:
 
     def launch(self, decision: Decision) -> None:
         """Launch the next attempt as the policy decided: its market, in its zone (or leave the job waiting
-        for the store). The decision is recorded with the attempt (`info.decision`, the ledger's column)."""
+        for the store). The decision is recorded with the attempt (`info.decision`, the ledger's column), and
+        what it runs on (`info.runs_on`: a moved job's attempts differ)."""
         market, zone = decision.market, decision.zone
         assert market is not None, "a decision to wait launches nothing"
         # The attempt's configuration is in the store before the attempt is recorded: with the
@@ -58,7 +59,7 @@ class Launcher:
         added = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
                                     state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
                                     start_step=self.db.get_job(self.job_id)["step"],
-                                    info={"decision": str(decision)})
+                                    info={"decision": str(decision), "runs_on": self.spec.runs_on()})
         assert added == number, f"attempt {added} recorded, {number} configured"
         crashpoints.hold("launching")
         try:

@@ -14,7 +14,8 @@ Each attempt's row also names the policy's `decision` it carried out (`spot:ZONE
 recorded at its launch: the `Decision` travels unchanged from the policy to the launch request and
 here; and its `price_source`, recorded at its end: where its $/h came from (`trace`, `spot price
 history`, and on Kubernetes its nodes' `aws spot price history`, `catalog` or
-`kubernetes.price_usd_per_h`).
+`kubernetes.price_usd_per_h`), and what it `runs_on` (`A100×4 on aws`: a job moved by `spotfit resume
+JOB --accelerator A100 --count 4` shows both parts).
 
 Example:
 
@@ -83,6 +84,7 @@ def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict[str, 
             "failure": (a.get("info") or {}).get("failure"),  # what counted toward max_failures (not host_crash)
             "decision": (a.get("info") or {}).get("decision"),  # the policy's, as it launched: spot:ZONE, on_demand
             "price_source": (a.get("info") or {}).get("price_source"),  # trace, catalog, aws spot price history, ...
+            "runs_on": (a.get("info") or {}).get("runs_on"),  # CPU×2 on local, A100×4 on aws in us-east-1a, ...
         })
     on_demand = done_s = None
     if productive_steps:

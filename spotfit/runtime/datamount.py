@@ -10,7 +10,8 @@ with the first tool found:
   (`env_auth`) and, on S3, the stores' endpoint (`SPOTFIT_S3_ENDPOINT_URL`, else `AWS_ENDPOINT_URL_S3`
   or `AWS_ENDPOINT_URL`).
 
-`SPOTFIT_DATA_DIR` then points at the mount, and a `data_mounted` event says with which tool. Where
+`SPOTFIT_DATA_DIR` then points at the mount, and a `data_mounted` event says with which tool (and the
+`seconds` until the mount answered). Where
 that cannot work (no `/dev/fuse`, or it cannot be opened; neither tool installed; a `file://` or
 `memory://` source; the mount not up within `MOUNT_TIMEOUT_S`), the runtime copies the data as in
 copy mode, after one `data_mount_fallback` event that says why. The mount is undone when the runtime
@@ -136,6 +137,7 @@ def mount_job_data(config, reporter, root: Path) -> bool:
     """Mount `config.data_source` and export `SPOTFIT_DATA_DIR`; False (after one event) to copy instead."""
     from spotfit.home import DATA_DIR_ENV
 
+    started = time.monotonic()
     target, how = mount(config.data_source, root, config.data_cache_limit_gib)
     if target is None:
         reporter.event("data_mount_fallback", f"data {config.data_source}: not mounted ({how}); copying it instead",
@@ -143,5 +145,6 @@ def mount_job_data(config, reporter, root: Path) -> bool:
         return False
     os.environ[DATA_DIR_ENV] = str(target)
     reporter.event("data_mounted", f"data {config.data_source}: mounted read-only at {target} with {how}",
-                   source=config.data_source, path=str(target), tool=how)
+                   source=config.data_source, path=str(target), tool=how,
+                   seconds=round(time.monotonic() - started, 3))  # until the mount answered
     return True

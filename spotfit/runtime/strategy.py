@@ -4,7 +4,8 @@
 
 - `none`: TensorFlow's default strategy (one device);
 - `mirrored`: `MirroredStrategy` over this machine's GPUs, or over logical CPU devices when
-  `SPOTFIT_LOGICAL_CPUS` > 1 (for testing data parallelism without GPUs);
+  `SPOTFIT_LOGICAL_CPUS` > 1 (for testing data parallelism without GPUs; the local backend sets it
+  to `resources.count` for `accelerator: CPU`);
 - `multi_worker`: `MultiWorkerMirroredStrategy` over the workers named in `TF_CONFIG`, which
   the backend builds (the local backend starts one process per worker on 127.0.0.1 ports);
 - `auto` (default): `multi_worker` when `resources.workers` > 1, else `mirrored` when this
@@ -55,10 +56,11 @@ import signal
 import threading
 from dataclasses import dataclass
 
+from spotfit.attempt.config import LOGICAL_CPUS_ENV as LOGICAL_CPUS_ENV  # read here, set by the local backend
+
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("auto", "none", "mirrored", "multi_worker")
-LOGICAL_CPUS_ENV = "SPOTFIT_LOGICAL_CPUS"
 ACK_TIMEOUT_S = 60.0
 
 

@@ -42,6 +42,7 @@ from spotfit.sdk.budgets import budget_list, budget_rm, budget_set
 from spotfit.sdk.context import controller_alive, db, find_job, live_controllers, reading_from
 from spotfit.sdk.costs import cost, cost_all
 from spotfit.sdk.market import MAX_STARTS, catalog, market_record, plan, simulate
+from spotfit.sdk.move import Move, move
 from spotfit.sdk.reports import BOOT_LOG_LINES, events, list_jobs, logs, status
 from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
 from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard
@@ -50,11 +51,11 @@ from spotfit.state.records import JobRecord
 from spotfit.state.states import AttemptState, JobState, StopRequest
 
 __all__ = [
-    "BOOT_LOG_LINES", "MAX_STARTS", "boot_log_key", "budget_list", "budget_rm", "budget_set", "cancel", "catalog",
-    "controller_alive", "cost", "cost_all", "db", "doctor", "dry_run", "duplicate_error", "events", "find_job", "gc",
-    "list_jobs", "live_controllers", "logs", "market_record", "parse_preempt_at", "plan", "reading_from", "resume",
-    "run_job", "serve_controller", "simulate", "start_detached", "status", "submit", "submit_spec", "tensorboard",
-    "validate", "wait",
+    "BOOT_LOG_LINES", "MAX_STARTS", "Move", "boot_log_key", "budget_list", "budget_rm", "budget_set", "cancel",
+    "catalog", "controller_alive", "cost", "cost_all", "db", "doctor", "dry_run", "duplicate_error", "events",
+    "find_job", "gc", "list_jobs", "live_controllers", "logs", "market_record", "parse_preempt_at", "plan",
+    "reading_from", "resume", "run_job", "serve_controller", "simulate", "start_detached", "status", "submit",
+    "submit_spec", "tensorboard", "validate", "wait",
 ]
 
 
@@ -139,8 +140,13 @@ def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 3
     Service(state_target(), scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, log=log).run()
 
 
-def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
-    """Give a job whose controller died a new one: it adopts or relaunches the attempt."""
+def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None,
+           change: Move | None = None) -> dict:
+    """Give a job whose controller died a new one: it adopts or relaunches the attempt.
+
+    With `change` (`spotfit resume JOB --accelerator A100 --count 4`, `--spec NEW.yaml`), the job moves
+    first: its next attempt runs on the new resources from its last checkpoint (`sdk/move.py`).
+    """
     job = find_job(db(), ref)
     if job["state"] == JobState.QUEUED:
         raise UsageError(
@@ -158,6 +164,8 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
             f"Job {job['id']} already has a live controller ({job['lease_owner']}: host/pid/token).",
             hint=f"Watch it with `spotfit status {job['id']}`.",
         )
+    if change is not None and not change.is_empty():
+        move(db(), job, change)
     if job["state"] == JobState.STOPPED:  # stopped by a rule or pruned: it goes on from its checkpoint
         db().update_job(job["id"], state=JobState.PAUSED, cancel_requested=StopRequest.NONE,
                         message="resuming a stopped job")

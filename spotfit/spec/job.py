@@ -287,6 +287,17 @@ class JobSpecBase(_Section):
         """Absolute path of the training script (a notebook has none: its spec's folder)."""
         return (Path(self.base_dir) / (self.script or "")).resolve()
 
+    def runs_on(self) -> str:
+        """What the job runs on, in a few words (`spotfit resume`'s moves, each attempt's ledger row).
+
+        >>> JobSpec(name="j", script="t.py", resources={"accelerator": "A100", "count": 4}, backend="aws").runs_on()
+        'A100×4 on aws'
+        """
+        r = self.resources
+        machines = f" ×{r.workers} machines" if r.workers > 1 else ""
+        zones = f" in {', '.join(self.market.zones)}" if self.market.zones else ""
+        return f"{r.accelerator}×{r.count}{machines} on {self.backend}{zones}"
+
     @property
     def is_notebook(self) -> bool:
         return self.kind == "notebook"

@@ -217,3 +217,36 @@ def test_a_second_job_on_the_same_data_shares_the_snapshot_and_fills_nothing(aws
     assert "data_fill" not in base64.b64decode(aws.ec2.describe_instance_attribute(
         InstanceId=handle.instances[0], Attribute="userData")["UserData"]["Value"]).decode()
     assert _data_snapshots(aws) == {snap}
+
+
+def test_two_jobs_on_the_same_data_download_it_once_and_snapshot_it_once(aws, job, dataset, tmp_path):
+    """Counted: job 1 fills (8000 bytes) and snapshots; job 2, in another zone, gets its volume from that
+    snapshot, fills nothing, and its runtime's sync on it downloads 0 bytes; a fill of job 2 anyway (its
+    launch raced job 1's snapshot) makes no second snapshot. One CreateSnapshot in all."""
+    import shutil
+    from dataclasses import replace
+
+    from spotfit.stores.datacache import DataCache
+
+    iid, _, _ = _launch(aws, job, dataset)
+    first = fill_and_snapshot(dataset, str(tmp_path / "volume-1"), aws.ec2, iid, "job-1")
+    assert (first["bytes_downloaded"], len(aws.calls.of("CreateSnapshot"))) == (8000, 1)
+
+    request = launch_request(job, attempt=2, zone="us-west-2a", data_volume="snapshot", data_source=dataset)
+    handle = aws_backend(aws).launch(replace(request, job_id="job-2"))
+    [iid2] = handle.instances
+    assert aws.calls.of("RunInstances")[-1]["BlockDeviceMappings"][0]["Ebs"]["SnapshotId"] == first["snapshot"]
+    assert _data_volume(aws, iid2)["SnapshotId"] == first["snapshot"]
+    assert "data_fill" not in base64.b64decode(aws.ec2.describe_instance_attribute(
+        InstanceId=iid2, Attribute="userData")["UserData"]["Value"]).decode()
+
+    # Job 2's volume holds what job 1's held (a volume made from its snapshot): one cache entry, no download.
+    shutil.copytree(tmp_path / "volume-1", tmp_path / "volume-2", symlinks=True)
+    synced = DataCache(tmp_path / "volume-2").sync(dataset, progress=False)
+    assert (synced.bytes_downloaded, synced.downloaded, synced.hits) == (0, 0, 2)
+    blobs = [p for p in (tmp_path / "volume-2" / "blobs").rglob("*") if p.is_file()]
+    assert len(blobs) == 2  # one blob per content, shared by both jobs' views of the source
+
+    raced = fill_and_snapshot(dataset, str(tmp_path / "volume-2"), aws.ec2, iid2, "job-2")
+    assert raced["snapshot"] is None and raced["bytes_downloaded"] == 0
+    assert len(aws.calls.of("CreateSnapshot")) == 1 and _data_snapshots(aws) == {first["snapshot"]}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from typing import Any
 
 
@@ -31,12 +32,14 @@ def fill_and_snapshot(source: str, cache_dir: str, ec2: Any, instance_id: str, j
     from spotfit.stores.datacache import DataCache
     from spotfit.stores.manifest import dataset_manifest
 
+    started = time.monotonic()
     before = dataset_manifest(source)
     stats = DataCache(cache_dir, workers=workers).sync(source, progress=False)
     os.sync()
     after = dataset_manifest(source)
     report: dict[str, Any] = {"manifest": after.digest, "files": stats.files,
-                              "bytes_downloaded": stats.bytes_downloaded, "snapshot": None}
+                              "bytes_downloaded": stats.bytes_downloaded, "snapshot": None,
+                              "fill_s": round(time.monotonic() - started, 3)}  # listings, sync, flush
     if before.digest != after.digest:
         report["skipped"] = "the data changed while the volume was filled"
     elif launch_index != 0:
@@ -72,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                                launch_index=index, workers=args.workers)
     if args.manifest and args.manifest != report["manifest"]:
         print(f"spotfit: the data's manifest is {report['manifest']}, not {args.manifest} as listed at launch")
-    print(f"spotfit: data volume filled ({report['files']} files, {report['bytes_downloaded']} bytes downloaded); "
+    print(f"spotfit: data volume filled ({report['files']} files, {report['bytes_downloaded']} bytes downloaded "
+          f"in {report['fill_s']:.2f} s); "
           f"snapshot {report['snapshot'] or 'not made: ' + report.get('skipped', '')}")
     return 0
 
