@@ -11,6 +11,7 @@ and its exit code returned (`run_runtime`).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -26,6 +27,16 @@ from spotfit.attempt import layout
 from spotfit.backends.attempt_files import tf_config
 from spotfit.errors import NotFoundError
 from spotfit.stores.base import ObjectStore
+
+
+def agent_arguments(argv: list[str] | None, cloud: str, metadata_flag: str, what: str) -> argparse.Namespace:
+    """`python -m spotfit.backends.<cloud>.agent JOB_URL ATTEMPT <metadata_flag> URL [--poll-s S]`, parsed."""
+    parser = argparse.ArgumentParser(prog=f"python -m spotfit.backends.{cloud}.agent")
+    parser.add_argument("job_url")
+    parser.add_argument("attempt", type=int)
+    parser.add_argument(metadata_flag, required=True, help=what)
+    parser.add_argument("--poll-s", type=float, default=2.0)
+    return parser.parse_args(argv)
 
 
 def join_cluster(store: ObjectStore, attempt: int, launch: dict[str, Any], env: dict[str, str], poll_s: float,

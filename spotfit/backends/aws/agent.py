@@ -18,14 +18,13 @@ the address come from, are shared with the other clouds' agents (`backends/agent
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 import urllib.error
 import urllib.request
 
-from spotfit.backends.agent_runner import join_cluster, run_runtime
+from spotfit.backends.agent_runner import agent_arguments, join_cluster, run_runtime
 from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.backends.aws.secrets import agent_env as agent_secrets
 from spotfit.stores import open_store
@@ -80,12 +79,7 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m spotfit.backends.aws.agent")
-    parser.add_argument("job_url")
-    parser.add_argument("attempt", type=int)
-    parser.add_argument("--imds", required=True, help="instance metadata base URL")
-    parser.add_argument("--poll-s", type=float, default=2.0)
-    args = parser.parse_args(argv)
+    args = agent_arguments(argv, "aws", "--imds", "instance metadata base URL")
     sys.exit(run(args.job_url, args.attempt, args.imds, args.poll_s))
 
 

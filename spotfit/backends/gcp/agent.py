@@ -20,7 +20,6 @@ the address come from, are shared with the other clouds' agents (`backends/agent
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -29,7 +28,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from spotfit.backends.agent_runner import join_cluster, run_runtime
+from spotfit.backends.agent_runner import agent_arguments, join_cluster, run_runtime
 from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.stores import open_store
 
@@ -100,12 +99,7 @@ def _own_ip(metadata: Metadata) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m spotfit.backends.gcp.agent")
-    parser.add_argument("job_url")
-    parser.add_argument("attempt", type=int)
-    parser.add_argument("--metadata", required=True, help="metadata server base URL")
-    parser.add_argument("--poll-s", type=float, default=2.0)
-    args = parser.parse_args(argv)
+    args = agent_arguments(argv, "gcp", "--metadata", "metadata server base URL")
     preempted = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: preempted.set())  # the ACPI soft-off, through the OS
     sys.exit(run(args.job_url, args.attempt, args.metadata, args.poll_s, preempted=preempted))
