@@ -60,7 +60,7 @@ def one_job(cloud, work: Path, store: str) -> dict:
     from spotfit import sdk
     from spotfit.controller.loop import Controller
     from spotfit.stores import open_store
-    from tests.support.emulated_instance import PROBE
+    from tests.support.sandbox import PROBE
 
     folder = work / f"job-{len(cloud.instances)}"
     folder.mkdir()

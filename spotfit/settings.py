@@ -84,7 +84,7 @@ def settings_path() -> Path:
 def load_settings(path: Path | None = None) -> Settings:
     """The settings at `path` (default `$SPOTFIT_HOME/config.yaml`); empty ones when there is no file."""
     from spotfit.spec.file import read_spec_file
-    from spotfit.spec.job import _to_spec_error
+    from spotfit.spec.problems import spec_error
 
     path = path or settings_path()
     if not path.is_file():
@@ -98,7 +98,7 @@ def load_settings(path: Path | None = None) -> Settings:
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        raise _to_spec_error(exc, raw, str(path), root=Settings, docs=DOCS) from None
+        raise spec_error(exc, raw, str(path), root=Settings, docs=DOCS) from None
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> Path:

@@ -15,12 +15,11 @@ import yaml
 from spotfit.errors import SpecError
 from spotfit.spec.job import (
     DOCS,
-    SecondsInterval,
-    StepsInterval,
     dump_spec,
     load_spec,
     parse_spec,
 )
+from spotfit.spec.sections import SecondsInterval, StepsInterval
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "digits" / "spotfit.yaml"

@@ -276,11 +276,11 @@ def backend_class(name: str) -> type[BackendTraits]:
     return cast(type[BackendTraits], load(_BACKENDS[name].backend))
 
 
-def able_backend(name: str | None, ability: type, what: str, flag: str = "--backend") -> str:
+def able_backend(name: str | None, ability: type, what: str, flag: str = "--backend", otherwise: str = "") -> str:
     """`name`, checked to be a backend with `ability` (a protocol above); by default the one that has it.
 
     `what` says what the ability does, for the error (`UsageError`) when `name` lacks it, or is
-    None while several backends have it.
+    None while several backends have it; `otherwise`, the other fix its hint offers.
     """
     from spotfit.errors import UsageError
 
@@ -290,7 +290,7 @@ def able_backend(name: str | None, ability: type, what: str, flag: str = "--back
     if name is None or name not in names:
         received = "none" if name is None else repr(name)
         raise UsageError(f"Invalid {flag}: received {received}, expected {' or '.join(names)} (the backends that "
-                         f"{what}).", hint=f"Pass {flag} {names[0]}.")
+                         f"{what}).", hint=f"Pass {flag} {names[0]}{f', or {otherwise}' if otherwise else ''}.")
     return name
 
 

@@ -25,7 +25,8 @@ from spotfit.errors import SpotfitError
 from spotfit.market.policies.base import DEFAULT_POLICY, NONE, ON_DEMAND, Context, Decision, Kind, make_policy, spot
 from spotfit.market.replay import MarketReplay
 from spotfit.market.trace import load_trace, resolve_trace
-from spotfit.spec.job import JobSpec, Preemption
+from spotfit.spec.job import JobSpec
+from spotfit.spec.sections import Preemption
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord, handle_text, spot_zone, trace_start_s
 from spotfit.state.states import AttemptState, Market

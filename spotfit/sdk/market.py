@@ -85,7 +85,7 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
     from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
     from spotfit.market.simulator import Job, run_grid, summarize
     from spotfit.market.trace import load_trace
-    from spotfit.spec.job import MAX_HOURS
+    from spotfit.spec.sections import MAX_HOURS
 
     policy = DEFAULT_POLICY if policy == "default" else policy  # as `market.policy: default` means
     if policy != "all" and policy not in POLICIES:

@@ -18,7 +18,8 @@ from spotfit.sdk.context import db
 from spotfit.state.states import JobState
 
 if TYPE_CHECKING:  # the spec (pydantic) and the stores (fsspec) load on first use
-    from spotfit.spec.job import JobSpec, Preemption
+    from spotfit.spec.job import JobSpec
+    from spotfit.spec.sections import Preemption
     from spotfit.stores.base import ObjectStore
 
 
@@ -53,7 +54,7 @@ _PREEMPTION = re.compile(r"(\d+)(?::(\d+(?:\.\d*)?|\.\d+))?", re.ASCII)  # STEP[
 
 def parse_preempt_at(text: str) -> list[Preemption]:
     """`"40:5,80"` -> preemptions at step 40 (5 s notice) and 80 (default notice)."""
-    from spotfit.spec.job import Preemption
+    from spotfit.spec.sections import Preemption
 
     out = []
     for part in [p for p in (p.strip() for p in text.split(",")) if p] or [text]:

@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from spotfit import arguments
-from spotfit.errors import UsageError
 from spotfit.home import home
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import validate
 from spotfit.state.states import JobState
 
+if TYPE_CHECKING:
+    from spotfit.spec.job import JobSpec
+    from spotfit.state.records import JobRecord
+
 
 def dry_run(path: str, backend: str | None = None) -> dict:
     """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
-    from spotfit.backends.base import DryRunner, backend_class, make_backend
+    from spotfit.backends.base import DryRunner, able_backend, make_backend
     from spotfit.registry import registered_backends
 
     spec = validate(path, backend if backend in registered_backends() else None)  # `data.volume` for the backend
-    chosen = spec.backend if backend is None else backend
-    runner = make_backend(chosen) if chosen in registered_backends() else None
-    if not isinstance(runner, DryRunner):  # the backends that send cloud requests
-        names = [n for n in registered_backends() if issubclass(backend_class(n), DryRunner)]
-        raise UsageError(f"Invalid --dry-run: received backend {chosen!r}, expected {' or '.join(names)} (the "
-                         "backends that send cloud requests).",
-                         hint=f"Add --backend {names[0]} (or {', '.join(names[1:])}), or leave --dry-run out.")
+    chosen = able_backend(spec.backend if backend is None else backend, DryRunner, "send cloud requests",
+                          otherwise="leave --dry-run out")
+    runner = make_backend(chosen)
+    assert isinstance(runner, DryRunner)
     return runner.dry_run(path)
 
 
@@ -95,29 +96,32 @@ def _snapshot_sources() -> set[str]:
     """The `data.source` of this state DB's `data.volume: snapshot` jobs that may still run (active or
     resumable): their data snapshots stay."""
     sources = set()
-    for row in db().list_jobs(limit=1_000_000):
-        state = JobState(row["state"])
-        data = json.loads(row["spec_json"]).get("data") or {}
-        if (not state.is_terminal() or state.is_resumable()) and data.get("volume") == "snapshot":
-            sources.add(data["source"])
+    for _, spec in _job_specs(lambda state, _: not state.is_terminal() or state.is_resumable()):
+        if spec.data is not None and spec.data.volume == "snapshot":
+            sources.add(spec.data.source)
     return sources
+
+
+def _job_specs(keep: Callable[[JobState, str], bool]) -> Iterator[tuple[JobRecord, JobSpec]]:
+    """This state DB's jobs that `keep(state, job id)` keeps, each with its spec read into the typed `JobSpec`."""
+    from spotfit.spec.job import JobSpec
+
+    for row in db().list_jobs(limit=1_000_000):
+        if keep(JobState(row["state"]), row["id"]):
+            yield row, JobSpec.model_validate(json.loads(row["spec_json"]))
 
 
 def _ended_with_secrets(job: str | None, backend: str) -> dict[str, str]:
     """{job id: where its secrets are} of `backend`'s jobs with `secrets:` (or a notebook's token) that ended
     for good (`job`'s only)."""
     from spotfit.backends.base import SecretKeeper, make_backend
-    from spotfit.spec.job import JobSpec
 
     ended: dict[str, str] = {}
     keeper = make_backend(backend)
     if not isinstance(keeper, SecretKeeper):
         return ended
-    for row in db().list_jobs(limit=1_000_000):
-        state = JobState(row["state"])
-        if not state.is_terminal() or state.is_resumable() or job not in (None, row["id"]):
-            continue
-        spec = JobSpec.model_validate(json.loads(row["spec_json"]))
+    for row, spec in _job_specs(lambda state, job_id: state.is_terminal() and not state.is_resumable()
+                                and job in (None, job_id)):
         if spec.backend == backend and (spec.secrets or spec.is_notebook):  # a notebook's token is one
             ended[row["id"]] = keeper.job_secrets_region(spec)
     return ended

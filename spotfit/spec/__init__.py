@@ -1,5 +1,5 @@
-"""The job spec: `job` (JobSpec, load_spec), `base` (the strict section base), `file` (reading the untrusted YAML)
-and `rules` (the `rules:` and `notify:` sections).
+"""The job spec: `job` (JobSpec, load_spec), `sections` (its sections), `base` (the strict section base), `file`
+(reading the untrusted YAML), `problems` (a validation error as one line) and `rules` (`rules:` and `notify:`).
 
 The package's names load on first use (PEP 562), so that importing one of its light modules
 (`spotfit.spec.base`) does not load the rest: `from spotfit.spec import JobSpec, load_spec`

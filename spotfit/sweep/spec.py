@@ -2,7 +2,7 @@
 
 `load_sweep(path)` reads the YAML with the job spec's bounds (`spec.file.read_spec_file`),
 rejects unknown keys with a did-you-mean and reports every problem as one `SpecError` line,
-like the job spec (`spec._to_spec_error`). docs/sweeps.md documents each field.
+like the job spec (`spec.problems.spec_error`). docs/sweeps.md documents each field.
 
 A parameter is a mapping of one distribution name to its arguments:
 `{log_uniform: [lo, hi]}`, `{uniform: [lo, hi]}`, `{int_uniform: [lo, hi]}` or
@@ -26,8 +26,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from spotfit.errors import SpecError
+from spotfit.spec.base import _Section, _short
 from spotfit.spec.file import read_spec_file
-from spotfit.spec.job import MAX_HOURS, _Section, _short, _to_spec_error
+from spotfit.spec.problems import spec_error
+from spotfit.spec.sections import MAX_HOURS
 
 DOCS = "docs/sweeps.md"
 DISTRIBUTIONS = ("log_uniform", "uniform", "int_uniform", "choice")
@@ -142,7 +144,7 @@ def load_sweep(path: str | os.PathLike) -> SweepSpec:
     try:
         sweep = SweepSpec.model_validate({**raw, "base_dir": str(path.parent.resolve())})
     except ValidationError as exc:
-        raise _to_spec_error(exc, raw, str(path), root=SweepSpec, docs=DOCS) from None
+        raise spec_error(exc, raw, str(path), root=SweepSpec, docs=DOCS) from None
     if not sweep.job_path.is_file():
         raise SpecError(f"Invalid `job` in {path}: received {_short(sweep.job)}, expected a job spec relative to "
                         f"the sweep file (looked for {_short(str(sweep.job_path))}).",

@@ -10,34 +10,21 @@ in docs/aws.md.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import threading
 import uuid
-from pathlib import Path
 
 import pytest
 
 from spotfit import sdk
-from spotfit.backends.wheel import running_wheel
-from spotfit.controller.loop import Controller
-from spotfit.runtime import main
 from spotfit.stores import open_store
 from tests.support.aws_moto import instances
-from tests.support.emulated_instance import PROBE, EmulatedCloud
-from tests.support.jobs import spotfit_cmd, write_spec
+from tests.support.emulated_instance import EmulatedCloud
+from tests.support.preemption_run import TRAINING, ran, through_preemption
+from tests.support.sandbox import PROBE, assert_runs_shipped_wheel
 from tests.support.seaweed import BUCKET
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.emulated_instance]
 
-TRAINING = """
-script: train.py
-args: ["--epochs", "1"]
-checkpoint: {{store: "{store}", interval: {{steps: 10}}}}
-training: {{seed: 0, deterministic: true}}
-"""
 AWS = """
 name: emulated
 backend: aws
@@ -46,7 +33,6 @@ market: {{trace: null, zones: [us-west-2a, us-west-2b], preemptions: [{{at_step:
 aws: {{ami: ami-12c6146b, region: us-west-2, runtime_extras: [s3]}}
 environment: {{pip: ["{probe}==1.0"]}}
 """ + TRAINING
-LOCAL = "name: baseline\nmarket: {{trace: null}}\n" + TRAINING
 NOTICE_S = 120 * 0.25  # EC2's two-minute notice, scaled down; the runtime saves within a few seconds of it
 
 
@@ -60,35 +46,18 @@ def cloud(tmp_path, seaweed, monkeypatch):
     emulated.stop()
 
 
-def _baseline(tmp_path) -> dict:
-    """The same training, uninterrupted, on the local backend."""
-    spec = write_spec(tmp_path / "baseline", LOCAL.format(store=f"file://{tmp_path}/baseline-store"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
-    out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=600,
-                         stdin=subprocess.DEVNULL, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout)
-
-
 def test_spot_interruption_on_emulated_instances_resumes_in_the_next_zone_with_identical_weights(
         tmp_path, cloud, job_spec):
     store = f"s3://{BUCKET}/emulated-{uuid.uuid4().hex[:6]}"
-    job_id = sdk.submit(str(job_spec(AWS.format(store=store, notice_s=NOTICE_S, probe=PROBE))))
-    loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=cloud.backend(), poll_s=0.1).run(),
-                            daemon=True)  # SQLite connections stay in the thread that made them
-    loop.start()
-    baseline = _baseline(tmp_path)  # trains while the first instance boots
-    wait_for(lambda: not loop.is_alive() or cloud.errors, 600, f"the controller to drive job {job_id} to its end")
-    assert not cloud.errors, cloud.errors
-    doc = {**sdk.status(job_id), "events": sdk.events(job_id)}
+    local_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    job_id, doc, baseline = through_preemption(cloud, str(job_spec(AWS.format(store=store, notice_s=NOTICE_S,
+                                                                              probe=PROBE))), tmp_path, local_env)
     booted = list(cloud.instances.values())
     logs = "\n".join(f"--- {i.instance_id} ({i.zone})\n{i.boot_log[-3000:]}" for i in booted)
     assert doc["state"] == "completed", (doc, logs)
 
     # The job saved at the step of the notice, was marked preempted, and went on in the next zone.
-    ran = [(a["state"], a["zone"], a["start_step"], a["end_step"]) for a in doc["attempts"]
-           if a["state"] != "no_capacity"]
-    assert ran == [("preempted", "us-west-2a", 0, 20), ("completed", "us-west-2b", 20, 47)], doc["attempts"]
+    assert ran(doc) == [("preempted", "us-west-2a", 0, 20), ("completed", "us-west-2b", 20, 47)], doc["attempts"]
     assert doc["weights_sha256"] == baseline["weights_sha256"]
 
     # Two real boots: each ran its user-data to `shutdown`, polled IMDS with a token and imported
@@ -102,10 +71,7 @@ def test_spot_interruption_on_emulated_instances_resumes_in_the_next_zone_with_i
     boot_tail = sdk.logs(job_id)["boot_log_tail"]
     assert "unpacked from the cache" in boot_tail and "powering off" in boot_tail, boot_tail
     assert "installed" in first.boot_log and "unpacked from the cache" in second.boot_log, logs
-    site = second.folder / "opt" / "spotfit" / "venv" / "lib" / "python3.11" / "site-packages"
-    version = running_wheel().filename.split("-")[1]  # 0.1.0+g<hash of this checkout's package>
-    assert (site / f"spotfit-{version}.dist-info").is_dir() and (site / PROBE.replace("-", "_")).is_dir()
-    assert (site / "spotfit" / "runtime" / "main.py").read_bytes() == Path(main.__file__).read_bytes()
+    assert_runs_shipped_wheel(second)
     assert open_store(store).exists(f"jobs/{job_id}/attempts/0001/exit.json")
 
     # Everything the attempts created is gone.

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
 from spotfit import sdk
-from spotfit.controller.loop import Controller
 from spotfit.runtime.datamount import fuse_problem
 from spotfit.stores import open_store
 from tests.backends.test_aws_emulated import cloud  # noqa: F401  (the fixture)
@@ -48,9 +46,7 @@ def test_the_runtime_on_the_instance_mounts_the_data_and_unmounts_it_at_its_end(
     prefix = f"s3://{BUCKET}/mount-{uuid.uuid4().hex[:6]}"
     open_store(f"{prefix}/data").write_bytes("train/a.bin", b"x" * 1000)
     job_id = sdk.submit(str(job_spec(SPEC.format(store=prefix, data=f"{prefix}/data"))))
-    loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=cloud.backend(), poll_s=0.1).run(),
-                            daemon=True)
-    loop.start()
+    loop = cloud.start_controller(job_id)
     try:
         wait_for(lambda: not loop.is_alive() or cloud.errors, 600, f"the controller to drive job {job_id} to its end")
         assert not cloud.errors, cloud.errors

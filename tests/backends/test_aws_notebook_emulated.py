@@ -10,7 +10,6 @@ runtime, and the runtime starts JupyterLab on 127.0.0.1 with the job's token.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 
 import pytest
@@ -18,7 +17,6 @@ import pytest
 from spotfit import interactive, notebooks, sdk
 from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.backends.wheel import running_wheel
-from spotfit.controller.loop import Controller
 from spotfit.stores import open_store
 from tests.backends.test_aws_emulated import cloud  # noqa: F401 — the emulated cloud fixture
 from tests.notebooks.jupyter import request
@@ -63,9 +61,7 @@ def test_a_notebook_on_the_emulated_instance_keeps_its_files_through_a_spot_inte
     spec.write_text(SPEC.format(store=f"s3://{BUCKET}/emulated-nb-{uuid.uuid4().hex[:6]}"))
     job_id = interactive.notebook(str(spec))
     token = notebooks.token_file(job_id).read_text().strip()
-    loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=cloud.backend(), poll_s=0.1).run(),
-                            daemon=True)  # SQLite connections stay in the thread that made them
-    loop.start()
+    loop = cloud.start_controller(job_id)
     store = open_store(sdk.db().get_job(job_id)["store_url"])
     try:
         first = _server(store, job_id, "us-west-2a")

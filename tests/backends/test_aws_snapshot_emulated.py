@@ -9,17 +9,14 @@ nothing. moto server keeps the volume and snapshot records; their content is fol
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import pytest
 
 from spotfit import sdk
-from spotfit.controller.loop import Controller
 from spotfit.stores import open_store
 from tests.backends.test_aws_emulated import NOTICE_S, cloud  # noqa: F401  (the fixture)
 from tests.support.seaweed import BUCKET
-from tests.support.wait import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.emulated_instance]
 
@@ -43,11 +40,7 @@ def test_the_relaunch_mounts_a_volume_made_from_the_first_attempts_snapshot_and_
     for i in range(3):
         data.write_bytes(f"shard-{i}.bin", bytes([i]) * 40_000)
     job_id = sdk.submit(str(job_spec(SPEC.format(store=prefix, data=f"{prefix}/data", notice_s=NOTICE_S))))
-    loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=cloud.backend(), poll_s=0.1).run(),
-                            daemon=True)
-    loop.start()
-    wait_for(lambda: not loop.is_alive() or cloud.errors, 600, f"the controller to drive job {job_id} to its end")
-    assert not cloud.errors, cloud.errors
+    cloud.wait_controller(cloud.start_controller(job_id), job_id)
     booted = list(cloud.instances.values())
     logs = "\n".join(f"--- {i.instance_id} ({i.zone})\n{i.boot_log[-3000:]}" for i in booted)
     doc = sdk.status(job_id)

@@ -19,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import threading
 import uuid
 from pathlib import Path
 
@@ -28,25 +26,15 @@ import pytest
 from typer.testing import CliRunner
 
 from spotfit import sdk
-from spotfit.backends.wheel import running_wheel
 from spotfit.cli import app
-from spotfit.controller.loop import Controller
-from spotfit.runtime import main
 from spotfit.stores import open_store
 from tests.support.emulated_gce import EmulatedGce
-from tests.support.emulated_instance import PROBE
 from tests.support.gcs import BUCKET
-from tests.support.jobs import spotfit_cmd, write_spec
-from tests.support.wait import wait_for
+from tests.support.preemption_run import TRAINING, ran, through_preemption
+from tests.support.sandbox import PROBE, assert_runs_shipped_wheel
 
 pytestmark = [pytest.mark.slow, pytest.mark.emulated_instance]
 
-TRAINING = """
-script: train.py
-args: ["--epochs", "1"]
-checkpoint: {{store: "{store}", interval: {{steps: 10}}}}
-training: {{seed: 0, deterministic: true}}
-"""
 NAME = "SPOTFIT_CANARY_TOKEN"
 CANARY = "canary-7b3e1d9a4c2f8e60-gcp-never-stored"
 WRAPPER = f"""import hashlib, os, runpy
@@ -64,7 +52,6 @@ environment: {{pip: ["{probe}==1.0"]}}
 secrets: [SPOTFIT_CANARY_TOKEN]
 env: {{SECRET_PROBE: "{secret_probe}"}}
 """ + TRAINING.replace("script: train.py", "script: with_secret.py")
-LOCAL = "name: baseline\nmarket: {{trace: null}}\n" + TRAINING
 
 
 @pytest.fixture
@@ -74,15 +61,6 @@ def cloud(tmp_path, gcs, monkeypatch):
         monkeypatch.setenv(name, value)
     yield emulated
     emulated.stop()
-
-
-def _baseline(tmp_path) -> dict:
-    """The same training, uninterrupted, on the local backend."""
-    spec = write_spec(tmp_path / "baseline", LOCAL.format(store=f"file://{tmp_path}/baseline-store"))
-    out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=600,
-                         stdin=subprocess.DEVNULL, env=dict(os.environ))
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout)
 
 
 def _files_holding(root: Path, needle: bytes) -> list[str]:
@@ -98,26 +76,21 @@ def test_preemption_on_emulated_vms_resumes_in_the_next_zone_with_identical_weig
     (spec.parent / "with_secret.py").write_text(WRAPPER)
     outputs = [CliRunner().invoke(app, ["run", str(spec), "--dry-run", "--json"]).output]
     assert "compute.instances.insert" in outputs[0], outputs[0]
-    job_id = sdk.submit(str(spec))
-    # The controller stored the value in Secret Manager, labelled with the job; the store names it only.
-    [secret] = cloud.secret_manager.ids()
-    assert secret.startswith("spotfit-") and secret.endswith(NAME)
-    assert json.loads(open_store(f"{store}/jobs/{job_id}").read_bytes("secrets.json"))["secrets"] == {NAME: secret}
-    loop = threading.Thread(target=lambda: Controller(sdk.db(), job_id, backend=cloud.backend(), poll_s=0.1).run(),
-                            daemon=True)
-    loop.start()
-    baseline = _baseline(tmp_path)  # trains while the first VM boots
-    wait_for(lambda: not loop.is_alive() or cloud.errors, 600, f"the controller to drive job {job_id} to its end")
-    assert not cloud.errors, cloud.errors
-    doc = {**sdk.status(job_id), "events": sdk.events(job_id)}
+
+    def stored_in_secret_manager(job_id: str) -> None:
+        """The controller stored the value in Secret Manager, labelled with the job; the store names it only."""
+        [secret] = cloud.secret_manager.ids()
+        assert secret.startswith("spotfit-") and secret.endswith(NAME)
+        assert json.loads(open_store(f"{store}/jobs/{job_id}").read_bytes("secrets.json"))["secrets"] == {NAME: secret}
+
+    job_id, doc, baseline = through_preemption(cloud, str(spec), tmp_path, dict(os.environ),
+                                               stored_in_secret_manager)  # the baseline trains while the VM boots
     booted = list(cloud.vms.values())
     logs = "\n".join(f"--- {v.name} ({v.zone})\n{v.boot_log[-3000:]}" for v in booted)
     assert doc["state"] == "completed", (doc, logs)
 
     # Saved at the step of the notice, marked preempted, went on in the next zone.
-    ran = [(a["state"], a["zone"], a["start_step"], a["end_step"]) for a in doc["attempts"]
-           if a["state"] != "no_capacity"]
-    assert ran == [("preempted", "us-central1-a", 0, 20), ("completed", "us-central1-b", 20, 47)], doc["attempts"]
+    assert ran(doc) == [("preempted", "us-central1-a", 0, 20), ("completed", "us-central1-b", 20, 47)], doc["attempts"]
     assert doc["weights_sha256"] == baseline["weights_sha256"]
     # Without a trace, the bill and the policy used the Billing Catalog's prices, and said so.
     assert any(e["kind"] == "market" and "from the Cloud Billing Catalog" in e["message"] for e in doc["events"])
@@ -130,10 +103,7 @@ def test_preemption_on_emulated_vms_resumes_in_the_next_zone_with_identical_weig
     assert "installed" in first.boot_log and "unpacked from the cache" in second.boot_log, logs
     boot_tail = sdk.logs(job_id)["boot_log_tail"]
     assert "powering off" in boot_tail, boot_tail
-    site = second.folder / "opt" / "spotfit" / "venv" / "lib" / "python3.11" / "site-packages"
-    version = running_wheel().filename.split("-")[1]
-    assert (site / f"spotfit-{version}.dist-info").is_dir() and (site / PROBE.replace("-", "_")).is_dir()
-    assert (site / "spotfit" / "runtime" / "main.py").read_bytes() == Path(main.__file__).read_bytes()
+    assert_runs_shipped_wheel(second)
     assert open_store(store).exists(f"jobs/{job_id}/attempts/0001/exit.json")
 
     # Nothing is left running: every VM of the job is gone, and `spotfit gc` finds nothing of it.

@@ -49,7 +49,7 @@ def nothing_launches(monkeypatch, tmp_path):
 def seeded_home(spotfit_home: Path) -> Path:
     """`$SPOTFIT_HOME` with one running job that has one attempt and one event."""
     db = StateDB(spotfit_home / "state.db")
-    db.create_job(JOB_ID, JOB_NAME, spec_json='{"backend": "local"}',
+    db.create_job(JOB_ID, JOB_NAME, spec_json='{"name": "seeded", "script": "train.py", "backend": "local"}',
                   store_url=f"file://{spotfit_home}/store/jobs/{JOB_ID}")
     db.update_job(JOB_ID, state="running", total_steps=100, step=40)
     db.add_attempt(JOB_ID, backend="local", zone="us-west-2b", market="spot", state="running", started_at=1.0,

@@ -7,10 +7,10 @@ and anonymous credentials. Pages of `page_size` SKUs, linked by `nextPageToken`,
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.support.loopback_http import Handler, LoopbackServer
 
 COMPUTE = "/v1/services/6F81-5844-456A/skus"
 
@@ -46,19 +46,16 @@ class BillingApi:
 
     def __init__(self, skus: list[dict[str, Any]], page_size: int = 2):
         self.skus, self.page_size, self.requests = skus, page_size, 0
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._http = LoopbackServer(self._handler())
+        self.url = self._http.url
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[Handler]:
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Skus(Handler):
             def do_GET(self) -> None:
                 url = urlparse(self.path)
                 api.requests += 1
@@ -69,26 +66,6 @@ class BillingApi:
                     end = start + api.page_size
                     status, doc = 200, {"skus": api.skus[start:end],
                                         "nextPageToken": str(end) if end < len(api.skus) else ""}
-                data = json.dumps(doc).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply(status, json.dumps(doc), "application/json")
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        return Handler
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A client that went away mid-answer (a VM killed during a long poll) is no error worth a traceback."""
-
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+        return Skus

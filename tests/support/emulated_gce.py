@@ -10,13 +10,11 @@
   (anonymously) and the VMs (`SPOTFIT_GCP_SECRETS_ENDPOINT`), which read values with the token
   their metadata server hands out as the service account's (`instance/service-accounts/default/token`).
 - **The VM**: for each VM the API reports `RUNNING`, the harness takes its `startup-script`
-  metadata item and runs it with bash in a sandbox folder of its own, as the AWS harness
-  (tests/support/emulated_instance.py) runs user-data: `HOME`, `PATH` and the install root
-  (`SPOTFIT_ROOT`) redirected, `SPOTFIT_METADATA_URL` at its metadata server, no `PYTHONPATH`.
-  On its `PATH`, stand-ins for what the Deep Learning VM image has: `python3`/`python3.11` (the
-  test venv's interpreter, whose TensorFlow plays the image's), `gcloud` (`gcloud storage cp`
-  against the GCS emulator, with gcsfs) and `shutdown` (records the call; the harness then marks
-  the VM `TERMINATED`, as a guest-initiated power-off does). pip reads only a local wheel folder.
+  metadata item and runs it in a sandbox folder of its own, as the AWS harness runs user-data
+  (tests/support/sandbox.py: `HOME`, `PATH` and the install root redirected; the image's
+  `python3.11` and `shutdown` stood in for; pip offline), with `SPOTFIT_METADATA_URL` at its
+  metadata server and `gcloud` on its `PATH` (`gcloud storage cp` against the GCS emulator, with
+  gcsfs). After `shutdown` the harness marks the VM `TERMINATED`, as a guest-initiated power-off does.
 - **Preemption**: `interrupt(name, notice_s)` sets `instance/preempted` to TRUE in the VM's
   metadata server, makes its zone answer `ZONE_RESOURCE_POOL_EXHAUSTED` from then on, and
   deletes the VM when the notice is over (`instanceTerminationAction: DELETE`), if it is still
@@ -30,10 +28,7 @@ reaches GCS anonymously), several VMs on one private network.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import sysconfig
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +36,10 @@ from typing import Any
 
 from spotfit.backends.gcp.backend import GcpBackend
 from tests.support.billing_api import BillingApi, n1_v100_skus
-from tests.support.emulated_instance import _PYTHON_STUB, _kill, _probe_wheel, _script
 from tests.support.gce_api import GceApi
 from tests.support.gce_metadata import MetadataServer
 from tests.support.gcs import GcsEmulator
+from tests.support.sandbox import Harness, Machine, boot, kill, prepare
 from tests.support.secret_manager import SecretManagerApi
 
 PROJECT = "spotfit-emulated"
@@ -69,13 +64,8 @@ except FileNotFoundError as exc:
     sys.exit(f"ERROR: (gcloud.storage.cp) {{exc}}")
 """
 
-_SHUTDOWN_STUB = """#!/bin/bash
-echo "$*" > {marker}
-"""
-
-
 @dataclass
-class Vm:
+class Vm(Machine):
     """One emulated VM: its sandbox, metadata server and the bash process running its startup script."""
 
     name: str
@@ -85,18 +75,9 @@ class Vm:
     proc: Any
     ended: bool = False
 
-    @property
-    def boot_log(self) -> str:
-        path = self.folder / "opt" / "spotfit" / "boot.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    @property
-    def powered_off(self) -> bool:
-        return (self.folder / "shutdown-called").exists()
-
 
 @dataclass
-class EmulatedGce:
+class EmulatedGce(Harness):
     """Compute Engine API + GCS + metadata servers + sandboxes (see the module doc); `start()`, then `stop()`."""
 
     folder: Path
@@ -108,13 +89,7 @@ class EmulatedGce:
         self.api = GceApi()
         self.billing = BillingApi(n1_v100_skus(["us-central1", "us-east1", "europe-west4"]))
         self.secret_manager = SecretManagerApi()
-        self.wheels = self.folder / "wheels"
-        self.wheels.mkdir(parents=True, exist_ok=True)
-        _probe_wheel(self.wheels)
-        self._stop = threading.Event()
-        self._timers: list[threading.Timer] = []
-        self._watcher = threading.Thread(target=self._watch, daemon=True)
-        self._watcher.start()
+        self._start_harness()
         return self
 
     def controller_env(self) -> dict[str, str]:
@@ -132,31 +107,18 @@ class EmulatedGce:
         vm = self.vms[name]
         self.api.fail_inserts(vm.zone, "ZONE_RESOURCE_POOL_EXHAUSTED")
         vm.metadata.preempt()
-        timer = threading.Timer(notice_s, self._reclaim, args=(name,))
-        timer.daemon = True
-        self._timers.append(timer)
-        timer.start()
+        self._later(notice_s, self._reclaim, name)
 
     def stop(self) -> None:
-        self._stop.set()
-        self._watcher.join(timeout=10)
-        for timer in self._timers:
-            timer.cancel()
+        self._stop_harness()
         for vm in self.vms.values():
-            _kill(vm.proc)
+            kill(vm.proc)
             vm.metadata.stop()
         self.api.stop()
         self.billing.stop()
         self.secret_manager.stop()
 
     # -- the VMs' side ------------------------------------------------------------------------------
-
-    def _watch(self) -> None:
-        while not self._stop.wait(0.1):
-            try:
-                self._tick()
-            except Exception as exc:  # noqa: BLE001 - a harness failure must reach the test, not vanish
-                self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def _tick(self) -> None:
         live = {vm["name"]: vm for vm in self.api.live()}
@@ -165,7 +127,7 @@ class EmulatedGce:
                 self.vms[name] = self._boot(vm)
         for name, booted in self.vms.items():
             if name not in live or live[name]["status"] == "TERMINATED":
-                _kill(booted.proc)  # the machine is gone, and what ran on it
+                kill(booted.proc)  # the machine is gone, and what ran on it
             if not booted.ended and booted.proc.poll() is not None:
                 booted.ended = True
                 if booted.powered_off and name in live:
@@ -178,30 +140,15 @@ class EmulatedGce:
     def _boot(self, vm: dict) -> Vm:
         name, zone = vm["name"], vm["zone"]
         folder = self.folder / name
-        bin_dir, home = folder / "bin", folder / "home"
-        for d in (bin_dir, home):
-            d.mkdir(parents=True)
-        site = sysconfig.get_paths()["purelib"]
-        _script(bin_dir / "python3", _PYTHON_STUB.format(python=sys.executable, site=site))
-        _script(bin_dir / "python3.11", _PYTHON_STUB.format(python=sys.executable, site=site))
-        _script(bin_dir / "gcloud", _GCLOUD_STUB.format(python=sys.executable))
-        _script(bin_dir / "shutdown", _SHUTDOWN_STUB.format(marker=folder / "shutdown-called"))
+        prepare(folder, {"gcloud": _GCLOUD_STUB.format(python=sys.executable)})
         items = {i["key"]: i["value"] for i in vm["metadata"]["items"]}
-        script = folder / "startup-script"
-        script.write_text(items["startup-script"])
         metadata = MetadataServer(name, zone, vm["networkInterfaces"][0]["networkIP"],
                                   attributes={k: v for k, v in items.items() if k != "startup-script"})
         metadata.docs["/computeMetadata/v1/instance/service-accounts/default/token"] = json.dumps(
             {"access_token": self.secret_manager.reader_token, "expires_in": 3599, "token_type": "Bearer"})
-        env = {**self.gcs.env(), "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
-               "LANG": "C.UTF-8", "SPOTFIT_ROOT": str(folder / "opt" / "spotfit"),
-               "SPOTFIT_METADATA_URL": metadata.url, "SPOTFIT_HOME": str(home / ".spotfit"),
-               "SPOTFIT_GCP_SECRETS_ENDPOINT": self.secret_manager.url,
-               "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-               "TF_CPP_MIN_LOG_LEVEL": "2"}
-        with open(folder / "console.log", "wb") as console:
-            proc = subprocess.Popen(["bash", str(script)], cwd=home, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {**self.gcs.env(), "SPOTFIT_METADATA_URL": metadata.url,
+               "SPOTFIT_GCP_SECRETS_ENDPOINT": self.secret_manager.url}
+        proc = boot(folder, "startup-script", items["startup-script"].encode(), env, self.wheels)
         return Vm(name, zone, folder, metadata, proc)
 
 

@@ -6,16 +6,12 @@
 - **S3**: SeaweedFS (the tests' `seaweed` fixture), for the job's store and the env cache.
 - **IMDS**: one `ImdsServer` per instance (tests/support/imds.py).
 - **The instance**: for each instance moto reports pending or running, the harness fetches its
-  user-data (`DescribeInstanceAttribute userData`) and runs it with bash in a sandbox folder of
-  its own: `HOME`, `PATH` and the install root (`SPOTFIT_ROOT`, `/opt/spotfit` on EC2)
-  redirected, `SPOTFIT_IMDS_URL` at its IMDS server, no `PYTHONPATH` (the instance imports only
-  the spotfit wheel it installed). On its `PATH`, stand-ins for what the Deep Learning AMI has:
-  `python3`/`python3.11` (the test venv's interpreter, whose TensorFlow plays the image's
-  framework; a venv made with `--system-site-packages` gets the test venv's site-packages as
-  its "system" packages, since a venv made from a venv would not see them), `aws` (`aws s3
-  cp` against SeaweedFS with boto3) and `shutdown` (records the call; the harness then
-  terminates the instance, as `InstanceInitiatedShutdownBehavior: terminate` does). pip reads
-  only a local wheel folder (`PIP_NO_INDEX`, `PIP_FIND_LINKS`): nothing is downloaded.
+  user-data (`DescribeInstanceAttribute userData`) and runs it in a sandbox folder of its own
+  (tests/support/sandbox.py: `HOME`, `PATH` and the install root, `/opt/spotfit` on EC2,
+  redirected; the image's `python3.11` and `shutdown` stood in for; pip offline), with
+  `SPOTFIT_IMDS_URL` at its IMDS server and `aws` on its `PATH` (`aws s3 cp` against SeaweedFS
+  with boto3). After `shutdown` the harness terminates the instance, as
+  `InstanceInitiatedShutdownBehavior: terminate` does.
 - **Data volumes** (`data.volume: snapshot`): folders, and their snapshots copies of them, with
   stand-ins for `lsblk`, `blkid`, `mkfs.ext4`, `mount` and `mountpoint` (tests/support/emulated_volumes.py).
 - **Spot interruptions**: `interrupt(instance_id, notice_s)` publishes the notice in IMDS, takes
@@ -34,40 +30,22 @@ several instances on one private network.
 from __future__ import annotations
 
 import base64
-import io
 import logging
-import signal
 import socket
 import subprocess
 import sys
-import sysconfig
-import threading
 import time
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import boto3
-import psutil
 
 from spotfit.backends.aws.backend import AwsBackend
 from tests.support.aws_moto import REGION, fail_run_instances
 from tests.support.emulated_volumes import EmulatedVolumes
 from tests.support.imds import ImdsServer
+from tests.support.sandbox import Harness, Machine, boot, kill, prepare
 from tests.support.seaweed import SeaweedServer, seaweed_env
-
-PROBE = "spotfit-emulated-probe"  # a package only the local wheel folder has: environment.pip installs it
-
-_PYTHON_STUB = """#!/bin/bash
-# Stands in for the image's Python 3.11 and its framework: the test venv's interpreter.
-if [ "${{1:-}}" = "-m" ] && [ "${{2:-}}" = "venv" ]; then
-  {python} "$@" || exit $?
-  for venv in "$@"; do :; done
-  echo {site} > "$venv/lib/python3.11/site-packages/_emulated_image_framework.pth"
-  exit 0
-fi
-exec {python} "$@"
-"""
 
 _AWS_STUB = """#!{python}
 # Stands in for the AWS CLI: `aws s3 cp [--quiet] SRC DST`, SRC or DST an s3:// URL.
@@ -94,13 +72,8 @@ except ClientError as exc:
     sys.exit(f"fatal error: {{exc}}")
 """
 
-_SHUTDOWN_STUB = """#!/bin/bash
-echo "$*" > {marker}
-"""
-
-
 @dataclass
-class Instance:
+class Instance(Machine):
     """One emulated instance: its sandbox, IMDS and the bash process running its user-data."""
 
     instance_id: str
@@ -112,18 +85,9 @@ class Instance:
     ended: bool = False
     exit_code: int | None = None
 
-    @property
-    def boot_log(self) -> str:
-        path = self.folder / "opt" / "spotfit" / "boot.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    @property
-    def powered_off(self) -> bool:
-        return (self.folder / "shutdown-called").exists()
-
 
 @dataclass
-class EmulatedCloud:
+class EmulatedCloud(Harness):
     """moto server + SeaweedFS + IMDS + sandboxes (see the module doc); `start()`, then `stop()`."""
 
     folder: Path
@@ -141,15 +105,9 @@ class EmulatedCloud:
         self.endpoint = f"http://127.0.0.1:{port}"
         self.ec2 = boto3.client("ec2", endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id="testing",
                                 aws_secret_access_key="testing")
-        self.wheels = self.folder / "wheels"
-        self.wheels.mkdir(parents=True, exist_ok=True)
-        _probe_wheel(self.wheels)
         self.session = boto3.Session(region_name=REGION)  # endpoints from controller_env()
         self.volumes = EmulatedVolumes(self.folder, self.ec2)
-        self._stop = threading.Event()
-        self._timers: list[threading.Timer] = []
-        self._watcher = threading.Thread(target=self._watch, daemon=True)
-        self._watcher.start()
+        self._start_harness()
         return self
 
     def controller_env(self) -> dict[str, str]:
@@ -166,29 +124,16 @@ class EmulatedCloud:
         inst = self.instances[instance_id]
         fail_run_instances(self._backend.client("ec2", REGION), inst.zone)
         inst.imds.interrupt(notice_s)
-        timer = threading.Timer(notice_s, self._reclaim, args=(instance_id,))
-        timer.daemon = True
-        self._timers.append(timer)
-        timer.start()
+        self._later(notice_s, self._reclaim, instance_id)
 
     def stop(self) -> None:
-        self._stop.set()
-        self._watcher.join(timeout=10)
-        for timer in self._timers:
-            timer.cancel()
+        self._stop_harness()
         for inst in self.instances.values():
-            _kill(inst.proc)
+            kill(inst.proc)
             inst.imds.stop()
         self._moto.stop()
 
     # -- the instances' side ----------------------------------------------------------------------
-
-    def _watch(self) -> None:
-        while not self._stop.wait(0.1):
-            try:
-                self._tick()
-            except Exception as exc:  # noqa: BLE001 - a harness failure must reach the test, not vanish
-                self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def _tick(self) -> None:
         self.volumes.tick()
@@ -198,7 +143,7 @@ class EmulatedCloud:
             if state in ("pending", "running") and iid not in self.instances:
                 self.instances[iid] = self._boot(inst)
             elif state in ("shutting-down", "terminated") and iid in self.instances:
-                _kill(self.instances[iid].proc)  # the machine is gone, and what ran on it
+                kill(self.instances[iid].proc)  # the machine is gone, and what ran on it
         for inst in self.instances.values():
             if not inst.ended and inst.proc.poll() is not None:
                 inst.ended, inst.exit_code = True, inst.proc.returncode
@@ -217,30 +162,15 @@ class EmulatedCloud:
     def _boot(self, inst: dict) -> Instance:
         iid, zone = inst["InstanceId"], inst["Placement"]["AvailabilityZone"]
         folder = self.folder / iid
-        bin_dir, home = folder / "bin", folder / "home"
-        for d in (bin_dir, home):
-            d.mkdir(parents=True)
-        site = sysconfig.get_paths()["purelib"]
-        _script(bin_dir / "python3", _PYTHON_STUB.format(python=sys.executable, site=site))
-        _script(bin_dir / "python3.11", _PYTHON_STUB.format(python=sys.executable, site=site))
-        _script(bin_dir / "aws", _AWS_STUB.format(python=sys.executable))
-        _script(bin_dir / "shutdown", _SHUTDOWN_STUB.format(marker=folder / "shutdown-called"))
+        bin_dir = prepare(folder, {"aws": _AWS_STUB.format(python=sys.executable)})
         self.volumes.attach(iid, bin_dir, folder / "volume-state")
         attr = self.ec2.describe_instance_attribute(InstanceId=iid, Attribute="userData")
-        user_data = folder / "user-data"
-        user_data.write_bytes(base64.b64decode(attr["UserData"]["Value"]))
         imds = ImdsServer(iid, zone, inst.get("PrivateIpAddress", "10.0.0.1"))
-        env = {**seaweed_env(self.seaweed),
-               "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-               "SPOTFIT_ROOT": str(folder / "opt" / "spotfit"), "SPOTFIT_IMDS_URL": imds.url,
-               "SPOTFIT_HOME": str(home / ".spotfit"), "AWS_ENDPOINT_URL_S3": self.seaweed.endpoint,
+        env = {**seaweed_env(self.seaweed), "SPOTFIT_IMDS_URL": imds.url, "AWS_ENDPOINT_URL_S3": self.seaweed.endpoint,
                "AWS_ENDPOINT_URL_SSM": self.endpoint,  # the job's secrets (and a notebook's token), as the role reads
                "AWS_ENDPOINT_URL_EC2": self.endpoint,  # the data volume's snapshot (data_fill.py)
-               "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-               "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_HOST": "127.0.0.1:9", "TF_CPP_MIN_LOG_LEVEL": "2"}
-        with open(folder / "console.log", "wb") as console:
-            proc = subprocess.Popen(["bash", str(user_data)], cwd=home, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+               "GCE_METADATA_IP": "127.0.0.1:9", "GCE_METADATA_HOST": "127.0.0.1:9"}
+        proc = boot(folder, "user-data", base64.b64decode(attr["UserData"]["Value"]), env, self.wheels)
         return Instance(iid, zone, folder, imds, proc, booted_at=time.time())
 
 
@@ -254,39 +184,6 @@ class EmulatedAwsBackend(AwsBackend):
     def preempt(self, handle, notice_s: float) -> None:
         for instance_id in handle.instances:
             self.cloud.interrupt(instance_id, notice_s)
-
-
-def _probe_wheel(folder: Path) -> None:
-    """A one-module wheel that only this folder has, for `environment.pip` to install."""
-    name = PROBE.replace("-", "_")
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr(f"{name}/__init__.py", "VALUE = 'probe'\n")
-        zf.writestr(f"{name}-1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {PROBE}\nVersion: 1.0\n")
-        zf.writestr(f"{name}-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-        zf.writestr(f"{name}-1.0.dist-info/RECORD", "")
-    (folder / f"{name}-1.0-py3-none-any.whl").write_bytes(buf.getvalue())
-
-
-def _script(path: Path, text: str) -> None:
-    path.write_text(text)
-    path.chmod(0o755)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill the instance's processes: its bash and every descendant (the runtime has a group of its own)."""
-    if proc.poll() is not None:
-        return
-    try:
-        tree = [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]
-    except psutil.NoSuchProcess:
-        tree = []
-    for p in tree:
-        try:
-            p.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
-    proc.wait(timeout=30)
 
 
 def _free_port() -> int:

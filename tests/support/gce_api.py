@@ -34,9 +34,10 @@ import itertools
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.support.loopback_http import Handler, LoopbackServer
 
 ZONES = ("us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f", "us-east1-b", "us-east1-c",
          "europe-west4-a", "europe-west4-b")
@@ -64,10 +65,8 @@ class GceApi:
         self.calls: list[tuple[str, str]] = []
         self._ids = itertools.count(1000)
         self._lock = threading.RLock()
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._http = LoopbackServer(self._handler())
+        self.url = self._http.url
 
     # -- the test's hands ---------------------------------------------------------------------------
 
@@ -97,8 +96,7 @@ class GceApi:
             self.instances[self.find(name)]["status"] = "TERMINATED"
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
     # -- the API ------------------------------------------------------------------------------------
 
@@ -238,10 +236,10 @@ class GceApi:
         return [i for (p, z, _), i in sorted(self.instances.items())
                 if p == project and z == zone and all(i.get("labels", {}).get(k) == v for k, v in wanted.items())]
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[Handler]:
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Compute(Handler):
             def _serve(self) -> None:
                 url = urlparse(self.path)
                 api.calls.append((self.command, url.path))
@@ -253,19 +251,11 @@ class GceApi:
                     status = exc.status
                     doc = {"error": {"code": exc.status, "message": exc.message,
                                      "errors": [{"message": exc.message, "domain": "global", "reason": exc.reason}]}}
-                data = json.dumps(doc).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply(status, json.dumps(doc), "application/json")
 
             do_GET = do_POST = do_DELETE = _serve
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        return Handler
+        return Compute
 
 
 def _labelled(doc: dict, query: dict[str, list[str]]) -> bool:
@@ -275,15 +265,3 @@ def _labelled(doc: dict, query: dict[str, list[str]]) -> bool:
 
 def _public(op: dict) -> dict:
     return {k: v for k, v in op.items() if not k.startswith("_")}
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A client that went away mid-answer (a VM killed during a long poll) is no error worth a traceback."""
-
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)

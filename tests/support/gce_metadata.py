@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.support.loopback_http import Handler, LoopbackServer
 
 BASE = "/computeMetadata/v1"
 
@@ -31,10 +31,8 @@ class MetadataServer:
         self.requests: Counter[str] = Counter()
         self.refused = 0  # requests without Metadata-Flavor: Google
         self._changed = threading.Condition()
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._http = LoopbackServer(self._handler())
+        self.url = self._http.url
 
     def preempt(self) -> None:
         """Google's preemption notice: `instance/preempted` turns TRUE (waiters wake at once)."""
@@ -45,8 +43,7 @@ class MetadataServer:
     def stop(self) -> None:
         with self._changed:
             self._changed.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
     def _answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, str]:
         with self._changed:
@@ -58,10 +55,10 @@ class MetadataServer:
                 self._changed.wait_for(lambda: _etag(self.docs[path]) != last, timeout=timeout)
             return 200, self.docs[path]
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[Handler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Metadata(Handler):
             def do_GET(self) -> None:
                 url = urlparse(self.path)
                 if self.headers.get("Metadata-Flavor") != "Google":
@@ -70,32 +67,10 @@ class MetadataServer:
                 else:
                     server.requests[url.path] += 1
                     status, text = server._answer(url.path, parse_qs(url.query))
-                data = text.encode()
-                self.send_response(status)
-                self.send_header("Metadata-Flavor", "Google")
-                self.send_header("Content-Type", "application/text")
-                self.send_header("ETag", _etag(text))
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply(status, text, "application/text", {"Metadata-Flavor": "Google", "ETag": _etag(text)})
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        return Handler
+        return Metadata
 
 
 def _etag(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A client that went away mid-answer (a VM killed during a long poll) is no error worth a traceback."""
-
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)

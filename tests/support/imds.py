@@ -16,7 +16,8 @@ import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.loopback_http import Handler, LoopbackServer
 
 META = "/latest/meta-data"
 NOTICE_PATH = f"{META}/spot/instance-action"
@@ -36,10 +37,8 @@ class ImdsServer:
         self.token = secrets.token_hex(16)
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._http = LoopbackServer(self._handler())
+        self.url = self._http.url
 
     def interrupt(self, notice_s: float) -> None:
         """Publish a spot interruption: the instance is reclaimed `notice_s` from now."""
@@ -53,35 +52,25 @@ class ImdsServer:
             self.docs[REBALANCE_PATH] = json.dumps({"noticeTime": _iso(time.time())})
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
-    def _handler(self):
+    def _handler(self) -> type[Handler]:
         imds = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def _reply(self, code: int, body: str = "") -> None:
-                self.send_response(code)
-                self.send_header("Content-Length", str(len(body.encode())))
-                self.end_headers()
-                self.wfile.write(body.encode())
-
+        class Imds(Handler):
             def do_PUT(self):
                 imds.requests[f"PUT {self.path}"] += 1
                 ok = self.path == "/latest/api/token" and "X-aws-ec2-metadata-token-ttl-seconds" in self.headers
-                self._reply(200 if ok else 400, imds.token if ok else "")
+                self.reply(200 if ok else 400, imds.token if ok else "")
 
             def do_GET(self):
                 if self.headers.get("X-aws-ec2-metadata-token") != imds.token:
                     imds.requests[f"GET {self.path} (no token)"] += 1
-                    self._reply(401)
+                    self.reply(401)
                     return
                 imds.requests[f"GET {self.path}"] += 1
                 with imds._lock:
                     body = imds.docs.get(self.path)
-                self._reply(200 if body is not None else 404, body or "")
+                self.reply(200 if body is not None else 404, body or "")
 
-            def log_message(self, *args):
-                pass
-
-        return Handler
+        return Imds

@@ -12,26 +12,21 @@
    `attempts/<n>/preempt.json` in the store (the controller's `preempt`);
 5. uploads its log and exits with the runtime's code; the user-data then powers off.
 
-The IMDS address is a flag, so that tests point it at a loopback server.
+The IMDS address is a flag, so that tests point it at a loopback server. Steps 2 to 4, but for where the notice and
+the address come from, are shared with the other clouds' agents (`backends/agent_runner.py`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import signal
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
-from spotfit.attempt import layout
-from spotfit.backends.attempt_files import tf_config, unpack_attempt
+from spotfit.backends.agent_runner import agent_arguments, join_cluster, run_runtime
+from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.backends.aws.secrets import agent_env as agent_secrets
-from spotfit.errors import NotFoundError
 from spotfit.stores import open_store
 
 NOTICE_PATH = "/latest/meta-data/spot/instance-action"
@@ -78,50 +73,13 @@ def run(job_url: str, attempt: int, imds_url: str, poll_s: float = 2.0,
     imds = Imds(imds_url)
     env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
     env.update(agent_secrets(store))  # the spec's `secrets:`, from SSM with the instance role
-    index = 0
-    if launch.get("workers", 1) > 1:
-        cluster = _wait_cluster(store, attempt, poll_s)
-        index = cluster["ips"].index(imds.get(LOCAL_IP_PATH))
-        env["TF_CONFIG"] = json.dumps(tf_config(cluster["worker"], index))
-    log_key = layout.log(attempt, index)
-    log_path = Path(workdir.parent / f"spotfit-attempt-{attempt:04d}.log")
-    cmd = runtime_cmd or [sys.executable, "-m", "spotfit.runtime", job_url, str(attempt)]
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    forwarded = False
-    while proc.poll() is None:
-        if not forwarded and _preempt_requested(store, attempt, imds):
-            forwarded = True
-            os.killpg(proc.pid, signal.SIGTERM)
-        time.sleep(poll_s)
-    store.write_bytes(log_key, log_path.read_bytes())
-    return proc.returncode
-
-
-def _wait_cluster(store, attempt: int, poll_s: float, timeout_s: float = 900.0) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            return json.loads(store.read_bytes(layout.cluster_file(attempt)))
-        except NotFoundError:
-            time.sleep(poll_s)
-    raise TimeoutError(f"no {layout.cluster_file(attempt)} after {timeout_s:.0f}s")
-
-
-def _preempt_requested(store, attempt: int, imds: Imds) -> bool:
-    if store.exists(layout.preempt_file(attempt)):
-        return True
-    return imds.get(NOTICE_PATH) is not None
+    index = join_cluster(store, attempt, launch, env, poll_s, lambda: imds.get(LOCAL_IP_PATH))
+    return run_runtime(store, job_url, attempt, index, workdir, env, lambda: imds.get(NOTICE_PATH) is not None,
+                       poll_s, runtime_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m spotfit.backends.aws.agent")
-    parser.add_argument("job_url")
-    parser.add_argument("attempt", type=int)
-    parser.add_argument("--imds", required=True, help="instance metadata base URL")
-    parser.add_argument("--poll-s", type=float, default=2.0)
-    args = parser.parse_args(argv)
+    args = agent_arguments(argv, "aws", "--imds", "instance metadata base URL")
     sys.exit(run(args.job_url, args.attempt, args.imds, args.poll_s))
 
 

@@ -26,28 +26,19 @@ from dataclasses import replace
 
 from spotfit.attempt import layout
 from spotfit.backends.aws import access
+from spotfit.backends.aws import instances as instances_api
 from spotfit.backends.aws import launch as rq
-from spotfit.backends.aws.client import error_code, error_message, is_client_error, load_boto3, sdk_failure
+from spotfit.backends.aws.client import load_boto3, sdk_failure
 from spotfit.backends.aws.data_volume import boot_script
 from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, GIB
-from spotfit.backends.aws.gc import cancel_spot_requests, delete_quietly
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.aws.regions import DEFAULT_REGION, instance_type_for, region_of
 from spotfit.backends.aws.snapshots import enable_fast_restore, planned_volume
 from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
-from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
+from spotfit.errors import BackendError, SpotfitError, UsageError
 from spotfit.stores import open_store
-
-# RunInstances errors that mean "not here, not now": the policy should try another offer.
-CAPACITY_ERRORS = {
-    "InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientCapacity",
-    "InsufficientReservedInstanceCapacity", "SpotMaxPriceTooLow", "MaxSpotInstanceCountExceeded",
-    "Unsupported",  # the type is not offered in this zone
-}
-LIVE_STATES = ("pending", "running", "stopping", "stopped")
-ENDED_STATES = ("shutting-down", "terminated")
 
 
 class AwsBackend(BackendTraits):
@@ -110,21 +101,8 @@ class AwsBackend(BackendTraits):
             return replace(settings, data_volume=planned_volume(opts, None))
         ec2 = self.client("ec2", region)
         image = resolve_ami(ec2, self.client("ssm", region), opts.get("ami"))
-        return replace(settings, image_id=image, vpc_id=self._vpc(ec2, settings), data_volume=planned_volume(opts, ec2))
-
-    def _vpc(self, ec2, s: LaunchSettings) -> str:
-        if s.subnet_id:
-            subnet = ec2.describe_subnets(SubnetIds=[s.subnet_id])["Subnets"][0]
-            if s.zone and subnet["AvailabilityZone"] != s.zone:
-                raise UsageError(f"Invalid `aws.subnet`: {s.subnet_id} is in {subnet['AvailabilityZone']}, "
-                                 f"expected a subnet in {s.zone}, the zone of this attempt.",
-                                 hint="Leave `aws.subnet` out (default VPC) or restrict `market.zones`.")
-            return subnet["VpcId"]
-        vpcs = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
-        if not vpcs:
-            raise BackendError(f"Region {s.region} has no default VPC.",
-                               hint="Set `aws.subnet` to a subnet (with internet access) in the zone.")
-        return vpcs[0]["VpcId"]
+        return replace(settings, image_id=image, vpc_id=instances_api.vpc_id(ec2, settings),
+                       data_volume=planned_volume(opts, ec2))
 
     def plan(self, request: LaunchRequest, lookup: bool = True) -> list[Call]:
         """The exact calls `launch` would send (for `--dry-run`); nothing is created."""
@@ -259,10 +237,10 @@ class AwsBackend(BackendTraits):
         if volume and volume.snapshot_id and volume.fast_restore and s.zone:
             enable_fast_restore(ec2, volume.snapshot_id, s.zone)
         try:
-            existing = self._instances_by_token(ec2, rq.client_token(request.job_id, request.attempt))
-            group = self._security_group(ec2, calls)
+            existing = instances_api.by_token(ec2, rq.client_token(request.job_id, request.attempt))
+            group = instances_api.security_group(ec2, calls)
             handle = replace(handle, security_group=group)
-            instances = existing or self._run(ec2, calls, s.region, group)
+            instances = existing or instances_api.run(ec2, calls, s.region, group)
         except Exception:
             self._release(ec2, handle)  # no instance yet: only the groups to delete
             raise
@@ -290,13 +268,13 @@ class AwsBackend(BackendTraits):
         s = self.settings(request, lookup=False)
         ec2 = self.client("ec2", s.region)
         token = rq.client_token(request.job_id, request.attempt)
-        instances = self._instances_by_token(ec2, token, states=LIVE_STATES + ENDED_STATES)
+        instances = instances_api.by_token(ec2, token, instances_api.LIVE_STATES + instances_api.ENDED_STATES)
         groups = ec2.describe_security_groups(Filters=[
             {"Name": "group-name", "Values": [rq.resource_name(request.job_id, request.attempt)]}])["SecurityGroups"]
         if not instances and not groups:
             return None
         instances.sort(key=lambda i: i.get("AmiLaunchIndex", 0))
-        if s.workers > 1 and instances and all(i["State"]["Name"] in LIVE_STATES for i in instances):
+        if s.workers > 1 and instances and all(i["State"]["Name"] in instances_api.LIVE_STATES for i in instances):
             self._finish_cluster(request, s, instances)
         return AwsHandle(region=s.region, job=request.job_id, attempt=request.attempt, job_url=request.job_url,
                          instances=tuple(i["InstanceId"] for i in instances),
@@ -305,7 +283,7 @@ class AwsBackend(BackendTraits):
                          if rq.uses_placement_group(s) else None)
 
     def status(self, handle: AwsHandle) -> AttemptStatus:
-        states = self._states(handle)
+        states = instances_api.states(self.client("ec2", handle.region), handle)
         # Several workers train together: one gone (e.g. reclaimed) ends the attempt for all.
         running = bool(states) and all(st in ("pending", "running") for st in states.values())
         return AttemptStatus(running=running)  # the exit code comes from attempts/<n>/exit.json
@@ -332,6 +310,12 @@ class AwsBackend(BackendTraits):
         self._terminate(handle)
         self._release(self.client("ec2", handle.region), handle)
 
+    def _terminate(self, handle: AwsHandle) -> None:
+        instances_api.terminate(self.client("ec2", handle.region), handle)
+
+    def _release(self, ec2, handle: AwsHandle) -> None:
+        instances_api.release(ec2, handle, self.cleanup_wait_s, self.poll_s)
+
     @staticmethod
     def _finish_cluster(request: LaunchRequest, s: LaunchSettings, instances: list[dict]) -> None:
         """The workers' addresses, if the launch died before it wrote them (the agents wait for them)."""
@@ -351,84 +335,6 @@ class AwsBackend(BackendTraits):
                              "s3:// URL that the instances can reach.",
                              hint="Set `checkpoint.store: s3://BUCKET/PREFIX` (and the instance profile "
                                   "that may use it) in the job spec.")
-
-    @staticmethod
-    def _instances_by_token(ec2, token: str, states: tuple[str, ...] = LIVE_STATES) -> list[dict]:
-        pages = ec2.get_paginator("describe_instances").paginate(Filters=[
-            {"Name": f"tag:{rq.TAG_TOKEN}", "Values": [token]},
-            {"Name": "instance-state-name", "Values": list(states)},
-        ])
-        return [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
-
-    @staticmethod
-    def _security_group(ec2, calls: list[Call]) -> str:
-        """The attempt's security group: found by name (a retried launch) or created."""
-        create = next(c for c in calls if c.operation == "CreateSecurityGroup")
-        found = ec2.describe_security_groups(Filters=[
-            {"Name": "group-name", "Values": [create.params["GroupName"]]},
-            {"Name": "vpc-id", "Values": [create.params["VpcId"]]},
-        ])["SecurityGroups"]
-        if found:
-            return found[0]["GroupId"]
-        group_id = ec2.create_security_group(**create.params)["GroupId"]
-        ingress = next((c for c in calls if c.operation == "AuthorizeSecurityGroupIngress"), None)
-        if ingress is not None:
-            ec2.authorize_security_group_ingress(**rq.fill(ingress.params, security_group_id=group_id))
-        return group_id
-
-    def _run(self, ec2, calls: list[Call], region: str, security_group: str) -> list[dict]:
-        run = next(c for c in calls if c.operation == "RunInstances")
-        zone = run.params.get("Placement", {}).get("AvailabilityZone", region)
-        where = f"{run.params['InstanceType']} in {zone}"
-        try:
-            for call in calls:
-                if call.operation == "CreatePlacementGroup":
-                    try:
-                        ec2.create_placement_group(**call.params)
-                    except Exception as exc:
-                        if error_code(exc) != "InvalidPlacementGroup.Duplicate":
-                            raise
-            return ec2.run_instances(**rq.fill(run.params, security_group_id=security_group))["Instances"]
-        except Exception as exc:
-            if not is_client_error(exc):
-                raise
-            code = error_code(exc)
-            if code in CAPACITY_ERRORS:
-                raise NoCapacityError(f"{code}: no capacity for {where} now") from exc
-            message = error_message(exc)
-            raise BackendError(f"EC2 refused the launch of {where}: {code}: {message}",
-                               hint="See docs/aws.md for the IAM policy and the one-time setup.") from exc
-
-    def _states(self, handle: AwsHandle) -> dict[str, str]:
-        if not handle.instances:
-            return {}
-        ec2 = self.client("ec2", handle.region)
-        try:
-            pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=list(handle.instances))
-            return {i["InstanceId"]: i["State"]["Name"]
-                    for page in pages for r in page["Reservations"] for i in r["Instances"]}
-        except Exception as exc:
-            if error_code(exc) == "InvalidInstanceID.NotFound":
-                return {}
-            raise
-
-    def _terminate(self, handle: AwsHandle) -> None:
-        live = [i for i, st in self._states(handle).items() if st in LIVE_STATES]
-        if live:
-            self.client("ec2", handle.region).terminate_instances(InstanceIds=live)
-
-    def _release(self, ec2, handle: AwsHandle) -> None:
-        """Delete what the attempt created once its instances are gone; `spotfit gc` gets the rest."""
-        deadline = time.monotonic() + self.cleanup_wait_s
-        while handle.instances and any(st != "terminated" for st in self._states(handle).values()):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(self.poll_s)
-        cancel_spot_requests(ec2, handle.job, handle.attempt)
-        if handle.placement_group:
-            delete_quietly(ec2.delete_placement_group, GroupName=handle.placement_group)
-        if handle.security_group:
-            delete_quietly(ec2.delete_security_group, GroupId=handle.security_group)
 
 
 def _data_script(request: LaunchRequest, s: LaunchSettings) -> str:

@@ -5,7 +5,8 @@ it carries no secret: storage access comes from the instance profile (IAM role),
 job's environment travels through the job's store prefix, not through here. `check_no_secrets`
 refuses a script that looks like it holds AWS credentials.
 
-The script (see `environment.py` for what is installed and the cache key):
+The script is the boot script every cloud shares (`backends/boot_script.py`) with AWS's own
+steps (`STEPS`; see `environment.py` for what is installed and the cache key):
 
 1. fetches `<cache>/env/<key>.tar.gz` with the AWS CLI (on every Deep Learning AMI) and unpacks
    it as the virtual environment; if there is none yet, makes the venv with the image's
@@ -38,10 +39,9 @@ True
 from __future__ import annotations
 
 import re
-import shlex
 
-from spotfit.attempt import layout
 from spotfit.backends.aws.disks import nvme_script
+from spotfit.backends.boot_script import BootSteps, boot_script
 from spotfit.backends.environment import InstanceEnv
 from spotfit.errors import BackendError
 
@@ -53,27 +53,11 @@ _SECRET_PATTERNS = (
     re.compile(r"aws_secret_access_key|aws_session_token|AWS_SECRET|AWS_SESSION_TOKEN", re.I),
 )
 
-_TEMPLATE = """#!/bin/bash
-# spotfit: attempt {attempt} of {job_url}
-# No secrets here: storage access comes from the instance profile (IAM role).
-set -euo pipefail
-ROOT="${{SPOTFIT_ROOT:-{root}}}"
-IMDS="${{SPOTFIT_IMDS_URL:-{imds}}}"
-VENV="$ROOT/venv"
-mkdir -p "$ROOT"
-exec >>"$ROOT/boot.log" 2>&1
-# Whatever happens, the boot log goes to the job's store (`spotfit logs` shows its tail), then off.
-power_off() {{
-  echo "spotfit: attempt over, powering off"
-  aws s3 cp --quiet "$ROOT/boot.log" {boot_log_url} || true
-  shutdown -h now
-}}
-trap power_off EXIT
-echo "spotfit: boot at $(date +%s.%N)"
-if aws s3 cp --quiet {env_url} "$ROOT/env.tar.gz"; then
-  tar -xzf "$ROOT/env.tar.gz" -C "$ROOT"
-  echo "spotfit: environment {key} unpacked from the cache at $(date +%s.%N)"
-else
+# What the AWS user-data puts into the shared boot script: the AWS CLI, IMDS, uv when the image has no 3.11.
+STEPS = BootSteps(
+    access="storage access comes from the instance profile (IAM role)", copy="aws s3 cp --quiet",
+    metadata_var="IMDS", metadata_env="SPOTFIT_IMDS_URL", metadata_url=IMDS_URL,
+    find_python="""\
   if ! PY="$(command -v python3.11)"; then
     # No Python 3.11 on the image: uv installs one under $ROOT, where the cache archive keeps it.
     python3 -m pip install --quiet --target "$ROOT/uv" 'uv>=0.5,<1'
@@ -81,16 +65,8 @@ else
     "$ROOT/uv/bin/uv" python install 3.11
     PY="$("$ROOT/uv/bin/uv" python find 3.11)"
   fi
-  "$PY" -m venv --system-site-packages "$VENV"
-{fetch_wheel}  aws s3 cp --quiet {requirements_url} "$ROOT/requirements.txt"
-  (cd "$ROOT" && "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check {pip_spec} \\
-     -r requirements.txt)
-  tar -czf "$ROOT/env.tar.gz" -C "$ROOT" venv $([ -d "$ROOT/python" ] && echo python) \\
-    && aws s3 cp --quiet "$ROOT/env.tar.gz" {env_url} || echo "spotfit: could not cache environment {key}"
-  echo "spotfit: environment {key} installed at $(date +%s.%N)"
-fi
-{disk}"$VENV/bin/python" -m spotfit.backends.aws.agent {job_url_q} {attempt} --imds "$IMDS"
-"""
+""",
+    agent="spotfit.backends.aws.agent", agent_flag="--imds", cache_extra='$([ -d "$ROOT/python" ] && echo python)')
 
 
 # `data.mode: mount`: the FUSE tool the runtime mounts the data with (runtime/datamount.py), unless the image has one.
@@ -109,13 +85,8 @@ def user_data(job_url: str, attempt: int, env: InstanceEnv, root: str = ROOT, im
     `nvme_cache`: mount the instance-store NVMe and keep the data cache there (disks.py);
     `data_script`: else these lines, which mount the data volume (data_volume.boot_script).
     """
-    boot_log_url = shlex.quote(f"{job_url.rstrip('/')}/{layout.boot_log(int(attempt))}")
-    fetch = f'  aws s3 cp --quiet {shlex.quote(env.wheel_url)} "$ROOT/"\n' if env.wheel_url else ""
-    text = _TEMPLATE.format(attempt=int(attempt), job_url=job_url.replace("\n", " "), root=root, imds=imds_url,
-                            env_url=shlex.quote(env.env_url), key=env.key, fetch_wheel=fetch,
-                            requirements_url=shlex.quote(env.requirements_url), pip_spec=shlex.quote(env.pip_spec),
-                            job_url_q=shlex.quote(job_url), boot_log_url=boot_log_url,
-                            disk=nvme_script() if nvme_cache else data_script)
+    text = boot_script(job_url, attempt, env, STEPS, root, imds_url,
+                       before_agent=nvme_script() if nvme_cache else data_script)
     check_no_secrets(text)
     return text
 

@@ -16,29 +16,23 @@
 5. uploads its log and exits with the runtime's code; the startup script then powers off.
 
 Every request to the metadata server carries `Metadata-Flavor: Google`, as the server requires.
-Its address is a flag, so that tests point it at a loopback server.
+Its address is a flag, so that tests point it at a loopback server. Steps 3 to 5, but for where the notice and
+the address come from, are shared with the other clouds' agents (`backends/agent_runner.py`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import signal
-import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
-from typing import Any
 
-from spotfit.attempt import layout
-from spotfit.backends.attempt_files import tf_config, unpack_attempt
+from spotfit.backends.agent_runner import agent_arguments, join_cluster, run_runtime
+from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.backends.gcp.secrets import agent_env as agent_secrets
-from spotfit.errors import NotFoundError
 from spotfit.stores import open_store
 
 BASE = "/computeMetadata/v1"
@@ -93,51 +87,23 @@ def run(job_url: str, attempt: int, metadata_url: str, poll_s: float = 2.0,
     metadata = Metadata(metadata_url)
     env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1"}
     env.update(agent_secrets(store, metadata_url))  # the spec's `secrets:`, from Secret Manager as the VM
-    index = 0
-    if launch.get("workers", 1) > 1:
-        cluster = _wait_cluster(store, attempt, poll_s)
-        own = metadata.get(IP)
-        index = cluster["ips"].index(own[0] if own else None)
-        env["TF_CONFIG"] = json.dumps(tf_config(cluster["worker"], index))
+    index = join_cluster(store, attempt, launch, env, poll_s, lambda: _own_ip(metadata))
     preempted, stop = preempted or threading.Event(), threading.Event()
     watcher = threading.Thread(target=watch_preemption, args=(metadata, preempted, stop), daemon=True)
     watcher.start()
-    log_path = Path(workdir.parent / f"spotfit-attempt-{attempt:04d}.log")
-    cmd = runtime_cmd or [sys.executable, "-m", "spotfit.runtime", job_url, str(attempt)]
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    forwarded = False
-    while proc.poll() is None:
-        if not forwarded and (preempted.is_set() or store.exists(layout.preempt_file(attempt))):
-            forwarded = True
-            os.killpg(proc.pid, signal.SIGTERM)
-        if forwarded:
-            time.sleep(poll_s)
-        else:
-            preempted.wait(poll_s)  # a notice wakes the loop at once
+    code = run_runtime(store, job_url, attempt, index, workdir, env, preempted.is_set, poll_s, runtime_cmd,
+                       wake=preempted)  # a notice wakes the loop at once
     stop.set()
-    store.write_bytes(layout.log(attempt, index), log_path.read_bytes())
-    return int(proc.returncode)
+    return code
 
 
-def _wait_cluster(store: Any, attempt: int, poll_s: float, timeout_s: float = 900.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            return dict(json.loads(store.read_bytes(layout.cluster_file(attempt))))
-        except NotFoundError:
-            time.sleep(poll_s)
-    raise TimeoutError(f"no {layout.cluster_file(attempt)} after {timeout_s:.0f}s")
+def _own_ip(metadata: Metadata) -> str | None:
+    own = metadata.get(IP)
+    return own[0] if own else None
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m spotfit.backends.gcp.agent")
-    parser.add_argument("job_url")
-    parser.add_argument("attempt", type=int)
-    parser.add_argument("--metadata", required=True, help="metadata server base URL")
-    parser.add_argument("--poll-s", type=float, default=2.0)
-    args = parser.parse_args(argv)
+    args = agent_arguments(argv, "gcp", "--metadata", "metadata server base URL")
     preempted = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: preempted.set())  # the ACPI soft-off, through the OS
     sys.exit(run(args.job_url, args.attempt, args.metadata, args.poll_s, preempted=preempted))
