@@ -32,5 +32,6 @@ def wait_for(predicate: Callable[[], T], timeout_s: float, what: str | Callable[
         if value:
             return value
         if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout_s:g}s waiting for {what() if callable(what) else what}", pytrace=False)
+            seen = what() if callable(what) else what
+            pytest.fail(f"timed out after {timeout_s:g}s waiting for {seen}", pytrace=False)
         time.sleep(poll_s)
