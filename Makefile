@@ -47,7 +47,7 @@ browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 # The fast loop: unit tests and docstring examples on both cores, no end-to-end training and no
-# TensorFlow process (1033 tests; their time: docs/benchmarks.md, "Test suite time").
+# TensorFlow process (1179 tests; their time: docs/benchmarks.md, "Test suite time").
 check: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q -n 2
 

@@ -1,6 +1,6 @@
 """Shared test setup: every test gets its own SPOTFIT_HOME; nothing reaches a network.
 
-Fixtures here: `spotfit_home` and `no_metadata_connections` (autouse), `job_spec` (a spec folder
+Fixtures here: `spotfit_home`, `no_metadata_connections` and `cli_built_once` (autouse), `job_spec` (a spec folder
 beside a script), and the SeaweedFS servers `seaweed` (one per session), `s3_env` (this process pointed at it) and
 `own_seaweed` (a server of one test alone, which the test may stop and start), the GCS API
 server `gcs` (gcp-storage-emulator, one per session) and `gcs_env` (this process pointed at it),
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import cli_once
 from tests.support.gcs import GcsEmulator
 from tests.support.job_report import pytest_runtest_makereport  # noqa: F401 - a failing test reports its jobs
 from tests.support.jobs import DIGITS, write_spec
@@ -42,6 +43,12 @@ def no_metadata_connections() -> Iterator[list[str]]:
         yield attempts
         if attempts:
             pytest.fail(f"the test tried to reach a cloud metadata address: {', '.join(attempts)}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def cli_built_once(monkeypatch) -> None:
+    """typer's CliRunner reuses one click command of the CLI (tests/support/cli_once.py)."""
+    cli_once.install(monkeypatch)
 
 
 @pytest.fixture(autouse=True)

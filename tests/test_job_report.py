@@ -21,16 +21,23 @@ sys.path.insert(0, {str(ROOT)!r})
 from tests.support.job_report import pytest_runtest_makereport
 """
 
+# The first test's job runs in a home that a module fixture of the last test names with
+# `report_also` (as a reference run's is): the last test, without a job of its own, reports it.
+
 INNER = """
 import json, os, subprocess, sys
+import pytest
 
 def _run(path):
     out = subprocess.run([sys.executable, "-m", "spotfit", "run", str(path), "--json"], capture_output=True,
                          text=True, timeout=300, stdin=subprocess.DEVNULL, env=os.environ.copy())
     return json.loads(out.stdout)
 
-def test_a_job_that_fails(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPOTFIT_HOME", str(tmp_path / "home"))
+def _shared_home(tmp_path_factory):
+    return tmp_path_factory.getbasetemp() / "module-home"
+
+def test_a_job_that_fails(tmp_path, tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("SPOTFIT_HOME", str(_shared_home(tmp_path_factory)))
     (tmp_path / "train.py").write_text("print('the script starts')\\nraise ValueError('a bad learning rate')\\n")
     spec = "name: broken\\nscript: train.py\\nmax_failures: 0\\nmarket: {trace: null}\\n"
     (tmp_path / "spotfit.yaml").write_text(spec)
@@ -38,6 +45,14 @@ def test_a_job_that_fails(tmp_path, monkeypatch):
 
 def test_no_job_no_section():
     assert False, "a failure without a job"
+
+@pytest.fixture(scope="module")
+def reference_home(tmp_path_factory, request):
+    from tests.support.job_report import report_also
+    report_also(request, _shared_home(tmp_path_factory))
+
+def test_a_module_home_is_reported_too(reference_home):
+    assert False, "a failure after a module fixture's job"
 """
 
 
@@ -45,12 +60,18 @@ def test_a_failing_test_prints_its_jobs_status_events_and_attempt_log(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(failed=2)
+    result.assert_outcomes(failed=3)
     out = result.stdout.str()
-    # The job's section, once: under the failing job's test, not under the test without a job.
-    assert out.count(SECTION) == 1, out
-    job_part = out[out.index("test_a_job_that_fails"):out.index("test_no_job_no_section")]
+    # The job's section: under the failing job's test and, from the module's home, under the last
+    # test; not under the test without a job.
+    assert out.count(SECTION) == 2, out
+    job_part = out[out.index("_ test_a_job_that_fails _"):out.index("_ test_no_job_no_section _")]
     assert SECTION in job_part
+    no_job_part = out[out.index("_ test_no_job_no_section _"):out.index("_ test_a_module_home_is_reported_too _")]
+    assert SECTION not in no_job_part
+    module_part = out[out.index("_ test_a_module_home_is_reported_too _"):]
+    assert f"{SECTION}, of the module's own home" in module_part
+    assert "=== job broken-" in module_part and "ValueError: a bad learning rate" in module_part
     result.stdout.fnmatch_lines([
         f"*{SECTION}*",
         "=== job broken-*: failed (*max_failures=0*",

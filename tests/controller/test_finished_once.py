@@ -43,6 +43,7 @@ from spotfit.backends.local import LocalBackend
 from spotfit.controller.loop import Controller
 from spotfit.sdk import db
 from spotfit.state.states import AttemptState
+from tests.support.job_report import report_also
 from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
 from tests.support.wait import wait_for
 
@@ -106,13 +107,14 @@ def _exit_record(job_id: str, attempt: int) -> Path:
 
 
 @pytest.fixture(scope="module")
-def undisturbed(tmp_path_factory):
+def undisturbed(tmp_path_factory, request):
     """The job run without interference: its status document and its ledger rows."""
     tmp = tmp_path_factory.mktemp("undisturbed")
     pause_dir = tmp / "pause"
     pause_dir.mkdir()
     text = SPEC.format(name="undisturbed", pause_at=0, pause_dir=pause_dir, workers=1)
     spec = write_spec(tmp / "job", text, script=SCRIPT)
+    report_also(request, tmp / "home")
     with spotfit_home_at(tmp / "home"):
         doc = _json("run", str(spec))
         assert doc["state"] == "completed" and doc["step"] == TOTAL, doc

@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 from spotfit import sdk
+from tests.support.job_report import report_also
 from tests.support.jobs import spotfit_cmd
 from tests.support.store_faults import Reference, digits_script, write_job
 from tests.support.wait import wait_for
@@ -65,9 +66,10 @@ def _start(job_spec, tmp_path, name: str, marks=None) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
+def uninterrupted(tmp_path_factory, request):
     """The reference run of SCRIPT without its hold, started once for both tests."""
     reference = Reference(tmp_path_factory.mktemp("reference"), SCRIPT)
+    report_also(request, reference.home)
     yield reference
     reference.close()
 

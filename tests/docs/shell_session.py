@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 _MARK = "@@spotfit-doc-test"
 # Variables of the surrounding test run that would point a doc example somewhere else.
 _DROP = ("AWS_", "SPOTFIT_", "TF_CONFIG", "KUBECONFIG")
+HOME = "spotfit-home"  # the example's SPOTFIT_HOME, inside its folder
 
 
 @dataclass
@@ -90,7 +91,7 @@ def sandbox(folder: Path, files: dict[str, str]) -> dict[str, str]:
         (bin_dir / name).chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
     path = f"{bin_dir}:{Path(sys.executable).parent}:{env['PATH']}"
-    env.update(SPOTFIT_HOME=str(folder / "spotfit-home"), PYTHONPATH=str(REPO), PATH=path,
+    env.update(SPOTFIT_HOME=str(folder / HOME), PYTHONPATH=str(REPO), PATH=path,
                AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
     return env
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.docs.markdown_blocks import all_blocks, doc_files, parse_blocks
-from tests.docs.shell_session import REPO, run_block
+from tests.docs.shell_session import HOME, REPO, run_block
 
 _BLOCKS = all_blocks(REPO)
 _SHELL = [b for b in _BLOCKS if b.is_shell]
@@ -23,9 +23,12 @@ def _param(block):
 
 
 @pytest.mark.parametrize("block", [_param(b) for b in _SHELL])
-def test_shell_example(block, tmp_path):
+def test_shell_example(block, tmp_path, monkeypatch):
     if block.not_tested:
         pytest.skip(f"{block.where} not tested: {block.not_tested}")
+    # The example's jobs live in its sandbox's home (shell_session.sandbox): pointed at it, a
+    # failing example's report (tests/support/job_report.py) shows their status, events and logs.
+    monkeypatch.setenv("SPOTFIT_HOME", str(tmp_path / "work" / HOME))
     files = {b.file: b.text for b in _BLOCKS if b.path == block.path and b.file}
     run_block(block, tmp_path / "work", files, timeout_s=900 if block.slow else 300)
 

@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from tests.support.job_report import report_also
 from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
 
 pytestmark = pytest.mark.slow
@@ -37,8 +38,10 @@ def _run(tmp_path, name: str, dataset: str = "arrays", preempt_at: str | None = 
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory) -> dict:
-    with spotfit_home_at(tmp_path_factory.mktemp("baseline-home")):
+def baseline(tmp_path_factory, request) -> dict:
+    home = tmp_path_factory.mktemp("baseline-home")
+    report_also(request, home)
+    with spotfit_home_at(home):
         return {ds: _run(tmp_path_factory.mktemp(ds), "job", ds) for ds in ("arrays", "tfdata")}
 
 

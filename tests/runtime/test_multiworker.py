@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.job_report import report_also
 from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
 from tests.support.wait import wait_for
 
@@ -100,8 +101,10 @@ def _events(job: Path, kind: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory) -> tuple[dict, Path]:
-    with spotfit_home_at(tmp_path_factory.mktemp("mw-home")) as home:
+def baseline(tmp_path_factory, request) -> tuple[dict, Path]:
+    home = tmp_path_factory.mktemp("mw-home")
+    report_also(request, home)
+    with spotfit_home_at(home):
         doc = _finish(_start(tmp_path_factory.mktemp("mw-base")))
         return doc, _job_folder(home)
 

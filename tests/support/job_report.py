@@ -7,6 +7,11 @@ the report is made), the job's `status` document, its last `EVENTS` events and t
 `LOG_LINES` lines of each attempt's log. One red CI run is then diagnosed without a rerun.
 A test that ran no job gets no section; a state that cannot be read says why in one line.
 
+Jobs a module-scoped fixture ran in a home of their own (a reference run, `spotfit_home_at`) are
+not in the test's state: the fixture names that home with `report_also(request, home)`, and a
+test of the module that fails reports its jobs too (read by a child process pointed at that home,
+so this process's environment is never switched), in a section of their own.
+
 Example (each test's own `$SPOTFIT_HOME`, before it runs a job, has no state DB: nothing to say):
 
 >>> jobs_report()
@@ -17,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +36,31 @@ MAX_JOBS = 5
 EVENTS = 30
 LOG_LINES = 60
 TIMEOUT_S = 30.0
+
+
+_ROOT = Path(__file__).resolve().parents[2]  # `python -m tests.support.job_report` runs from here
+_MORE_HOMES: list[Path] = []  # homes named by module fixtures (report_also), while their module runs
+
+
+def report_also(request: pytest.FixtureRequest, home: Path) -> None:
+    """Report the jobs of `home` too when a test fails, until `request`'s fixture is torn down
+    (so also when the fixture itself fails: its teardown comes after the report)."""
+    _MORE_HOMES.append(home)
+    request.addfinalizer(lambda: _MORE_HOMES.remove(home))
+
+
+def _report_of_home(home: Path) -> str:
+    """`jobs_report()` of `home`, read by a child process whose SPOTFIT_HOME is `home`."""
+    env = {k: v for k, v in os.environ.items() if k != "SPOTFIT_STATE_URL"}
+    env["SPOTFIT_HOME"] = str(home)
+    try:
+        out = subprocess.run([sys.executable, "-m", "tests.support.job_report"], capture_output=True, text=True,
+                             timeout=TIMEOUT_S + 10, stdin=subprocess.DEVNULL, env=env, cwd=_ROOT)
+    except subprocess.TimeoutExpired:
+        return f"(the jobs of {home} were not read: no answer within {TIMEOUT_S + 10:g}s)"
+    if out.returncode != 0:
+        return f"(the jobs of {home} were not read: {out.stderr[-500:]})"
+    return out.stdout.rstrip("\n")
 
 
 def _has_state() -> bool:
@@ -109,4 +141,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         text = jobs_report()
         if text:
             report.sections.append((SECTION, text))
+        own = os.environ.get("SPOTFIT_HOME")
+        for home in [h for h in _MORE_HOMES if str(h) != own]:  # not twice when the test points at it
+            text = _report_of_home(home)
+            if text:
+                report.sections.append((f"{SECTION}, of the module's own home {home}", text))
     return report
+
+
+if __name__ == "__main__":  # _report_of_home's child: the report of $SPOTFIT_HOME
+    print(jobs_report())

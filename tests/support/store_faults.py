@@ -73,9 +73,10 @@ class Reference:
         (folder / "src" / "train.py").write_text(script)
         spec = write_spec(folder / "reference", SPEC.format(name="reference", store="", env="{}"),
                           script=folder / "src" / "train.py")
+        self.home = folder / "spotfit-home"
         self.proc = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                                     env={**os.environ, "SPOTFIT_HOME": str(folder / "spotfit-home")})
+                                     env={**os.environ, "SPOTFIT_HOME": str(self.home)})
         self._doc: dict | None = None
 
     def result(self, timeout_s: float = 600) -> dict:

@@ -23,6 +23,7 @@ from spotfit import sdk
 from spotfit.state.states import JobState
 from spotfit.sweep.store import SweepDB
 from spotfit.ui.charts import iso
+from tests.support.job_report import report_also
 from tests.support.jobs import DIGITS, spotfit_cmd, write_spec
 from tests.support.ledger import ticks
 from tests.support.wait import wait_for
@@ -61,9 +62,10 @@ class Dashboard:
 
 
 @pytest.fixture(scope="module")
-def dashboard(tmp_path_factory) -> Iterator[Dashboard]:
+def dashboard(tmp_path_factory, request) -> Iterator[Dashboard]:
     """`spotfit ui --port 0` over a home of the module's own."""
     home = tmp_path_factory.mktemp("ui-home")
+    report_also(request, home)  # the replayed job's (`job`)
     with serve({**os.environ, "SPOTFIT_HOME": str(home), "SPOTFIT_UI_TOKEN": TOKEN}) as url:
         yield Dashboard(home, url)
 

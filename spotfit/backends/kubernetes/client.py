@@ -46,17 +46,18 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> Any
     Inside a pod (the controller deployed in the cluster) with no kubeconfig file and no context
     asked for, the pod's service account is used.
     """
-    k8s = load_kubernetes()
     path = kubeconfig_path(kubeconfig)
     if (path is None or not path.is_file()) and context in (None, IN_CLUSTER) \
             and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s = load_kubernetes()
         k8s.config.load_incluster_config()
         return k8s.client.ApiClient()
-    if path is None or not path.is_file():
+    if path is None or not path.is_file():  # said before the client's import (1-2 s of CPU) is paid
         raise UsageError(f"No kubeconfig: received {str(path)!r}, expected a kubeconfig file for the "
                          "kubernetes backend.",
                          hint="Set `kubernetes.kubeconfig:` or $KUBECONFIG to your cluster's kubeconfig "
                               "(e.g. `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`).")
+    k8s = load_kubernetes()
     contexts, current = k8s.config.list_kube_config_contexts(config_file=str(path))
     names = sorted(c["name"] for c in contexts or [])
     if context is not None and context not in names:
