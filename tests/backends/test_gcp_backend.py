@@ -221,3 +221,26 @@ def test_a_region_whose_zones_offer_no_such_machine_is_one_usage_line(job_spec, 
         assert api.live() == []
     finally:
         api.stop()
+
+
+def test_run_records_the_plans_zones_with_the_job_and_one_event_saying_why(job_spec, gcs_env, spotfit_home,
+                                                                          monkeypatch):
+    import json
+
+    from spotfit import sdk
+    from spotfit.sdk.context import db
+    from tests.support.gcs import BUCKET
+
+    region = _plans_gcp_offer("A100").region
+    api = GceApi(zones=(f"{region}-a", f"{region}-b", "us-central1-a"))
+    try:
+        monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", api.url)
+        text = PLANNED.format(accelerator="A100", store="x").replace('"file://x"', f'"gs://{BUCKET}/planned"')
+        job_id = sdk.submit(str(job_spec(text)))
+        recorded = json.loads(db().get_job(job_id)["spec_json"])
+        assert recorded["market"]["zones"] == [f"{region}-a", f"{region}-b"]
+        [note] = [e for e in db().events(job_id) if e["kind"] == "backend_note"]
+        assert f"launching in {region}" in note["message"] and f"{region}-a, {region}-b" in note["message"]
+        assert api.live() == []  # recorded only: the controller launches
+    finally:
+        api.stop()
