@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +15,7 @@ from spotfit.market.policies.base import ON_DEMAND, spot
 from spotfit.state.states import Market
 from spotfit.stores import open_store
 from tests.support.gce_api import GceApi
+from tests.support.jobs import spotfit_cmd
 
 pytestmark = pytest.mark.emulated_instance
 PROJECT = "spotfit-test"
@@ -132,3 +135,112 @@ def test_local_stores_are_refused_outside_tests(api, job):
     with pytest.raises(UsageError, match="expected a gs:// URL"):
         GcpBackend(project=PROJECT, endpoint=api.url).launch(request(job))
     assert api.live() == []
+
+
+PLANNED = """
+name: planned
+script: train.py
+backend: gcp
+resources: {{accelerator: {accelerator}, count: 1}}
+market: {{trace: null}}
+checkpoint: {{store: "file://{store}"}}
+gcp: {{project: spotfit-test}}
+"""
+NORTH = ("europe-north1-a", "europe-north1-b", "europe-north1-c")
+
+
+def _plans_gcp_offer(accelerator: str):
+    from spotfit.market import offers
+
+    return next(o for o in offers.plan(accelerator, 1).offers if o.cloud == "gcp")
+
+
+def test_no_zones_launches_in_the_plans_region_in_the_zones_the_api_lists(job_spec, tmp_path, job):
+    from spotfit.spec.job import load_spec
+    from tests.support.gce_api import ZONES
+
+    offer = _plans_gcp_offer("A100")
+    region = offer.region
+    api = GceApi(zones=(*ZONES, *NORTH, f"{region}-a", f"{region}-b", f"{region}-c"))
+    try:
+        api.offer(f"{region}-b", "n2-standard-8")  # a zone of the region without A100 machines
+        spec = load_spec(job_spec(PLANNED.format(accelerator="A100", store=tmp_path / "store")))
+        [note] = backend(api).preflight(spec)
+        assert spec.market.zones == [f"{region}-a", f"{region}-c"]
+        assert f"launching in {region}" in note and "cheapest GCP offer" in note
+        assert f"spot ${offer.spot_usd_per_h:.2f}/h" in note and f"{region}-a, {region}-c" in note
+        assert ("GET", f"/compute/v1/projects/{PROJECT}/zones") in api.calls
+        assert ("GET", f"/compute/v1/projects/{PROJECT}/zones/{region}-b/machineTypes/a2-highgpu-1g") in api.calls
+
+        # The controller launches in those zones in order, on to the next after a capacity error.
+        api.fail_inserts(f"{region}-a", "ZONE_RESOURCE_POOL_EXHAUSTED")
+        launches = []
+        for zone in spec.market.zones:
+            req = request(job, zone=zone, decision=spot(zone))
+            req.accelerator, req.options = "A100", {**req.options, "project": PROJECT}
+            try:
+                launches.append(backend(api).launch(req))
+                break
+            except NoCapacityError:
+                continue
+        [handle] = launches
+        [vm] = api.live()
+        assert handle.zone == f"{region}-c" == vm["zone"]
+        assert vm["machineType"] == f"zones/{region}-c/machineTypes/{offer.instance_type}"
+    finally:
+        api.stop()
+
+
+def test_attached_gpus_take_the_zones_that_list_the_gpu(job_spec, tmp_path, api):
+    from spotfit.spec.job import load_spec
+
+    api.offer("us-central1-b", "n1-standard-8")  # the host, not the V100
+    spec = load_spec(job_spec(PLANNED.format(accelerator="V100", store=tmp_path / "store")))
+    [note] = backend(api).preflight(spec)
+    assert spec.market.zones == ["us-central1-a", "us-central1-c", "us-central1-f"]
+    assert "ranks no GCP offer of 1 × V100" in note and "n1-standard-8 + 1 × nvidia-tesla-v100" in note
+
+
+def test_a_region_whose_zones_offer_no_such_machine_is_one_usage_line(job_spec, tmp_path, spotfit_home):
+    from tests.support.gce_api import ZONES
+
+    region = _plans_gcp_offer("A100").region
+    zones = (f"{region}-a", f"{region}-b")
+    api = GceApi(zones=(*ZONES, *zones))
+    try:
+        for zone in zones:
+            api.offer(zone, "n2-standard-8")
+        spec = job_spec(PLANNED.format(accelerator="A100", store=tmp_path / "store"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "SPOTFIT_GCP_"))}
+        env["SPOTFIT_GCP_ENDPOINT"] = api.url
+        out = subprocess.run(spotfit_cmd("run", str(spec)), capture_output=True, text=True, timeout=120,
+                             env=env, stdin=subprocess.DEVNULL)
+        assert out.returncode == 2, out.stderr
+        [line] = [ln for ln in out.stderr.splitlines() if "Invalid region" in ln]
+        assert f"no zone of {region} offers a2-highgpu-1g (Compute Engine lists {', '.join(zones)} there)" in line
+        assert api.live() == []
+    finally:
+        api.stop()
+
+
+def test_run_records_the_plans_zones_with_the_job_and_one_event_saying_why(job_spec, gcs_env, spotfit_home,
+                                                                          monkeypatch):
+    import json
+
+    from spotfit import sdk
+    from spotfit.sdk.context import db
+    from tests.support.gcs import BUCKET
+
+    region = _plans_gcp_offer("A100").region
+    api = GceApi(zones=(f"{region}-a", f"{region}-b", "us-central1-a"))
+    try:
+        monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", api.url)
+        text = PLANNED.format(accelerator="A100", store="x").replace('"file://x"', f'"gs://{BUCKET}/planned"')
+        job_id = sdk.submit(str(job_spec(text)))
+        recorded = json.loads(db().get_job(job_id)["spec_json"])
+        assert recorded["market"]["zones"] == [f"{region}-a", f"{region}-b"]
+        [note] = [e for e in db().events(job_id) if e["kind"] == "backend_note"]
+        assert f"launching in {region}" in note["message"] and f"{region}-a, {region}-b" in note["message"]
+        assert api.live() == []  # recorded only: the controller launches
+    finally:
+        api.stop()

@@ -209,11 +209,17 @@ def test_a_bundled_gpu_takes_only_a_machine_type_that_has_it():
         machine_for("CPU", 1, "us-central1-a", "n2-bogus")
 
 
-def test_without_zones_run_says_where_it_launches_and_that_the_plan_does_not_move_it(job_spec, gcs_env, monkeypatch):
+# Renamed from test_without_zones_run_says_where_it_launches_and_that_the_plan_does_not_move_it: without a
+# trace, `run` now follows the plan (tests/backends/test_gcp_backend.py::test_no_zones_launches_in_the_plans_region_*);
+# with a replayed trace (the default `aws-v100`) it still launches in the default zone and says so.
+def test_without_zones_and_with_a_trace_run_says_where_it_launches(job_spec, gcs_env, monkeypatch):
     from tests.support.gcs import BUCKET
 
     monkeypatch.setenv("SPOTFIT_GCP_ENDPOINT", "http://127.0.0.1:9")  # credentials are not asked of an emulator
     text = SPEC.replace('"gs://my-bucket/spotfit"', f'"gs://{BUCKET}/spotfit"').replace(
-        "market: {zones: [us-central1-b, us-central1-a]}", "market: {trace: null}")
-    [note] = GcpBackend().preflight(load_spec(job_spec(text)))
-    assert "launches in us-central1-a, whatever `spotfit plan` ranks cheapest" in note
+        "market: {zones: [us-central1-b, us-central1-a]}", "market: {trace: aws-v100}")
+    spec = load_spec(job_spec(text))
+    [note] = GcpBackend().preflight(spec)
+    assert "and a replayed `market.trace`: the gcp backend launches in us-central1-a" in note
+    assert "set `market.trace: null` to launch in the region `spotfit plan` ranks cheapest" in note
+    assert spec.market.zones == []

@@ -17,10 +17,13 @@ answers the way Compute Engine does for what spotfit sends:
   deleted with the VM when `autoDelete`; `disks.delete` (400 `resourceInUseByAnotherResource`
   while a VM uses it); `add_disk` leaves one behind, as a VM deleted without its disk does;
 - `instances.aggregatedList` and `disks.aggregatedList` (`labels.KEY=VALUE` filters), keyed by
-  `zones/ZONE`, as `spotfit gc` reads them.
+  `zones/ZONE`, as `spotfit gc` reads them;
+- `zones.list` (each zone `UP`, its `region` a URL as Compute Engine gives it), and
+  `machineTypes.get` / `acceleratorTypes.get` of a zone: a type is there unless the test limited
+  the zone with `offer(zone, *names)`, then only those names are (404 `notFound` for the others).
 
 What it does not model: regional or global operations, machine-type and accelerator catalogs
-beyond the zone checks, quotas (a test injects `QUOTA_EXCEEDED`), IAM (every call is allowed),
+beyond `offer` and the zone checks, quotas (a test injects `QUOTA_EXCEEDED`), IAM (every call is allowed),
 boot (a VM is RUNNING at once; the emulated instance harness runs its startup script).
 
 The test's own hands: `preempt(name)` (a spot VM with `DELETE` is deleted, as Google does at the
@@ -63,6 +66,7 @@ class GceApi:
         self.failures: dict[str, str] = {}  # zone -> error code of every insert there
         self.disks: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
+        self.offered: dict[str, set[str]] = {}  # zone -> the only machine and accelerator types it lists
         self._ids = itertools.count(1000)
         self._lock = threading.RLock()
         self._http = LoopbackServer(self._handler())
@@ -73,6 +77,10 @@ class GceApi:
     def fail_inserts(self, zone: str, code: str) -> None:
         """Every insert in `zone` ends with `code` (e.g. ZONE_RESOURCE_POOL_EXHAUSTED) from now on."""
         self.failures[zone] = code
+
+    def offer(self, zone: str, *names: str) -> None:
+        """`zone` lists only these machine and accelerator types from now on (none: nothing)."""
+        self.offered[zone] = set(names)
 
     def live(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -152,6 +160,8 @@ class GceApi:
 
     def handle(self, method: str, path: str, query: dict[str, list[str]], body: dict | None) -> dict:
         answer = self._handle_disks(method, path, query)
+        if answer is None:
+            answer = self._handle_catalog(method, path)
         if answer is not None:
             return answer
         match = _PATH.match(path)
@@ -177,6 +187,28 @@ class GceApi:
                 self._drop_instance(key)
                 return self._operation(project, zone, "delete", name)
         raise ApiError(405, "badRequest", f"{method} {path}")
+
+    # -- zones, machine types, accelerator types ---------------------------------------------------------
+
+    def _handle_catalog(self, method: str, path: str) -> dict | None:
+        """`zones.list`, `machineTypes.get`, `acceleratorTypes.get`; None for any other path."""
+        if method != "GET":
+            return None
+        zones = re.match(r"^/compute/v1/projects/([^/]+)/zones$", path)
+        if zones:
+            base = f"{self.url}/compute/v1/projects/{zones.group(1)}"
+            return {"kind": "compute#zoneList", "items": [
+                {"kind": "compute#zone", "name": z, "status": "UP", "selfLink": f"{base}/zones/{z}",
+                 "region": f"{base}/regions/{z.rsplit('-', 1)[0]}"} for z in sorted(self.zones)]}
+        typed = re.match(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/(machineTypes|acceleratorTypes)/([^/]+)$",
+                         path)
+        if typed is None:
+            return None
+        project, zone, kind, name = typed.groups()
+        if zone not in self.zones or (zone in self.offered and name not in self.offered[zone]):
+            raise ApiError(404, "notFound", f"The resource 'projects/{project}/zones/{zone}/{kind}/{name}' "
+                                            "was not found")
+        return {"kind": f"compute#{kind[:-1]}", "name": name, "zone": zone}
 
     # -- disks and aggregated lists ------------------------------------------------------------------
 

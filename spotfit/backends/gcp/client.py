@@ -73,6 +73,39 @@ def disks_client(endpoint: str | None = None, credentials: Any = None) -> Any:
                                   client_options={"api_endpoint": endpoint} if endpoint else None)
 
 
+def _catalog_kwargs(endpoint: str | None, credentials: Any) -> dict[str, Any]:
+    endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
+    if endpoint and credentials is None:
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials = AnonymousCredentials()
+    return {"transport": "rest", "credentials": credentials,
+            "client_options": {"api_endpoint": endpoint} if endpoint else None}
+
+
+def region_zones(project: str, region: str, endpoint: str | None = None, credentials: Any = None) -> list[str]:
+    """The zones of `region` that are `UP`, as `zones.list` names them (sorted)."""
+    listed = compute().ZonesClient(**_catalog_kwargs(endpoint, credentials)).list(project=project)
+    return sorted(z.name for z in listed if z.region.rsplit("/", 1)[-1] == region and z.status == "UP")
+
+
+def zone_offers(project: str, zone: str, machine_type: str, accelerator_type: str | None = None,
+                endpoint: str | None = None, credentials: Any = None) -> bool:
+    """Whether `zone` lists `machine_type` (`machineTypes.get`) and, for attached GPUs, `accelerator_type`
+    (`acceleratorTypes.get`); a 404 means it does not."""
+    kwargs = _catalog_kwargs(endpoint, credentials)
+    try:
+        compute().MachineTypesClient(**kwargs).get(project=project, zone=zone, machine_type=machine_type)
+        if accelerator_type:
+            compute().AcceleratorTypesClient(**kwargs).get(project=project, zone=zone,
+                                                          accelerator_type=accelerator_type)
+    except Exception as exc:
+        if is_not_found(exc):
+            return False
+        raise
+    return True
+
+
 def instance_from_json(body: dict[str, Any]) -> Any:
     """The `compute_v1.Instance` of a resource in the API's JSON names (unknown fields are errors)."""
     import json

@@ -51,7 +51,7 @@ def machine_for(accelerator: str, count: int, zone: str, machine_type: str | Non
         return Machine(machine_type or CPU_MACHINE)
     if name in ATTACHED:
         _check_attached(name, count, zone)
-        host = machine_type or f"n1-standard-{_n1_size(N1_VCPUS_PER_GPU[name] * count)}"
+        host = machine_type or n1_host(name, count)
         return Machine(host, ATTACHED[name], count)
     if machine_type:
         return Machine(machine_type)
@@ -87,6 +87,11 @@ def check_machine_type(machine_type: str, accelerator: str, count: int) -> None:
         raise UsageError(f"Invalid `gcp.machine_type`: received {machine_type!r}, expected a machine type with "
                          f"{count} × {accelerator}: {', '.join(known) or 'none in the bundled catalog'}.",
                          hint="Leave `gcp.machine_type` out to take the cheapest one in the zone's region.")
+
+
+def n1_host(accelerator: str, count: int) -> str:
+    """The N1 host of `count` attached `accelerator`s: `N1_VCPUS_PER_GPU` vCPUs each, rounded up to an N1 size."""
+    return f"n1-standard-{_n1_size(N1_VCPUS_PER_GPU[accelerator] * count)}"
 
 
 def _n1_size(vcpus: int) -> int:

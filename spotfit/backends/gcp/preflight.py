@@ -3,6 +3,9 @@
 - a project (`gcp.project` or `$GOOGLE_CLOUD_PROJECT`);
 - credentials: Application Default Credentials, unless the backend talks to another endpoint
   (`SPOTFIT_GCP_ENDPOINT`, the tests' emulator), which takes none;
+- with no `market.zones`, no `gcp.zones` and no `market.trace`, the zones: those of the region
+  `spotfit plan` ranks cheapest (or `gcp.region`) that Compute Engine lists with the job's machine
+  type and GPU (placement.py); they become the job's `market.zones`, and a note says which and why;
 - every zone the job may use offers the job's accelerator × count (machines.py, bundled catalog);
 - a `gcp.machine_type` that is a Compute Engine machine type able to carry those GPUs (an N1 size
   for attached V100/T4/P100/P4, the catalog's A2/A3/G2 types with the bundled GPU);
@@ -37,10 +40,19 @@ def preflight(backend: Any, spec: Any) -> list[str]:
     if not (backend.endpoint or os.environ.get(gc.ENDPOINT_ENV) or backend.credentials):
         check_credentials()
     zones = list(spec.market.zones) or list(section.zones)
-    if not zones:
+    if not zones and not spec.market.trace:
+        from spotfit.backends.gcp.placement import place
+
+        project = section.project or backend.project or os.environ.get(PROJECT_ENV)
+        placement = place(spec, str(project), backend.endpoint, backend.credentials)
+        spec.market.zones = placement.zones  # recorded with the job: the policy picks among them
+        notes.append(placement.note())
+        zones = []  # listed by the API with the machine and GPU: no catalog check
+    elif not zones:
         zones = [f"{section.region or 'us-central1'}-a"]
-        notes.append(f"no `market.zones` or `gcp.zones`: the gcp backend launches in {zones[0]}, whatever `spotfit "
-                     "plan` ranks cheapest; set `market.zones` to zones of the region it recommends to launch there")
+        notes.append(f"no `market.zones` or `gcp.zones` and a replayed `market.trace`: the gcp backend launches in "
+                     f"{zones[0]}; set `market.trace: null` to launch in the region `spotfit plan` ranks cheapest, "
+                     "or `market.zones`")
     for zone in zones:
         machine_for(spec.resources.accelerator, spec.resources.count, zone, section.machine_type)
     check_store(spec.checkpoint.store or "", allow_local=backend.allow_local_store)

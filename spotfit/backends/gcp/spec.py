@@ -25,7 +25,8 @@ class Gcp(BackendSection):
     """The `gcp` backend's settings (docs/gcp.md); zones come from `market.zones`."""
 
     project: str | None = Field(None, description="project id; default $GOOGLE_CLOUD_PROJECT")
-    region: str | None = Field(None, description="region when no zone is given; default us-central1")
+    region: str | None = Field(None, description="region when no zone is given; default the one `spotfit plan` "
+                                                    "ranks cheapest (with `market.trace: null`), else us-central1")
     zones: list[str] = Field(default_factory=list, description="zones to launch in when `market.zones` is empty")
     machine_type: str | None = Field(None, description="override the machine type chosen for the accelerator")
     service_account: str | None = Field(None, description="service account e-mail the VM runs as (storage and "
