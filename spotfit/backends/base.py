@@ -213,7 +213,7 @@ class LeftoverCollector(Protocol):
                           ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict[str, Any]:
         """Find (and unless `dry_run`, remove) the leftovers in `places` (its regions; None: its default)
         of the jobs not in `keep` (`job`'s only), the secrets of `ended_secrets` ({job id: where
-        `job_secrets_region` said}) and the data snapshots of sources not in `keep_sources` (None: no
+        `job_secrets_region` said}) and the data snapshots none of whose sources is in `keep_sources` (None: no
         snapshot is touched); one JSON-able report. Bad `places` are a `UsageError` before any call."""
 
     def owns_place(self, place: str) -> bool:

@@ -40,7 +40,8 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     and one that is not set up here (gcp without a project) is reported under `skipped` instead.
     Resources of jobs still active in this state DB are kept unless `include_active`. Without
     `job`, the data snapshots (`data.volume: snapshot`) go too unless an active or resumable job
-    names their source and they hold its newest data (`include_active`: all of them). The
+    names one of their sources (each source that used one is tagged on it: backends/aws/snapshots.py)
+    and they hold its newest data (`include_active`: all of them). The
     secrets of this state DB's jobs on that backend that ended for good (`secrets` in the report)
     go too, each where the job kept them; those of active or stopped (resumable) jobs never do.
     The reports of the backends merge into one: `backends` names those cleaned, and each entry of
@@ -94,7 +95,7 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
 
 def _snapshot_sources() -> set[str]:
     """The `data.source` of this state DB's `data.volume: snapshot` jobs that may still run (active or
-    resumable): their data snapshots stay."""
+    resumable): the data snapshots that any of them used stay, whichever source made them."""
     sources = set()
     for _, spec in _job_specs(lambda state, _: not state.is_terminal() or state.is_resumable()):
         if spec.data is not None and spec.data.volume == "snapshot":

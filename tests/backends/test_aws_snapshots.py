@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -250,3 +251,58 @@ def test_two_jobs_on_the_same_data_download_it_once_and_snapshot_it_once(aws, jo
     raced = fill_and_snapshot(dataset, str(tmp_path / "volume-2"), aws.ec2, iid2, "job-2")
     assert raced["snapshot"] is None and raced["bytes_downloaded"] == 0
     assert len(aws.calls.of("CreateSnapshot")) == 1 and _data_snapshots(aws) == {first["snapshot"]}
+
+
+def test_gc_keeps_a_snapshot_shared_by_two_sources_while_either_job_may_run(aws, job, tmp_path, monkeypatch):
+    """Two sources with identical content share one snapshot, tagged at first with the first source only: the
+    second job's launch from it records its source, so gc keeps it while the second job runs after the first
+    ended (the dry run says the same), and deletes it once both ended. A job whose launch raced the snapshot's
+    making (it filled its own volume) records its source from the instance."""
+    from dataclasses import replace
+
+    monkeypatch.setattr("spotfit.backends.aws.gc.load_boto3", lambda: SimpleNamespace(Session=lambda: aws.session))
+    FastRestores(aws.session)
+    sources = []
+    for name in ("first", "second", "third"):  # the same content: same keys, sizes and (file://'s tag) mtimes
+        url = f"file://{tmp_path}/{name}"
+        for key, size in (("train/a.bin", 3000), ("train/b.bin", 5000)):
+            open_store(url).write_bytes(key, key[-5:-4].encode() * size)
+            os.utime(tmp_path / name / key, (1_700_000_000, 1_700_000_000))
+        sources.append(url)
+    first, second, third = sources
+
+    iid, _, _ = _launch(aws, job, first)
+    made = fill_and_snapshot(first, str(tmp_path / "volume-1"), aws.ec2, iid, "job-1")
+    snap = made["snapshot"]
+    request = launch_request(job, attempt=2, zone="us-west-2a", data_volume="snapshot", data_source=second)
+    aws_backend(aws).launch(replace(request, job_id="job-2"))
+    assert aws.calls.of("RunInstances")[-1]["BlockDeviceMappings"][0]["Ebs"]["SnapshotId"] == snap
+    [described] = aws.ec2.describe_snapshots(SnapshotIds=[snap])["Snapshots"]
+    assert snapshots.snapshot_sources(described) == [first, second]
+    aws_backend(aws).launch(replace(request, job_id="job-2", attempt=1))  # another launch: no second tag
+    [again] = aws.ec2.describe_snapshots(SnapshotIds=[snap])["Snapshots"]
+    assert len(again["Tags"]) == len(described["Tags"])
+    # The third job's launch raced the snapshot: its instance fills, finds the snapshot made, records its source.
+    raced = fill_and_snapshot(third, str(tmp_path / "volume-3"), aws.ec2, iid, "job-3")
+    assert raced["snapshot"] is None and raced["manifest"] == made["manifest"]
+    [tagged] = aws.ec2.describe_snapshots(SnapshotIds=[snap])["Snapshots"]
+    assert snapshots.snapshot_sources(tagged) == [first, second, third]
+
+    runner = CliRunner()
+
+    def gc(*flags: str) -> dict:
+        result = runner.invoke(app, ["gc", "--region", REGION, "--json", *flags])
+        assert result.exit_code == 0, (result.output, result.exception)
+        return json.loads(result.stdout)["regions"][0]["found"]["snapshots"]
+
+    _job("job-1", JobState.COMPLETED, first)
+    _job("job-2", JobState.RUNNING, second)
+    _job("job-3", JobState.FAILED, third)
+    assert gc("--dry-run") == {} and gc() == {}
+    assert _data_snapshots(aws) == {snap}
+    sdk.db().update_job("job-2", state=JobState.STOPPED)  # resumable: still kept
+    assert gc() == {} and _data_snapshots(aws) == {snap}
+    sdk.db().update_job("job-2", state=JobState.COMPLETED)
+    assert gc("--dry-run") == {snap: f"{first}, {second}, {third}"} and _data_snapshots(aws) == {snap}
+    assert gc() == {snap: f"{first}, {second}, {third}"}
+    assert _data_snapshots(aws) == set()

@@ -34,7 +34,7 @@ from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, GI
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.aws.regions import DEFAULT_REGION, instance_type_for, region_of
-from spotfit.backends.aws.snapshots import enable_fast_restore, planned_volume
+from spotfit.backends.aws.snapshots import enable_fast_restore, planned_volume, record_source
 from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
 from spotfit.errors import BackendError, SpotfitError, UsageError
@@ -234,8 +234,10 @@ class AwsBackend(BackendTraits):
                                    user_data(request.job_url, request.attempt, boot, nvme_cache=s.disk.nvme_cache,
                                              data_script=_data_script(request, s)))
         volume = s.data_volume
-        if volume and volume.snapshot_id and volume.fast_restore and s.zone:
-            enable_fast_restore(ec2, volume.snapshot_id, s.zone)
+        if volume and volume.snapshot_id:
+            record_source(ec2, volume.snapshot_id, volume.source)  # gc keeps it while this job may run
+            if volume.fast_restore and s.zone:
+                enable_fast_restore(ec2, volume.snapshot_id, s.zone)
         try:
             existing = instances_api.by_token(ec2, rq.client_token(request.job_id, request.attempt))
             group = instances_api.security_group(ec2, calls)

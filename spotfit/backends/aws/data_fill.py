@@ -9,11 +9,12 @@ runs from the user-data once the new data volume is mounted and `SPOTFIT_CACHE_D
 3. lists SOURCE again: if its manifest changed during the fill, makes no snapshot (it would be
    tagged with content it does not hold);
 4. on the first worker only (IMDS `ami-launch-index` 0), snapshots its data volume with the
-   manifest's tag, unless a snapshot of that manifest exists or is being made (snapshots.py).
+   manifest's tag, unless a snapshot of that manifest exists or is being made (snapshots.py):
+   then SOURCE is recorded on that one as a tag, so that `spotfit gc` keeps it for this job.
 
 The snapshot completes in the background while the attempt trains. The instance role needs
 `ec2:DescribeVolumes`, `ec2:DescribeSnapshots`, `ec2:CreateSnapshot` and `ec2:CreateTags` on
-snapshots (docs/aws.md#snapshots). `M` is the manifest the controller listed at launch; a
+snapshots (at their creation, and on those tagged `spotfit:managed=true`: docs/aws.md#snapshots). `M` is the manifest the controller listed at launch; a
 different one now is said in the boot log.
 """
 

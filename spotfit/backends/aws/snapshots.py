@@ -4,13 +4,23 @@ A snapshot is regional: every zone of the region creates volumes from it. It car
 `spotfit:managed=true`, `spotfit:data-manifest=<digest>` (stores/manifest.py: the content it
 holds), `spotfit:data-source=<URL>` and `spotfit:job` (the job whose attempt made it).
 
+It is keyed by content, not by source: two `data.source`s with identical content share one
+snapshot. Each other source that uses it is recorded on it as one more tag,
+`spotfit:data-source/<hash of the URL>=<URL>` (`record_source`): by the controller at each launch
+from it, and by the instance whose fill found it already made (a launch that raced its making).
+`spotfit gc` keeps a snapshot while any of its sources is kept. This is chosen over keeping by
+the live jobs' manifests because gc then lists no dataset (no store credentials or listing of a
+large dataset at clean-up time, and an unreachable store cannot make gc delete a snapshot a job
+uses), and because a job whose data changed since keeps its snapshot's newest one all the same.
+
 - `data_volume(ec2, ...)`: at launch, list the data (its manifest and size) and look for a
   completed snapshot with that manifest; the `DataVolume` the request carries (data_volume.py).
 - `enable_fast_restore`: fast snapshot restore in one zone, only when `aws.fast_snapshot_restore`
   asks (billed per snapshot and zone-hour; docs/aws.md#snapshots).
 - `make_snapshot`: on the instance, once the volume is filled (backends/aws/data_fill.py).
-- `unused_snapshots`: for `spotfit gc`, those of a source no kept job names, and those a newer
-  completed snapshot of the same source replaced (its data changed since).
+- `record_source`: one more source that uses a snapshot, as a tag.
+- `unused_snapshots`: for `spotfit gc`, those none of whose sources a kept job names, or whose
+  every kept source has a newer completed snapshot (its data changed since).
 
 Example (moto answers these in tests/backends/test_aws_snapshots.py):
 
@@ -19,6 +29,7 @@ Example (moto answers these in tests/backends/test_aws_snapshots.py):
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -29,6 +40,7 @@ from spotfit.backends.aws.launch import TAG_JOB, TAG_MANAGED
 from spotfit.backends.data_disk import data_disk_gib
 
 TAG_MADE_AT = "spotfit:made-at"  # epoch seconds: orders two snapshots of one source that EC2 started in one second
+TAG_ALSO_SOURCE = TAG_SOURCE + "/"  # + a hash of the URL: another source that uses the snapshot (record_source)
 
 
 def find_snapshot(ec2: Any, manifest: str, states: tuple[str, ...] = ("completed",)) -> dict | None:
@@ -79,7 +91,9 @@ def enable_fast_restore(ec2: Any, snapshot_id: str, zone: str) -> None:
 
 def make_snapshot(ec2: Any, instance_id: str, source: str, manifest: str, job_id: str) -> str | None:
     """Snapshot the data volume of `instance_id`; None when a snapshot of `manifest` exists or is being made."""
-    if find_snapshot(ec2, manifest, states=("pending", "completed")) is not None:
+    existing = find_snapshot(ec2, manifest, states=("pending", "completed"))
+    if existing is not None:
+        record_source(ec2, existing, source)  # this job's source uses it too: gc keeps it for this job
         return None
     volumes = ec2.describe_volumes(Filters=[{"Name": "attachment.instance-id", "Values": [instance_id]},
                                             {"Name": "attachment.device", "Values": [DATA_DEVICE]}])["Volumes"]
@@ -102,22 +116,54 @@ def _made(snapshot: dict) -> tuple:
     return snapshot["StartTime"], float(_tag(snapshot, TAG_MADE_AT) or 0)
 
 
+def snapshot_sources(snapshot: dict) -> list[str]:
+    """The sources that used `snapshot` (tag values): the one it was made for first, then the others sorted."""
+    also = sorted(t["Value"] for t in snapshot.get("Tags", []) if t["Key"].startswith(TAG_ALSO_SOURCE))
+    first = _tag(snapshot, TAG_SOURCE)
+    return [first] + [s for s in also if s != first]
+
+
+def record_source(ec2: Any, snapshot: dict | str, source: str) -> bool:
+    """Tag `snapshot` (its id or its description) with one more source that uses it, unless it has it already.
+
+    False when EC2 refuses one more tag (50 at most per snapshot): gc then keeps it only for its other sources.
+    """
+    described: dict = (ec2.describe_snapshots(SnapshotIds=[snapshot])["Snapshots"][0]
+                       if isinstance(snapshot, str) else snapshot)
+    value = source_tag(source)
+    if value in snapshot_sources(described):
+        return True
+    key = TAG_ALSO_SOURCE + hashlib.sha256(value.encode()).hexdigest()[:16]
+    try:
+        ec2.create_tags(Resources=[described["SnapshotId"]], Tags=[{"Key": key, "Value": value}])
+    except Exception as exc:
+        if error_code(exc) == "TagLimitExceeded":
+            return False
+        raise
+    return True
+
+
 def unused_snapshots(ec2: Any, keep_sources: set[str]) -> dict[str, str]:
-    """{snapshot id: source} of the data snapshots no kept job uses (`keep_sources`: the kept jobs' sources)."""
+    """{snapshot id: its sources, comma-separated} of the data snapshots no kept job uses (`keep_sources`: the
+    kept jobs' sources).
+
+    A snapshot is kept while one of its sources (`snapshot_sources`) is kept and no newer completed
+    snapshot of that source replaced it (its data changed since).
+    """
     found = ec2.describe_snapshots(OwnerIds=["self"], Filters=[
         {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}, {"Name": "tag-key", "Values": [TAG_MANIFEST]}])["Snapshots"]
     kept = {source_tag(s) for s in keep_sources}
     newest: dict[str, tuple] = {}
     for snap in found:
         if snap["State"] == "completed":
-            src = _tag(snap, TAG_SOURCE)
-            newest[src] = max(newest.get(src, _made(snap)), _made(snap))
+            for src in snapshot_sources(snap):
+                newest[src] = max(newest.get(src, _made(snap)), _made(snap))
     unused = {}
     for snap in found:
-        src = _tag(snap, TAG_SOURCE)
-        replaced = snap["State"] == "completed" and _made(snap) < newest[src]
-        if src not in kept or replaced:
-            unused[snap["SnapshotId"]] = src
+        sources = snapshot_sources(snap)
+        if not any(src in kept and not (snap["State"] == "completed" and _made(snap) < newest[src])
+                   for src in sources):
+            unused[snap["SnapshotId"]] = ", ".join(sources)
     return unused
 
 

@@ -25,8 +25,8 @@ def default_regions(environ: Mapping[str, str] = os.environ) -> list[str]:
 def leftovers(places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
               ended_secrets: dict[str, str], keep_sources: set[str] | None = None,
               session: Any = None) -> dict[str, Any]:
-    """EC2 resources by tag in `places` (default: `default_regions`), the data snapshots of sources not in
-    `keep_sources` (None: none touched), then the SSM secrets of ended jobs."""
+    """EC2 resources by tag in `places` (default: `default_regions`), the data snapshots none of whose
+    sources is in `keep_sources` (None: none touched), then the SSM secrets of ended jobs."""
     from spotfit.backends.aws.gc import collect, collect_secrets
 
     for region in places or []:
