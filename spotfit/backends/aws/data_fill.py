@@ -14,8 +14,8 @@ runs from the user-data once the new data volume is mounted and `SPOTFIT_CACHE_D
 
 The snapshot completes in the background while the attempt trains. The instance role needs
 `ec2:DescribeVolumes`, `ec2:DescribeSnapshots`, `ec2:CreateSnapshot` and `ec2:CreateTags` on
-snapshots (at their creation, and on those tagged `spotfit:managed=true`: docs/aws.md#snapshots). `M` is the manifest the controller listed at launch; a
-different one now is said in the boot log.
+snapshots (at their creation, and on those tagged `spotfit:managed=true`: docs/aws.md#snapshots).
+`M` is the manifest the controller listed at launch; a different one now is said in the boot log.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str 
     """Tagged resources in `ec2`'s region, minus the jobs in `keep` (only `job`'s when given).
 
     With `keep_sources` (the `data.source` of the kept jobs), also the data snapshots no kept job
-    uses, by any of the sources tagged on them (snapshots.unused_snapshots); snapshots belong to no one job, so `job` leaves them out.
+    uses, by any of the sources tagged on them (snapshots.unused_snapshots); snapshots belong to no
+    one job, so `job` leaves them out.
     """
     found = Leftovers(region=ec2.meta.region_name)
     filters = [_MANAGED] + ([{"Name": f"tag:{TAG_JOB}", "Values": [job]}] if job else [])
