@@ -13,7 +13,7 @@ export AWS_EC2_METADATA_DISABLED := true
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
 
-.PHONY: demo test test-stress check lint bench bench-coldstart clean browser
+.PHONY: demo test test-stress check heavy-list lint bench bench-coldstart clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,10 +46,15 @@ test-stress: $(STAMP) browser
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-# The fast loop: unit tests and docstring examples on both cores, no end-to-end training and no
-# TensorFlow process (1179 tests; their time: docs/benchmarks.md, "Test suite time").
+# The fast loop: unit tests and docstring examples on both cores, without the end-to-end runs
+# (`slow`) and the tests measured at 1 s or more (`heavy`, listed in tests/heavy.txt); `make test`
+# runs them all. Its time: docs/benchmarks.md, "The fast loop".
 check: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -q -n 2
+	$(BIN)/python -m pytest -m "not slow and not heavy" -q -n 2
+
+# Measure the fast loop without the list and write tests/heavy.txt again (about 10 minutes).
+heavy-list: $(STAMP)
+	$(BIN)/python -m tests.support.heavy
 
 lint: $(STAMP)
 	$(BIN)/ruff check spotfit tests bench examples

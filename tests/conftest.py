@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import cli_once
+from tests.support import cli_once, heavy
 from tests.support.gcs import GcsEmulator
 from tests.support.job_report import pytest_runtest_makereport  # noqa: F401 - a failing test reports its jobs
 from tests.support.jobs import DIGITS, write_spec
@@ -33,6 +33,14 @@ os.environ.setdefault("GCE_METADATA_HOST", "127.0.0.1:9")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Nor botocore's credential chain (every child process inherits this): no instance metadata lookup.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `heavy` the tests `tests/heavy.txt` lists (`make check` leaves them to `make test`)."""
+    listed = heavy.listed()
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.heavy)
 
 
 @pytest.fixture(autouse=True)
