@@ -121,15 +121,23 @@ class MarketView:
         current = 0 if self._avail[i, t] else self.run_ticks(zone)
         return (t + 1 - float(self._cum_up[i, t]) - current) / n
 
-    def up_runs(self, zone: str) -> np.ndarray:
-        """Lengths (ticks) of the up runs of `zone` that ended before now, oldest first."""
-        return self._completed(zone, True)
+    def up_runs(self, zone: str, whole: bool = False) -> np.ndarray:
+        """Lengths (ticks) of the up runs of `zone` that ended before now, oldest first; `whole`:
+        only those whose start was seen (`seen_start`)."""
+        return self._completed(zone, True, whole)
 
-    def down_runs(self, zone: str) -> np.ndarray:
-        """Lengths (ticks) of the down runs of `zone` that ended before now, oldest first."""
-        return self._completed(zone, False)
+    def down_runs(self, zone: str, whole: bool = False) -> np.ndarray:
+        """Lengths (ticks) of the down runs of `zone` that ended before now, oldest first; `whole`:
+        only those whose start was seen (`seen_start`)."""
+        return self._completed(zone, False, whole)
 
-    def _completed(self, zone: str, up: bool) -> np.ndarray:
+    def seen_start(self, zone: str) -> bool:
+        """Whether the current run of `zone` began within the history. The history's first run
+        began before it (left-censored): its age, and its length once it ends, are lower bounds."""
+        i, t = self._index[zone], self._t()
+        return int(self._run_start[i, t]) > 0
+
+    def _completed(self, zone: str, up: bool, whole: bool = False) -> np.ndarray:
         i = self._index[zone]
         if i not in self._runs:
             a = self._avail[i]
@@ -139,4 +147,6 @@ class MarketView:
             state = a[starts]
             self._runs[i] = ((lengths[state], ends[state]), (lengths[~state], ends[~state]))
         lengths, ends = self._runs[i][0 if up else 1]
-        return lengths[: int(np.searchsorted(ends, self._t(), side="right"))]
+        done = lengths[: int(np.searchsorted(ends, self._t(), side="right"))]
+        # The first run is of state a[0]; its start is the history's, not the run's.
+        return done[1:] if whole and done.size and bool(self._avail[i, 0]) == up else done

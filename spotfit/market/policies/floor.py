@@ -77,7 +77,7 @@ def loss_chance(ctx: Context, zone: str, ticks: int) -> float:
     if ticks <= 0:
         return 0.0
     age = ctx.market.run_ticks(zone)
-    runs = ctx.market.up_runs(zone)
+    runs = ctx.market.up_runs(zone, whole=True)
     survived = runs[runs >= age]
     if survived.size == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
         return (ticks - 1) / (age + ticks - 1)

@@ -235,7 +235,7 @@ class Mdp(BasePolicy):
 
 def _zone_runs(ctx: Context) -> _Runs:
     market, zone = ctx.market, ctx.zones[0]
-    ups, downs = market.up_runs(zone), market.down_runs(zone)
+    ups, downs = market.up_runs(zone, whole=True), market.down_runs(zone, whole=True)
     return _Runs((ups.size, downs.size), ups, downs, market.is_available(zone), market.run_ticks(zone),
                  market.spot_usd_per_h(zone), 0.0)
 
@@ -259,7 +259,8 @@ def _union_runs(ctx: Context) -> _Runs:
     up = [z for z in ctx.zones if market.is_available(z)]
     price = min(market.spot_usd_per_h(z) for z in up) if up else float(
         np.median([market.spot_usd_per_h(z) for z in ctx.zones]))
-    done_up, done_down = lengths[:-1][state[:-1]], lengths[:-1][~state[:-1]]
+    # Completed runs whose start was seen: the first began before the history (`MarketView.seen_start`).
+    done_up, done_down = lengths[1:-1][state[1:-1]], lengths[1:-1][~state[1:-1]]
     return _Runs(("*", done_up.size, done_down.size), done_up, done_down, bool(union[-1]), int(lengths[-1]),
                  price, hop)
 
