@@ -70,13 +70,14 @@ def break_even_ticks(ctx: Context, price_usd_per_h: float, overhead_left_s: floa
     return int(np.flatnonzero(over)[-1]) + 2  # billed one tick past the last uncovered one
 
 
-def loss_chance(ctx: Context, zone: str, ticks: int) -> float:
+def loss_chance(ctx: Context, zone: str, ticks: int, later: int = 0) -> float:
     """The chance that `zone`'s current up run ends within `ticks` more ticks, from its completed
     up runs that lasted at least its current age, and `PRIOR_RUNS` geometric pseudo-runs; for a
-    switch off on-demand with no such run, the scale-free `(ticks - 1) / (age + ticks - 1)`."""
+    switch off on-demand with no such run, the scale-free `(ticks - 1) / (age + ticks - 1)`.
+    `later`: the same, read `later` ticks from now if the run lasts until then."""
     if ticks <= 0:
         return 0.0
-    age = ctx.market.run_ticks(zone)
+    age = ctx.market.run_ticks(zone) + later
     runs = ctx.market.up_runs(zone, whole=True)
     survived = runs[runs >= age]
     if survived.size == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
@@ -99,11 +100,17 @@ def covered_usd(ctx: Context) -> float:
 def risk_ok(ctx: Context, zone: str, overhead_left_s: float) -> bool:
     """The chance bound (module docstring) for running spot in `zone` now with `overhead_left_s`
     of start-up left. True where `ctx` gives no spend or no bound."""
+    return proving_ticks(ctx, zone, overhead_left_s, 0) == 0
+
+
+def proving_ticks(ctx: Context, zone: str, overhead_left_s: float, most: int) -> int | None:
+    """How many more ticks `zone`'s up run must last before the chance bound lets the launch go
+    (0: now), with nothing else changed (the job waiting, unbilled); None if more than `most`."""
     if ctx.spent_usd is None or ctx.max_overpay is None or math.isinf(ctx.max_overpay):
-        return True
+        return 0
     bound, covered = on_demand_usd(ctx, ctx.work_s), covered_usd(ctx)
     if covered > bound + ctx.market.on_demand_usd_per_h(ctx.zones) * ctx.gap_s / 3600.0 + 1e-9:
-        return True  # not covered at on-demand any more: only the hard bound holds
+        return 0  # not covered at on-demand any more: only the hard bound holds
     price = ctx.market.spot_usd_per_h(zone)
     need = break_even_ticks(ctx, price, overhead_left_s, max(bound, covered))
-    return loss_chance(ctx, zone, need) <= MAX_LOSS_CHANCE
+    return next((w for w in range(most + 1) if loss_chance(ctx, zone, need, w) <= MAX_LOSS_CHANCE), None)
