@@ -28,11 +28,26 @@ ends above where it was covered.
   geometric prior's, which February's run lengths shaped: it is the scale-free chance that a run
   of age `a` ends within `t` more ticks, `t / (a + t)` (Gott's delta-t argument: a run seen at a
   random moment of its life is as likely in its first as in its last part, whatever the scale).
-  A young run then waits until its own age is the evidence.
+  A young run then waits until its own age is the evidence. The same chance is what a memoryless
+  run with an unknown rate (a flat prior on it) predicts from the time it has been seen up, so it
+  needs no age: for a run up since the history began, whose age is only known to be at least
+  what was seen, it reads the time seen, as it does for any other run.
+- **A run that began before the history is no evidence** (`MarketView.seen_start`): its length
+  is only a lower bound, and at which of its ages it was seen is unknown, so the completed runs
+  the chance reads (and the runs `mdp` estimates its hazards from) leave it out, as survival
+  analysis leaves out a left-censored life whose ages are unknown. No constant.
+- **Waiting for a run to prove itself** (`proving_ticks`, used by `mdp`): where the chance
+  bound holds a launch back while spot is up, the job waits idle only while, should the run
+  last, the bound would let the launch go in time for its start-up and the on-demand fallback to
+  fit the deadline; otherwise it takes on-demand at once and leaves it later under the same
+  bound. A wait that ends past the last safe launch only spends the slack (February's worst
+  demo-sized window, 4 h at 1.2 × in us-east-1c from tick 12041: idle for 7 ticks, then
+  on-demand throughout, 2.21 × the optimum; now 1.84).
 
 `MAX_LOSS_CHANCE` was chosen on the February trace (bench/bench_floor.py); the August traces
 shaped nothing (out of sample). The switch's scale-free chance has no constant; whether it applies
-(`SWITCH_NEEDS_EVIDENCE`) was also decided on February.
+(`SWITCH_NEEDS_EVIDENCE`) was also decided on February, and so were the last two rules (figures
+in docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -14,6 +14,12 @@ run lengths seen so far. The deadline's safety rule (`safe_off_on_demand`) is ke
 the model's errors cost money, never the deadline; a spot launch whose start-up that rule would
 cut short is not made (`start_up_safe`).
 
+The runs counted are those whose start was seen: the history's first run began before it, so
+its length is only a lower bound and its ages are unknown (`MarketView.seen_start`). While spot
+is up but the floor's chance bound holds its launch back, the job waits idle only if the run,
+should it last, would be let go in time for a safe launch (`floor.proving_ticks`); else it
+takes on-demand at once, as the program itself never waits while spot is up.
+
 The program is solved on steps of `k` ticks (`MAX_WORK_STEPS`, `MAX_TIME_STEPS`) and solved
 again when the zone completes a run (its model changed), at most once per `RESOLVE_STEPS`
 steps. Its only numbers are the prior run lengths (`futures.PRIOR_*`, those of `spotfit` and
