@@ -133,6 +133,14 @@ class MarketView:
         only those whose start was seen (`seen_start`)."""
         return self._completed(zone, False, whole)
 
+    def first_run(self, zone: str) -> tuple[bool, int] | None:
+        """The history's first run of `zone` once it has ended: whether it was up, and how long it
+        was seen, a lower bound on its length (it began before the history); None while it lasts."""
+        if not self.seen_start(zone):
+            return None
+        up = bool(self._avail[self._index[zone], 0])
+        return up, int(self._completed(zone, up)[0])
+
     def seen_start(self, zone: str) -> bool:
         """Whether the current run of `zone` began within the history. The history's first run
         began before it (left-censored): its age, and its length once it ends, are lower bounds."""

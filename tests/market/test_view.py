@@ -14,6 +14,7 @@ def test_the_historys_first_run_is_left_out_of_whole_runs():
     assert view.up_runs("z0", whole=True).tolist() == [4]  # the 3 is at least 3
     assert view.down_runs("z0", whole=True).tolist() == [2, 1]  # every down run began in sight
     assert view.seen_start("z0") and view.run_ticks("z0") == 2
+    assert view.first_run("z0") == (True, 3)  # up, and for at least 3 ticks
 
 
 def test_a_run_up_since_the_historys_first_tick_has_no_seen_start():
@@ -21,3 +22,4 @@ def test_a_run_up_since_the_historys_first_tick_has_no_seen_start():
     assert view.seen_start("z0") and not view.seen_start("z1")
     assert view.down_runs("z0").tolist() == [2] and view.down_runs("z0", whole=True).size == 0
     assert view.run_ticks("z1") == 4  # a lower bound on its age
+    assert view.first_run("z0") == (False, 2) and view.first_run("z1") is None  # z1's still lasts

@@ -95,12 +95,16 @@ def loss_chance(ctx: Context, zone: str, ticks: int, later: int = 0) -> float:
     age = ctx.market.run_ticks(zone) + later
     runs = ctx.market.up_runs(zone, whole=True)
     survived = runs[runs >= age]
-    if survived.size == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
+    first = ctx.market.first_run(zone)
+    # The history's first up run lasted at least what was seen: a run that outlived the window
+    # if it was seen that long, else one whose fate in it is unknown (left out).
+    outlived = int(first is not None and first[0] and first[1] >= age + ticks - 1)
+    if survived.size + outlived == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
         return (ticks - 1) / (age + ticks - 1)
     lost = float(np.count_nonzero(survived < age + ticks - 1))
     q = min(1.0, ctx.gap_s / (PRIOR_UP_H * 3600.0))
     prior_lost = PRIOR_RUNS * (1.0 - (1.0 - q) ** (ticks - 1))
-    return (lost + prior_lost) / (survived.size + 1 + PRIOR_RUNS)  # the current run: survived, censored
+    return (lost + prior_lost) / (survived.size + outlived + 1 + PRIOR_RUNS)  # the current run: survived, censored
 
 
 def covered_usd(ctx: Context) -> float:
