@@ -5,8 +5,8 @@ answers for the cursor or for ticks before it. Replays move the cursor over a wh
 (`MarketView.of_trace`); a live controller builds a view from what it has observed so far
 (`MarketView.observed`). Run statistics (current run length, mean up and down time so far) are
 prefix sums computed once, so each lookup is O(1) and uses only the past. The history's first
-run began before it (left-censored): `seen_start` tells, and `whole=True` leaves it out of the
-completed runs.
+run began before it (left-censored): `seen_start` tells, `first_run` gives it once ended, and
+`whole=True` leaves it out of the completed runs.
 
 Example:
 

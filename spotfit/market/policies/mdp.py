@@ -14,8 +14,8 @@ run lengths seen so far. The deadline's safety rule (`safe_off_on_demand`) is ke
 the model's errors cost money, never the deadline; a spot launch whose start-up that rule would
 cut short is not made (`start_up_safe`).
 
-The runs counted are those whose start was seen: the history's first run began before it, so
-its length is only a lower bound and its ages are unknown (`MarketView.seen_start`). While spot
+The history's first run began before it (`MarketView.first_run`): its length is only a lower
+bound, so it counts as a run that lasted at least that long (exposure without an end). While spot
 is up but the floor's chance bound holds its launch back, the job waits idle only if the run,
 should it last, would be let go in time for a safe launch (`floor.proving_ticks`); else it
 takes on-demand at once, as the program itself never waits while spot is up.
