@@ -6,9 +6,8 @@ issue 36, with the run model of this code), `previous` (the floor of commit ce9b
 bound at `max_overpay` 0.1 and the chance bound, whose chance is the prior's wherever the zone has
 no evidence) and `default` (the same, where a switch off on-demand without evidence reads the
 scale-free chance: all in spotfit/market/policies/floor.py), on two families of windows. All three
-run the same `mdp`: its run model leaves out the history's first run, which began before the
-history (left-censored), and it waits idle for a run the chance bound holds back only while a
-launch would still fit (a no-op without a floor).
+run the same `mdp`, which waits idle for a run the chance bound holds back only while a launch
+would still fit (a no-op without a floor).
 
 - demo-sized jobs: 2-6 h of work at deadlines of 1.2-1.5 × the work (`DEMO_JOBS`), 0.2 h restart
   overhead, `DEMO_STARTS` start ticks evenly spaced in every zone; also the knob, `max_overpay`
@@ -18,9 +17,9 @@ launch would still fit (a no-op without a floor).
   policy on this machine).
 
 The chance bound's `MAX_LOSS_CHANCE` (0.3), the default `max_overpay` (0.1) and the switch's
-evidence rule were chosen on the February trace (in sample), and the two rules without a constant
-(the left-censored first run, the wait for a run to prove itself) were checked there; the August
-traces shaped nothing in the floor (out of sample). Per trace, the price ratio K = on-demand ÷ median spot price and its
+evidence rule were chosen on the February trace (in sample), and the wait for a run to prove
+itself (no constant) was found and checked there; the August traces shaped nothing in the floor
+(out of sample). Per trace, the price ratio K = on-demand ÷ median spot price and its
 square root, the lower bound on the worst window ÷ the optimum that no online policy (randomized
 or not) can beat in the worst case (ROSS, arXiv 2601.14612: deterministic policies Ω(K)). Per
 trace, family and floor: mean and worst cost ÷ the hindsight optimum, the share (and number) of

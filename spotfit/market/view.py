@@ -4,9 +4,7 @@ A `MarketView` wraps per-zone arrays (zones × ticks) and a cursor `tick`: every
 answers for the cursor or for ticks before it. Replays move the cursor over a whole trace
 (`MarketView.of_trace`); a live controller builds a view from what it has observed so far
 (`MarketView.observed`). Run statistics (current run length, mean up and down time so far) are
-prefix sums computed once, so each lookup is O(1) and uses only the past. The history's first
-run began before it (left-censored): `seen_start` tells, `first_run` gives it once ended, and
-`whole=True` leaves it out of the completed runs.
+prefix sums computed once, so each lookup is O(1) and uses only the past.
 
 Example:
 
@@ -123,31 +121,15 @@ class MarketView:
         current = 0 if self._avail[i, t] else self.run_ticks(zone)
         return (t + 1 - float(self._cum_up[i, t]) - current) / n
 
-    def up_runs(self, zone: str, whole: bool = False) -> np.ndarray:
-        """Lengths (ticks) of the up runs of `zone` that ended before now, oldest first; `whole`:
-        only those whose start was seen (`seen_start`)."""
-        return self._completed(zone, True, whole)
+    def up_runs(self, zone: str) -> np.ndarray:
+        """Lengths (ticks) of the up runs of `zone` that ended before now, oldest first."""
+        return self._completed(zone, True)
 
-    def down_runs(self, zone: str, whole: bool = False) -> np.ndarray:
-        """Lengths (ticks) of the down runs of `zone` that ended before now, oldest first; `whole`:
-        only those whose start was seen (`seen_start`)."""
-        return self._completed(zone, False, whole)
+    def down_runs(self, zone: str) -> np.ndarray:
+        """Lengths (ticks) of the down runs of `zone` that ended before now, oldest first."""
+        return self._completed(zone, False)
 
-    def first_run(self, zone: str) -> tuple[bool, int] | None:
-        """The history's first run of `zone` once it has ended: whether it was up, and how long it
-        was seen, a lower bound on its length (it began before the history); None while it lasts."""
-        if not self.seen_start(zone):
-            return None
-        up = bool(self._avail[self._index[zone], 0])
-        return up, int(self._completed(zone, up)[0])
-
-    def seen_start(self, zone: str) -> bool:
-        """Whether the current run of `zone` began within the history. The history's first run
-        began before it (left-censored): its age, and its length once it ends, are lower bounds."""
-        i, t = self._index[zone], self._t()
-        return int(self._run_start[i, t]) > 0
-
-    def _completed(self, zone: str, up: bool, whole: bool = False) -> np.ndarray:
+    def _completed(self, zone: str, up: bool) -> np.ndarray:
         i = self._index[zone]
         if i not in self._runs:
             a = self._avail[i]
@@ -157,6 +139,4 @@ class MarketView:
             state = a[starts]
             self._runs[i] = ((lengths[state], ends[state]), (lengths[~state], ends[~state]))
         lengths, ends = self._runs[i][0 if up else 1]
-        done = lengths[: int(np.searchsorted(ends, self._t(), side="right"))]
-        # The first run is of state a[0]; its start is the history's, not the run's.
-        return done[1:] if whole and done.size and bool(self._avail[i, 0]) == up else done
+        return lengths[: int(np.searchsorted(ends, self._t(), side="right"))]

@@ -163,22 +163,3 @@ def test_the_job_waits_for_a_run_to_prove_itself_only_while_a_launch_would_still
     assert first == {5: Kind.NONE, 3: Kind.ON_DEMAND}
     assert cost[5] < 0.5 and cost[3] == pytest.approx(1.0)  # the wait paid off; no room: on-demand
 
-
-def test_a_run_that_began_before_the_history_counts_only_for_as_long_as_it_was_seen():
-    from spotfit.market.policies.base import ON_DEMAND
-    from spotfit.market.policies.floor import MAX_LOSS_CHANCE, loss_chance
-
-    job = Job(3600.0, 7200.0, 120.0, DEFAULT_MAX_OVERPAY)
-
-    def chance(first_up_ticks: int) -> float:
-        # Up for the history's first ticks (since when, unknown), down 5, and up 3 ticks now.
-        trace = make_trace([[1] * first_up_ticks + [0] * 5 + [1] * 50], gap_s=60)
-        ctx = _switch_context(trace, first_up_ticks + 5 + 2, job, ON_DEMAND)
-        assert ctx.market.run_ticks("z0") == 3 and ctx.market.first_run("z0") == (True, first_up_ticks)
-        return loss_chance(ctx, "z0", 10)
-
-    # Seen for 5 ticks: it may have lasted past the 12 ticks asked about or not, so it is no
-    # evidence, and the switch reads the scale-free chance (not a run that ended at 5: a loss).
-    assert chance(5) == pytest.approx(9 / 12)
-    # Seen for 300: a run that lasted past them, evidence that runs this old last.
-    assert chance(300) < MAX_LOSS_CHANCE

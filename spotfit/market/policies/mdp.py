@@ -14,11 +14,9 @@ run lengths seen so far. The deadline's safety rule (`safe_off_on_demand`) is ke
 the model's errors cost money, never the deadline; a spot launch whose start-up that rule would
 cut short is not made (`start_up_safe`).
 
-The history's first run began before it (`MarketView.first_run`): its length is only a lower
-bound, so it counts as a run that lasted at least that long (exposure without an end). While spot
-is up but the floor's chance bound holds its launch back, the job waits idle only if the run,
-should it last, would be let go in time for a safe launch (`floor.proving_ticks`); else it
-takes on-demand at once, as the program itself never waits while spot is up.
+While spot is up but the floor's chance bound holds its launch back, the job waits idle only if
+the run, should it last, would be let go in time for a safe launch (`floor.proving_ticks`); else
+it takes on-demand at once, as the program itself never waits while spot is up.
 
 The program is solved on steps of `k` ticks (`MAX_WORK_STEPS`, `MAX_TIME_STEPS`) and solved
 again when the zone completes a run (its model changed), at most once per `RESOLVE_STEPS`
@@ -106,7 +104,6 @@ class _Runs:
     age_ticks: int
     spot_usd_per_h: float
     hop_per_tick: float
-    first: tuple[bool, int] | None = None  # the history's first run, once ended: state, ticks seen
 
 
 class Mdp(BasePolicy):
@@ -243,10 +240,8 @@ class Mdp(BasePolicy):
         step_s = k * ctx.gap_s
         tick_h = ctx.gap_s / 3600.0
         age_up, age_down = (runs.age_ticks, None) if runs.up_now else (None, runs.age_ticks)
-        cens = {state: [] if runs.first is None or runs.first[0] != state else [runs.first[1]]
-                for state in (True, False)}
-        trans = _transitions(_end_chances(runs.up_ticks, age_up, PRIOR_UP_H / tick_h, k, cens[True]),
-                             _end_chances(runs.down_ticks, age_down, PRIOR_DOWN_H / tick_h, k, cens[False]), k)
+        trans = _transitions(_end_chances(runs.up_ticks, age_up, PRIOR_UP_H / tick_h, k),
+                             _end_chances(runs.down_ticks, age_down, PRIOR_DOWN_H / tick_h, k), k)
         steps = int(math.floor(ctx.time_left_s / step_s + 1e-9))
         work = int(math.ceil(ctx.work_left_s / step_s - 1e-9))
         overhead = ctx.overhead_s / step_s
@@ -260,10 +255,9 @@ class Mdp(BasePolicy):
 
 def _zone_runs(ctx: Context) -> _Runs:
     market, zone = ctx.market, ctx.zones[0]
-    ups, downs = market.up_runs(zone, whole=True), market.down_runs(zone, whole=True)
-    first = market.first_run(zone)
-    return _Runs((ups.size, downs.size, first is not None), ups, downs, market.is_available(zone),
-                 market.run_ticks(zone), market.spot_usd_per_h(zone), 0.0, first)
+    ups, downs = market.up_runs(zone), market.down_runs(zone)
+    return _Runs((ups.size, downs.size), ups, downs, market.is_available(zone), market.run_ticks(zone),
+                 market.spot_usd_per_h(zone), 0.0)
 
 
 def _union_runs(ctx: Context) -> _Runs:
@@ -285,11 +279,9 @@ def _union_runs(ctx: Context) -> _Runs:
     up = [z for z in ctx.zones if market.is_available(z)]
     price = min(market.spot_usd_per_h(z) for z in up) if up else float(
         np.median([market.spot_usd_per_h(z) for z in ctx.zones]))
-    # Completed runs whose start was seen: the first began before the history (`MarketView.seen_start`).
-    done_up, done_down = lengths[1:-1][state[1:-1]], lengths[1:-1][~state[1:-1]]
-    first = (bool(state[0]), int(lengths[0])) if lengths.size > 1 else None
-    return _Runs(("*", done_up.size, done_down.size, first is not None), done_up, done_down, bool(union[-1]),
-                 int(lengths[-1]), price, hop, first)
+    done_up, done_down = lengths[:-1][state[:-1]], lengths[:-1][~state[:-1]]
+    return _Runs(("*", done_up.size, done_down.size), done_up, done_down, bool(union[-1]), int(lengths[-1]),
+                 price, hop)
 
 
 def _spot_next(nxt: np.ndarray) -> np.ndarray:
@@ -306,12 +298,10 @@ def _bucket(age_ticks: int, k: int) -> int:
     return int(np.searchsorted(_edges_ticks(k), age_ticks, side="right")) - 1
 
 
-def _end_chances(lengths_ticks: np.ndarray, age_ticks: int | None, prior_ticks: float, k: int,
-                 censored_ticks: list[int] | None = None) -> np.ndarray:
+def _end_chances(lengths_ticks: np.ndarray, age_ticks: int | None, prior_ticks: float, k: int) -> np.ndarray:
     """Per bucket, the chance that a run ends after any one tick of the bucket: the runs that
-    ended there over the ticks runs spent there (completed runs, the current one censored at its
-    age, and runs known only to have lasted at least `censored_ticks`), plus `PRIOR_RUNS`
-    geometric pseudo-runs of mean `prior_ticks`."""
+    ended there over the ticks runs spent there (completed runs, and the current one censored at
+    its age), plus `PRIOR_RUNS` geometric pseudo-runs of mean `prior_ticks`."""
     lo = _edges_ticks(k)
     hi = np.append(lo[1:], np.inf)
     lengths = np.asarray(lengths_ticks, dtype=float)[:, None]
@@ -319,8 +309,6 @@ def _end_chances(lengths_ticks: np.ndarray, age_ticks: int | None, prior_ticks: 
     ends = ((lengths >= lo) & (lengths < hi)).sum(axis=0).astype(float)
     if age_ticks is not None:
         exposure += np.clip(np.minimum(age_ticks - 1, hi - 1) - lo + 1, 0.0, None)
-    for seen in censored_ticks or []:
-        exposure += np.clip(np.minimum(seen, hi - 1) - lo + 1, 0.0, None)
     q = 1.0 / max(prior_ticks, 1.0)
     reach_lo = (1.0 - q) ** (lo - 1)
     reach_hi = np.where(np.isinf(hi), 0.0, (1.0 - q) ** (np.where(np.isinf(hi), 0.0, hi) - 1))
