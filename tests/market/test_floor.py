@@ -140,3 +140,26 @@ def test_a_switch_off_on_demand_with_evidence_reads_the_zones_past():
     ctx = _switch_context(trace, 450, Job(3600.0, 7200.0, 120.0, DEFAULT_MAX_OVERPAY), ON_DEMAND)
     assert ctx.market.run_ticks("z0") == 1
     assert loss_chance(ctx, "z0", 10) < 0.1
+
+
+def test_the_job_waits_for_a_run_to_prove_itself_only_while_a_launch_would_still_fit():
+    from spotfit.market.policies.base import Kind, make_policy
+
+    # At a fresh run's first tick the chance bound holds the launch back; two ticks on it lets it
+    # go (test above). A launch after the wait needs its 2-tick start-up on top of the on-demand
+    # fallback's: with 5 ticks of slack the job waits idle for the run to prove itself, with 3 a
+    # launch no longer fits after 2 ticks of waiting, which would only spend the slack, and it
+    # takes on-demand at once.
+    trace = _mixed_history_trace([1] * 207)
+    first, cost = {}, {}
+    for slack_ticks in (5, 3):
+        job = Job(30 * 60.0, (30 + 2 + slack_ticks) * 60.0, 120.0, DEFAULT_MAX_OVERPAY)
+        policy = make_policy(DEFAULT_POLICY)
+        policy.reset()
+        first[slack_ticks] = policy.decide(_context(trace, 520, job)).kind
+        run = simulate(DEFAULT_POLICY, trace, job, 520)
+        assert run.met_deadline
+        cost[slack_ticks] = run.cost_usd / simulate("on_demand", trace, job, 520).cost_usd
+    assert first == {5: Kind.NONE, 3: Kind.ON_DEMAND}
+    assert cost[5] < 0.5 and cost[3] == pytest.approx(1.0)  # the wait paid off; no room: on-demand
+

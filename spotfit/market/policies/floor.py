@@ -28,11 +28,24 @@ ends above where it was covered.
   geometric prior's, which February's run lengths shaped: it is the scale-free chance that a run
   of age `a` ends within `t` more ticks, `t / (a + t)` (Gott's delta-t argument: a run seen at a
   random moment of its life is as likely in its first as in its last part, whatever the scale).
-  A young run then waits until its own age is the evidence.
+  A young run then waits until its own age is the evidence. The same chance is what a memoryless
+  run with an unknown rate (a flat prior on it) predicts from the time it has been seen up, so it
+  needs no age: for a run up since the history began, whose age is only known to be at least
+  what was seen, it reads the time seen, as it does for any other run. (The history's first run,
+  whose length is only a lower bound, counts as a completed run: leaving it out, or counting it
+  as censored, was tried and not kept; docs/benchmarks.md.)
+- **Waiting for a run to prove itself** (`proving_ticks`, used by `mdp`): where the chance
+  bound holds a launch back while spot is up, the job waits idle only while, should the run
+  last, the bound would let the launch go in time for its start-up and the on-demand fallback to
+  fit the deadline; otherwise it takes on-demand at once and leaves it later under the same
+  bound. A wait that ends past the last safe launch only spends the slack (February's worst
+  demo-sized window, 4 h at 1.2 × in us-east-1c from tick 12041: idle for 7 ticks, then
+  on-demand throughout, 2.21 × the optimum; now 1.84).
 
 `MAX_LOSS_CHANCE` was chosen on the February trace (bench/bench_floor.py); the August traces
 shaped nothing (out of sample). The switch's scale-free chance has no constant; whether it applies
-(`SWITCH_NEEDS_EVIDENCE`) was also decided on February.
+(`SWITCH_NEEDS_EVIDENCE`) was also decided on February. The wait for a run to prove itself has
+no constant; it was found and checked on February (figures in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -70,13 +83,14 @@ def break_even_ticks(ctx: Context, price_usd_per_h: float, overhead_left_s: floa
     return int(np.flatnonzero(over)[-1]) + 2  # billed one tick past the last uncovered one
 
 
-def loss_chance(ctx: Context, zone: str, ticks: int) -> float:
+def loss_chance(ctx: Context, zone: str, ticks: int, later: int = 0) -> float:
     """The chance that `zone`'s current up run ends within `ticks` more ticks, from its completed
     up runs that lasted at least its current age, and `PRIOR_RUNS` geometric pseudo-runs; for a
-    switch off on-demand with no such run, the scale-free `(ticks - 1) / (age + ticks - 1)`."""
+    switch off on-demand with no such run, the scale-free `(ticks - 1) / (age + ticks - 1)`.
+    `later`: the same, read `later` ticks from now if the run lasts until then."""
     if ticks <= 0:
         return 0.0
-    age = ctx.market.run_ticks(zone)
+    age = ctx.market.run_ticks(zone) + later
     runs = ctx.market.up_runs(zone)
     survived = runs[runs >= age]
     if survived.size == 0 and ctx.mode.kind is Kind.ON_DEMAND and SWITCH_NEEDS_EVIDENCE:
@@ -99,11 +113,17 @@ def covered_usd(ctx: Context) -> float:
 def risk_ok(ctx: Context, zone: str, overhead_left_s: float) -> bool:
     """The chance bound (module docstring) for running spot in `zone` now with `overhead_left_s`
     of start-up left. True where `ctx` gives no spend or no bound."""
+    return proving_ticks(ctx, zone, overhead_left_s, 0) == 0
+
+
+def proving_ticks(ctx: Context, zone: str, overhead_left_s: float, most: int) -> int | None:
+    """How many more ticks `zone`'s up run must last before the chance bound lets the launch go
+    (0: now), with nothing else changed (the job waiting, unbilled); None if more than `most`."""
     if ctx.spent_usd is None or ctx.max_overpay is None or math.isinf(ctx.max_overpay):
-        return True
+        return 0
     bound, covered = on_demand_usd(ctx, ctx.work_s), covered_usd(ctx)
     if covered > bound + ctx.market.on_demand_usd_per_h(ctx.zones) * ctx.gap_s / 3600.0 + 1e-9:
-        return True  # not covered at on-demand any more: only the hard bound holds
+        return 0  # not covered at on-demand any more: only the hard bound holds
     price = ctx.market.spot_usd_per_h(zone)
     need = break_even_ticks(ctx, price, overhead_left_s, max(bound, covered))
-    return loss_chance(ctx, zone, need) <= MAX_LOSS_CHANCE
+    return next((w for w in range(most + 1) if loss_chance(ctx, zone, need, w) <= MAX_LOSS_CHANCE), None)

@@ -14,6 +14,10 @@ run lengths seen so far. The deadline's safety rule (`safe_off_on_demand`) is ke
 the model's errors cost money, never the deadline; a spot launch whose start-up that rule would
 cut short is not made (`start_up_safe`).
 
+While spot is up but the floor's chance bound holds its launch back, the job waits idle only if
+the run, should it last, would be let go in time for a safe launch (`floor.proving_ticks`); else
+it takes on-demand at once, as the program itself never waits while spot is up.
+
 The program is solved on steps of `k` ticks (`MAX_WORK_STEPS`, `MAX_TIME_STEPS`) and solved
 again when the zone completes a run (its model changed), at most once per `RESOLVE_STEPS`
 steps. Its only numbers are the prior run lengths (`futures.PRIOR_*`, those of `spotfit` and
@@ -58,7 +62,7 @@ from spotfit.market.policies.base import (
     start_up_safe,
     within_floor,
 )
-from spotfit.market.policies.floor import risk_ok
+from spotfit.market.policies.floor import proving_ticks, risk_ok
 from spotfit.market.policies.futures import PRIOR_DOWN_H, PRIOR_RUNS, PRIOR_UP_H
 from spotfit.market.policies.spotfit import effective_usd_per_h, rest_h
 
@@ -120,7 +124,8 @@ class Mdp(BasePolicy):
                       and risk_ok(ctx, z, ctx.overhead_s)]
         spot_ok = bool(up if riding else launchable) and (safe_off_on_demand(ctx, gain_if_continued(ctx)) if riding else
                                 safe_off_on_demand(ctx, gain_if_launched(ctx)) and start_up_safe(ctx))
-        idle_ok = not spot_ok and safe_off_on_demand(ctx, 0.0)  # never idle while spot can be had
+        # Never idle while spot can be had, nor for a run the floor will not launch in time.
+        idle_ok = not spot_ok and (riding or self._worth_proving(ctx, up, launchable)) and safe_off_on_demand(ctx, 0.0)
         if not (idle_ok or spot_ok):
             return ON_DEMAND
         q = self._q_values(ctx, runs, idle_ok, spot_ok, riding)
@@ -132,6 +137,21 @@ class Mdp(BasePolicy):
         if best is Kind.SPOT:
             return spot(min(launchable, key=lambda z: effective_usd_per_h(ctx, z)))
         return ON_DEMAND if best is Kind.ON_DEMAND else NONE
+
+    @staticmethod
+    def _worth_proving(ctx: Context, up: list[str], launchable: list[str]) -> bool:
+        """Whether waiting is still worth it while spot is up but the chance bound holds its
+        launch back (`floor.risk_ok`): only if, should the run last, the bound lets the launch go
+        while a launch still fits the deadline. The program waits only for spot it may launch
+        (it never waits while spot is up); a wait that ends past the last safe launch buys
+        nothing and spends the slack a switch off on-demand later needs."""
+        if launchable or not up:
+            return True
+        # A launch after this many ticks of waiting still has its start-up and the on-demand
+        # fallback fit by the deadline (`start_up_safe`, `safe_off_on_demand`).
+        room = math.floor((ctx.slack_s - ctx.overhead_s) / ctx.gap_s + 1e-9)
+        return room >= 0 and any(proving_ticks(ctx, z, ctx.overhead_s, room) is not None for z in up
+                                 if within_floor(ctx, ctx.market.spot_usd_per_h(z), ctx.overhead_s))
 
     @staticmethod
     def _floor_allows_spot(ctx: Context, riding: bool, up: list[str]) -> bool:
