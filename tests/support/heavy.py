@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 THRESHOLD_S = 1.0
@@ -35,12 +36,18 @@ LIST = Path(__file__).resolve().parents[1] / "heavy.txt"
 _LINE = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S.*?)\s*$")
 
 
+def _phases(text: str) -> Iterator[tuple[float, str, str]]:
+    """(seconds, phase, test id) of each line of pytest's `--durations=0` report."""
+    for line in text.splitlines():
+        if m := _LINE.match(line):
+            yield float(m.group(1)), m.group(2), m.group(3)
+
+
 def durations(text: str) -> dict[str, float]:
     """Seconds per test id (all phases) from pytest's `--durations=0` report."""
     total: dict[str, float] = defaultdict(float)
-    for line in text.splitlines():
-        if m := _LINE.match(line):
-            total[m.group(3)] = round(total[m.group(3)] + float(m.group(1)), 6)
+    for seconds, _, test in _phases(text):
+        total[test] = round(total[test] + seconds, 6)
     return dict(total)
 
 
@@ -48,9 +55,8 @@ def heavy_ids(text: str, collected: list[str], threshold_s: float = THRESHOLD_S,
     """The heavy tests among `collected` (ids), from a `--durations=0` report `text`; with
     `whole_files`, every test of a file whose set-up took `threshold_s`."""
     seconds = durations(text)
-    setups = {m.group(3) for line in text.splitlines() if whole_files
-              and (m := _LINE.match(line)) and m.group(2) == "setup" and float(m.group(1)) >= threshold_s}
-    heavy_files = {test.split("::", 1)[0] for test in setups}
+    heavy_files = {test.split("::", 1)[0] for secs, phase, test in _phases(text)
+                   if whole_files and phase == "setup" and secs >= threshold_s}
     return sorted(test for test in collected
                   if seconds.get(test, 0.0) >= threshold_s or test.split("::", 1)[0] in heavy_files)
 
@@ -89,12 +95,10 @@ def main() -> int:
     collected = [line for line in ids.stdout.splitlines() if "::" in line]
     heavy: list[str] = []
     for marks in ("not slow", "not slow and not heavy"):
-        if LIST.exists() and marks == "not slow":
-            LIST.unlink()
-        text = _measure(marks)
+        text = _measure(marks)  # the first run ignores the list: `heavy` is not in its marks
         if text is None:
-            print("error: the fast loop failed; tests/heavy.txt is incomplete, run `make heavy-list` again "
-                  "once it passes", file=sys.stderr)
+            print("error: the fast loop failed; tests/heavy.txt is left as the last complete run wrote it, "
+                  "run `make heavy-list` again once it passes", file=sys.stderr)
             return 1
         heavy = sorted(set(heavy) | set(heavy_ids(text, collected, whole_files=marks == "not slow")))
         _write(heavy)
