@@ -19,6 +19,8 @@ from pathlib import Path
 
 from botocore.exceptions import ClientError
 
+from spotfit.backends.aws.data_volume import TAG_MANIFEST
+
 DEVICE = "/dev/emulated-sdf"
 
 _LSBLK = """#!/bin/bash
@@ -62,16 +64,18 @@ class EmulatedVolumes:
         # a tag filter reads the tags of each of its ~1300 default snapshots (0.1 s of CPU a call,
         # a whole core at the harness's 10 ticks a second); its `describe_tags` reads only tags.
         tags = self.ec2.describe_tags(Filters=[{"Name": "resource-type", "Values": ["snapshot"]},
-                                               {"Name": "key", "Values": ["spotfit:data-manifest"]}])["Tags"]
-        new = sorted({t["ResourceId"] for t in tags} - set(self.taken))
+                                               {"Name": "key", "Values": [TAG_MANIFEST]}])["Tags"]
+        new = sorted({t["ResourceId"] for t in tags} - self.taken.keys())
+        if not new:
+            return
         try:
-            found = self.ec2.describe_snapshots(SnapshotIds=new)["Snapshots"] if new else []
+            found = self.ec2.describe_snapshots(SnapshotIds=new)["Snapshots"]
         except ClientError as exc:  # one was deleted since (gc): the next tick lists what is left
             if exc.response["Error"]["Code"] != "InvalidSnapshot.NotFound":
                 raise
             return
         for snap in found:
-            if snap["SnapshotId"] not in self.taken and (self.volumes / snap["VolumeId"]).is_dir():
+            if (self.volumes / snap["VolumeId"]).is_dir():
                 shutil.copytree(self.volumes / snap["VolumeId"], self.snapshots / snap["SnapshotId"], symlinks=True)
                 self.taken[snap["SnapshotId"]] = snap["VolumeId"]
 
