@@ -26,6 +26,7 @@ train.py:1: '(' was never closed: print(x
 from __future__ import annotations
 
 import ast
+import gc
 from pathlib import Path
 
 from spotfit.errors import SpecError
@@ -33,11 +34,34 @@ from spotfit.errors import SpecError
 HOOKS = frozenset({"fit", "loop", "apply_gradients"})  # `<anything>.fit(...)`, `spotfit.loop(...)` / `loop(...)`
 
 
+def parse(source: str, filename: str = "<unknown>", tries: int = 3) -> ast.Module:
+    """`ast.parse`, safe beside other threads that parse (a traceback printed on Python 3.11 parses too).
+
+    CPython 3.11 keeps the AST builder's recursion counter in one place per interpreter: a thread that switches
+    in mid-build (a garbage collection runs Python finalizers, which may let another thread in) and parses resets
+    it, and the first parse fails with `SystemError: AST constructor recursion depth mismatch`
+    (python/cpython#106905). With the collector paused the build runs no Python code and cannot be interleaved;
+    a mismatch left over from another cause is retried.
+    """
+    for attempt in range(tries):
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return ast.parse(source, filename)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc) or attempt == tries - 1:
+                raise
+        finally:
+            if collecting:
+                gc.enable()
+    raise AssertionError("unreachable")
+
+
 def checkpointable(source: str) -> bool:
     """True when the source calls `fit`, `loop`, `apply_gradients` or an optimizer's `apply` (or cannot be
     parsed: the runtime reports that)."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return True
     for node in ast.walk(tree):

@@ -3,8 +3,12 @@ does not compile (`validate` too)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +25,48 @@ def test_fit_loop_and_optimizer_applies_are_found_hand_assigned_updates_are_not(
     assert checkpointable("self.d_optimizer.apply(grads, self.discriminator.trainable_weights)\n")
     assert not checkpointable("import tensorflow as tf\nfor b in data:\n    with tf.GradientTape() as t:\n"
                               "        loss = m(b)\n    w.assign_sub(0.1 * t.gradient(loss, w))\n    df.apply(f)\n")
+
+
+class _Finalized:
+    """Garbage whose finalizer runs Python code: a collection during a parse lets another thread in."""
+
+    def __del__(self) -> None:
+        sum(range(100))
+
+
+def test_the_check_survives_another_thread_parsing_at_the_same_time():
+    # CPython 3.11 shares the AST builder's recursion counter between threads (python/cpython#106905): this
+    # failed a CI run with `SystemError: AST constructor recursion depth mismatch` while a thread of the
+    # emulated cloud printed a traceback (3.11's traceback module parses each line it marks). Unfixed, most
+    # of the checks below fail.
+    source = (Path(__file__).parents[1] / "examples" / "digits" / "train.py").read_text()
+    interval = sys.getswitchinterval()
+    done = threading.Event()
+    parses = []
+
+    def other_thread_parsing() -> None:
+        while not done.is_set():
+            try:
+                ast.parse("x = [1, (2, 3)]\n" * 5)
+            except SystemError:  # the other thread's own parse is not ours to protect
+                pass
+            parses.append(1)
+
+    thread = threading.Thread(target=other_thread_parsing, daemon=True)
+    sys.setswitchinterval(1e-5)
+    thread.start()
+    try:
+        for _ in range(200):
+            garbage = [_Finalized() for _ in range(50)]
+            for item in garbage:
+                item.cycle = item  # type: ignore[attr-defined]
+            del garbage, item
+            assert checkpointable(source)
+    finally:
+        done.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+    assert parses  # the other thread did parse meanwhile
 
 
 def test_submitting_a_script_without_fit_records_the_warning(tmp_path):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import spotfit
+from spotfit.scriptcheck import parse
 
 PACKAGE = Path(spotfit.__file__).parent
 FORBIDDEN_ON_CONTROLLER_SIDE = ("tensorflow", "keras", "spotfit.runtime")
@@ -38,7 +39,7 @@ def _forbidden(loaded: list[str], prefixes: tuple[str, ...]) -> list[str]:
 def _imports(path: Path) -> set[str]:
     """Every module `path` imports, at the top or inside a function."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:

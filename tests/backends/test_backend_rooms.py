@@ -23,13 +23,14 @@ from spotfit.backends.base import (
     backend_class,
 )
 from spotfit.registry import registered_backends
+from spotfit.scriptcheck import parse
 
 PACKAGE = Path(spotfit.__file__).parent
 NAMES = set(registered_backends())
 
 
 def _outside_backends() -> list[tuple[str, ast.Module]]:
-    return [(str(path.relative_to(PACKAGE)), ast.parse(path.read_text(), str(path)))
+    return [(str(path.relative_to(PACKAGE)), parse(path.read_text(), str(path)))
             for path in sorted(PACKAGE.rglob("*.py")) if "backends" not in path.relative_to(PACKAGE).parts]
 
 

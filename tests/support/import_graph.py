@@ -13,6 +13,8 @@ import ast
 from functools import cache
 from pathlib import Path
 
+from spotfit.scriptcheck import parse
+
 PACKAGE = Path(__file__).resolve().parents[2] / "spotfit"
 
 
@@ -37,7 +39,7 @@ def module_edges() -> dict[str, frozenset[str]]:
     edges: dict[str, frozenset[str]] = {}
     for name, path in mods.items():
         found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
