@@ -44,6 +44,8 @@ from urllib.parse import parse_qs, urlparse
 
 import psutil
 
+from tests.support.loopback_http import serve_in_thread
+
 POD_ENTRY = 'exec python3 -m spotfit.backends.kubernetes.pod "$SPOTFIT_JOB_URL" "$SPOTFIT_ATTEMPT"'
 _PATH = re.compile(r"^/(?:api/v1|apis/(?P<group>[^/]+)/(?P<version>[^/]+))/namespaces/(?P<ns>[^/]+)/"
                    r"(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$")
@@ -86,14 +88,13 @@ class FakeCluster:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._threads = [threading.Thread(target=self._server.serve_forever, daemon=True),
-                         threading.Thread(target=self._kubelet, daemon=True)]
+        self._kubelet_thread = threading.Thread(target=self._kubelet, daemon=True)
 
     # -- the test's side ------------------------------------------------------------------------
 
     def __enter__(self) -> FakeCluster:
-        for thread in self._threads:
-            thread.start()
+        serve_in_thread(self._server)
+        self._kubelet_thread.start()
         return self
 
     def __exit__(self, *exc) -> None:

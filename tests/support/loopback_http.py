@@ -21,7 +21,19 @@ from __future__ import annotations
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import BaseServer
 from typing import Any
+
+# How often a serving thread looks for `shutdown()`: `serve_forever`'s default, 0.5 s, held every
+# test's teardown that long (about 7 s of each worker's `make check`).
+SHUTDOWN_POLL_S = 0.02
+
+
+def serve_in_thread(server: BaseServer) -> threading.Thread:
+    """Serve `server` from a started daemon thread; its `shutdown()` returns within `SHUTDOWN_POLL_S`."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True)
+    thread.start()
+    return thread
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -48,7 +60,7 @@ class LoopbackServer:
         self._server = _QuietServer(("127.0.0.1", 0), handler)
         self.port = int(self._server.server_address[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        serve_in_thread(self._server)
 
     def stop(self) -> None:
         self._server.shutdown()

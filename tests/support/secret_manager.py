@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from tests.support.loopback_http import serve_in_thread
+
 _PATH = re.compile(r"^/v1/projects/(?P<project>[^/]+)/secrets(?:/(?P<id>[A-Za-z0-9_-]+))?"
                    r"(?P<rest>:addVersion|/versions/latest:access)?$")
 
@@ -41,7 +43,7 @@ class SecretManagerApi:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        serve_in_thread(self._server)
 
     def stop(self) -> None:
         self._server.shutdown()

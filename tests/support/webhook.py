@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.loopback_http import serve_in_thread
 
 
 @contextmanager
@@ -24,7 +25,7 @@ def webhook_receiver() -> Iterator[tuple[str, list]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
     finally:
