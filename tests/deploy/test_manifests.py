@@ -10,13 +10,13 @@ import re
 import tomllib
 from pathlib import Path
 
-import kubernetes_validate
 import pytest
 import typer
 import yaml
 
 from spotfit.cli import app
 from spotfit.home import STATE_URL_ENV, state_target
+from tests.support.k8s_schemas import schemas
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 MANIFESTS = sorted(DEPLOY.glob("*.yaml"))
@@ -43,10 +43,11 @@ def test_the_manifests_are_there():
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
 def test_every_object_is_valid_against_the_kubernetes_schemas(path):
+    _, kubernetes_validate, version = schemas()
     objects = _objects(path)
     assert objects
     for obj in objects:
-        kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)
+        kubernetes_validate.validate(obj, version, strict=True)
         if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
             assert obj["metadata"]["namespace"] == "spotfit", obj["metadata"]
 
@@ -54,8 +55,9 @@ def test_every_object_is_valid_against_the_kubernetes_schemas(path):
 def test_a_broken_manifest_is_caught():
     deployment = _one(DEPLOY / "controller-postgres.yaml", "Deployment")
     deployment["spec"]["replicas"] = "two"
+    _, kubernetes_validate, version = schemas()
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(deployment, kubernetes_validate.latest_version(), strict=True)
+        kubernetes_validate.validate(deployment, version, strict=True)
 
 
 def test_the_postgres_controller_reads_the_url_the_example_secret_holds():

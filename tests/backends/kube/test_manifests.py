@@ -7,11 +7,9 @@ pod template against the core `PodTemplateSpec`. Then the properties the issue a
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import shlex
-from types import ModuleType
 
 import pytest
 import yaml
@@ -26,15 +24,7 @@ from spotfit.errors import SpecError
 from spotfit.spec.job import parse_spec
 from tests.backends.kube.tfjob_schema import TFJOB_SCHEMA
 from tests.support.jobs import spotfit_cmd, write_spec
-
-
-@functools.cache
-def _schemas() -> tuple[ModuleType, ModuleType, str]:
-    """(jsonschema, kubernetes_validate, the newest Kubernetes version it ships), imported when a test validates:
-    jsonschema's import compiles an RFC 3987 grammar (about 2.3 s), which every worker's collection paid."""
-    import jsonschema
-    import kubernetes_validate
-    return jsonschema, kubernetes_validate, kubernetes_validate.utils.latest_version()
+from tests.support.k8s_schemas import schemas
 
 CUSTOM = {"spot_selector": {"pool": "spot"}, "on_demand_selector": {"pool": "regular"},
           "spot_tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]}
@@ -67,7 +57,7 @@ def _every_manifest():
 
 
 def _validate(obj: dict) -> None:
-    jsonschema, kubernetes_validate, version = _schemas()
+    jsonschema, kubernetes_validate, version = schemas()
     if obj["kind"] == "TFJob":
         jsonschema.validate(obj, TFJOB_SCHEMA)
         for replica in obj["spec"]["tfReplicaSpecs"].values():
@@ -85,7 +75,7 @@ def test_every_manifest_validates_against_the_kubernetes_schemas(case):
 
 
 def test_the_schemas_catch_a_broken_manifest():
-    jsonschema, kubernetes_validate, _ = _schemas()
+    jsonschema, kubernetes_validate, _ = schemas()
     [job] = _objects(1)
     job["spec"]["template"]["spec"]["restartPolicy"] = 7
     with pytest.raises(kubernetes_validate.ValidationError):
