@@ -81,17 +81,22 @@ def test_only_the_vms_token_reads_a_value(api, vm, job):
         agent_env(open_store(job), vm.url)
 
 
-def test_the_agent_tries_a_read_again_while_secret_manager_is_unavailable(api, vm, job):
+def test_the_agent_tries_a_read_again_while_secret_manager_is_unavailable(api, vm, job, monkeypatch):
+    from spotfit.backends.gcp import secrets
     from spotfit.backends.gcp.secrets import write_pointer
 
+    pauses: list[float] = []
+    monkeypatch.setattr(secrets, "_pause", pauses.append)  # the back-off recorded, not slept (1 + 2 + 4 s)
     ids = SecretManager(PROJECT, api.url).put("job-1", {"API_TOKEN": VALUE})
     write_pointer(open_store(job), PROJECT, ids)
     api.unavailable = 2
     assert agent_env(open_store(job), vm.url) == {"API_TOKEN": VALUE}
-    assert api.unavailable == 0 and api.accessed == 1
+    assert api.unavailable == 0 and api.accessed == 1 and pauses == [1.0, 2.0]
+    pauses.clear()
     api.unavailable = 4  # more than the agent's four tries: the attempt fails with the HTTP status
     with pytest.raises(RuntimeError, match="HTTP 503"):
         agent_env(open_store(job), vm.url)
+    assert pauses == [1.0, 2.0, 4.0]
 
 
 def test_a_job_without_secrets_reads_nothing(vm, job):
