@@ -146,6 +146,12 @@ class SweepRunner:
             else:
                 if final and not any(t["state"] == "paused" and t["job_id"] and sdk.controller_alive(
                         self.jobs.get_job(t["job_id"])) for t in open_trials):
+                    # A paused trial skipped above while its controller was exiting may have exited since:
+                    # look again before pruning the rest, or the sweep would end with no trial finished.
+                    paused = self._promotable(open_trials, final)
+                    if paused is not None:
+                        self._promote(paused)
+                        continue
                     self._finish(open_trials)
                 return
 
