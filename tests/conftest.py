@@ -11,6 +11,7 @@ attempt logs (`tests/support/job_report.py`).
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +42,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid in listed:
             item.add_marker(pytest.mark.heavy)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Let the process end without one last collection over everything it imported.
+
+    A worker that imported TensorFlow holds millions of objects; the collections of the
+    interpreter's finalization walked them for 3-4 s after the last test (`make check` waited for
+    both workers). Frozen objects are still freed by reference counting; only cycles left among them
+    are not looked for at exit (docs/benchmarks.md, ninth pass)."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
