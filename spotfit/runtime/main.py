@@ -3,13 +3,22 @@
 Reads `attempts/<n>/runtime.json` from the job's store prefix, imports TensorFlow, restores
 the newest valid checkpoint, runs the user's script with `keras.Model.fit` instrumented,
 writes `result.json` and exits with one of the codes in `spotfit.attempt.exit_codes`.
+
+It ends as `python train.py` would after the script's last line: it waits for the script's
+non-daemon threads and runs the `atexit` handlers (the script's, and TensorFlow's: autograph
+deletes its generated files there, an async checkpoint joins its save), then leaves with
+`os._exit`, skipping only the interpreter's teardown (about a second of garbage collection over
+TensorFlow's objects). After a preemption notice or a stop, the threads are not waited for: the
+cloud would have ended the process; the handlers still run.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import runpy
 import sys
+import threading
 import time
 import traceback
 
@@ -355,14 +364,24 @@ def main(argv: list[str] | None = None) -> None:
         code = 1
     from spotfit.runtime.strategy import cluster_from_env
 
+    _end_like_python(code)
     if cluster_from_env().is_chief:  # the chief's code is the attempt's
         _record_exit(argv[0], int(argv[1]), code)
     mounts = sys.modules.get("spotfit.runtime.datamount")
-    if mounts is not None:  # `data.mode: mount`: os._exit skips atexit, so the mount is undone here
+    if mounts is not None:  # `data.mode: mount`: undone by its atexit handler above, or here
         mounts.unmount_all()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _end_like_python(code: int) -> None:
+    """What the interpreter does at the end of `python train.py` before its teardown: join the
+    non-daemon threads (unless a notice or a stop ended the attempt), then run the `atexit`
+    handlers. An exception in a handler is printed and the others still run, as in Python."""
+    if code not in (EXIT_PREEMPTED, EXIT_STOPPED):
+        threading._shutdown()  # type: ignore[attr-defined]  # the join Py_Finalize does first
+    atexit._run_exitfuncs()
 
 
 def _record_exit(job_url: str, attempt: int, code: int) -> None:
