@@ -9,7 +9,9 @@ non-daemon threads and runs the `atexit` handlers (the script's, and TensorFlow'
 deletes its generated files there, an async checkpoint joins its save), then leaves with
 `os._exit`, skipping only the interpreter's teardown (about a second of garbage collection over
 TensorFlow's objects). After a preemption notice or a stop, the threads are not waited for: the
-cloud would have ended the process; the handlers still run.
+cloud would have ended the process; the handlers still run. Both are cut short after
+`SPOTFIT_END_GRACE_S` seconds (300 by default), so that a thread that never ends cannot keep a
+finished attempt, and its bill, running.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
@@ -34,6 +37,8 @@ from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.session import Session
 from spotfit.runtime.utilization import start_sampling
 from spotfit.stores import open_store
+
+END_GRACE_S = 300.0  # the longest the script's threads and exit handlers may run after its end
 
 
 def _process_age_s() -> float:
@@ -362,26 +367,47 @@ def main(argv: list[str] | None = None) -> None:
         traceback.print_exc()
         sys.stderr.flush()
         code = 1
+    _end_like_python(code, leave=lambda: _leave(argv[0], int(argv[1]), code))
+    _leave(argv[0], int(argv[1]), code)
+
+
+def _end_like_python(code: int, leave: Callable[[], None]) -> None:
+    """What the interpreter does at the end of `python train.py` before its teardown: join the
+    non-daemon threads (unless a notice or a stop ended the attempt), then run the `atexit`
+    handlers. An exception in a handler is printed and the others still run, as in Python.
+
+    Unlike Python, it waits at most `SPOTFIT_END_GRACE_S` (default `END_GRACE_S`): a thread that
+    never ends would otherwise keep a finished attempt's machine, and its bill, running. Then it
+    says so in the attempt's log and calls `leave`."""
+    grace = float(os.environ.get("SPOTFIT_END_GRACE_S", END_GRACE_S))
+
+    def cut_short() -> None:
+        sys.stderr.write(f"spotfit: the script's threads or exit handlers were still running {grace:g} s "
+                         f"after its end; the attempt ends now with exit {code}\n")
+        leave()
+
+    timer = threading.Timer(grace, cut_short)
+    timer.daemon = True  # not one of the threads it waits for
+    timer.start()
+    if code not in (EXIT_PREEMPTED, EXIT_STOPPED):
+        threading._shutdown()  # type: ignore[attr-defined]  # the join Py_Finalize does first
+    atexit._run_exitfuncs()
+    timer.cancel()
+
+
+def _leave(job_url: str, attempt: int, code: int) -> None:
+    """Record the exit code (the chief's is the attempt's), undo a data mount left, and end the
+    process without the interpreter's teardown."""
     from spotfit.runtime.strategy import cluster_from_env
 
-    _end_like_python(code)
-    if cluster_from_env().is_chief:  # the chief's code is the attempt's
-        _record_exit(argv[0], int(argv[1]), code)
+    if cluster_from_env().is_chief:
+        _record_exit(job_url, attempt, code)
     mounts = sys.modules.get("spotfit.runtime.datamount")
-    if mounts is not None:  # `data.mode: mount`: undone by its atexit handler above, or here
+    if mounts is not None:  # `data.mode: mount`: undone by its atexit handler, or here
         mounts.unmount_all()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-def _end_like_python(code: int) -> None:
-    """What the interpreter does at the end of `python train.py` before its teardown: join the
-    non-daemon threads (unless a notice or a stop ended the attempt), then run the `atexit`
-    handlers. An exception in a handler is printed and the others still run, as in Python."""
-    if code not in (EXIT_PREEMPTED, EXIT_STOPPED):
-        threading._shutdown()  # type: ignore[attr-defined]  # the join Py_Finalize does first
-    atexit._run_exitfuncs()
 
 
 def _record_exit(job_url: str, attempt: int, code: int) -> None:

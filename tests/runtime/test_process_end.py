@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from spotfit import sdk
 from tests.support.jobs import run_inline_job
 
 # A non-daemon thread that waits for the main thread to end (released only by the interpreter's
@@ -119,3 +120,28 @@ def test_an_attempt_ends_as_python_does_and_a_noticed_one_runs_its_handlers_with
         "start 1", "autograph-files-during-the-run=True 1", "atexit 1",
         "start 2", "autograph-files-during-the-run=True 2", "thread 2", "atexit 2"]
     assert _generated(own_tmp) == []  # autograph's handler ran in both attempts' processes
+
+
+NEVER_ENDS = '''
+import threading
+
+import keras
+import numpy as np
+
+threading.Thread(target=threading.Event().wait, name="never-ends").start()  # non-daemon, never set
+x = np.zeros((32, 4), "float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, x[:, :1], epochs=1, verbose=0)
+'''
+
+
+@pytest.mark.slow
+def test_a_thread_that_never_ends_cannot_keep_a_finished_attempt_running(tmp_path, monkeypatch):
+    """`python train.py` would wait forever; the attempt ends after its grace (shortened here), says
+    why in its log, and keeps its code."""
+    monkeypatch.setenv("SPOTFIT_END_GRACE_S", "1")
+    doc = run_inline_job(tmp_path, SPEC.replace("name: ends", "name: never-ends"), NEVER_ENDS)
+    assert doc["state"] == "completed" and [a["state"] for a in doc["attempts"]] == ["completed"], doc
+    log = sdk.logs(doc["id"])["log"]
+    assert "were still running 1 s after its end; the attempt ends now with exit 0" in log, log[-2000:]
