@@ -367,8 +367,12 @@ def main(argv: list[str] | None = None) -> None:
         traceback.print_exc()
         sys.stderr.flush()
         code = 1
-    _end_like_python(code, leave=lambda: _leave(argv[0], int(argv[1]), code))
-    _leave(argv[0], int(argv[1]), code)
+    from spotfit.runtime.strategy import cluster_from_env
+
+    if cluster_from_env().is_chief:  # the chief's code is the attempt's; recorded while the stores
+        _record_exit(argv[0], int(argv[1]), code)  # still work: exit handlers close their clients
+    _end_like_python(code, leave=lambda: _leave(code))
+    _leave(code)
 
 
 def _end_like_python(code: int, leave: Callable[[], None]) -> None:
@@ -395,13 +399,8 @@ def _end_like_python(code: int, leave: Callable[[], None]) -> None:
     timer.cancel()
 
 
-def _leave(job_url: str, attempt: int, code: int) -> None:
-    """Record the exit code (the chief's is the attempt's), undo a data mount left, and end the
-    process without the interpreter's teardown."""
-    from spotfit.runtime.strategy import cluster_from_env
-
-    if cluster_from_env().is_chief:
-        _record_exit(job_url, attempt, code)
+def _leave(code: int) -> None:
+    """Undo a data mount left, and end the process without the interpreter's teardown."""
     mounts = sys.modules.get("spotfit.runtime.datamount")
     if mounts is not None:  # `data.mode: mount`: undone by its atexit handler, or here
         mounts.unmount_all()
