@@ -17,13 +17,13 @@ finished attempt, and its bill, running.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import runpy
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
 
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
@@ -371,24 +371,23 @@ def main(argv: list[str] | None = None) -> None:
 
     if cluster_from_env().is_chief:  # the chief's code is the attempt's; recorded while the stores
         _record_exit(argv[0], int(argv[1]), code)  # still work: exit handlers close their clients
-    _end_like_python(code, leave=lambda: _leave(code))
+    _end_like_python(code)
     _leave(code)
 
 
-def _end_like_python(code: int, leave: Callable[[], None]) -> None:
+def _end_like_python(code: int) -> None:
     """What the interpreter does at the end of `python train.py` before its teardown: join the
     non-daemon threads (unless a notice or a stop ended the attempt), then run the `atexit`
     handlers. An exception in a handler is printed and the others still run, as in Python.
 
-    Unlike Python, it waits at most `SPOTFIT_END_GRACE_S` (default `END_GRACE_S`): a thread that
-    never ends would otherwise keep a finished attempt's machine, and its bill, running. Then it
-    says so in the attempt's log and calls `leave`."""
-    grace = float(os.environ.get("SPOTFIT_END_GRACE_S", END_GRACE_S))
+    Unlike Python, it waits at most `_end_grace_s()`: a thread that never ends would otherwise keep
+    a finished attempt's machine, and its bill, running. Then it says so in the attempt's log and leaves."""
+    grace = _end_grace_s()
 
     def cut_short() -> None:
         sys.stderr.write(f"spotfit: the script's threads or exit handlers were still running {grace:g} s "
                          f"after its end; the attempt ends now with exit {code}\n")
-        leave()
+        _leave(code)
 
     timer = threading.Timer(grace, cut_short)
     timer.daemon = True  # not one of the threads it waits for
@@ -397,6 +396,23 @@ def _end_like_python(code: int, leave: Callable[[], None]) -> None:
         threading._shutdown()  # type: ignore[attr-defined]  # the join Py_Finalize does first
     atexit._run_exitfuncs()
     timer.cancel()
+
+
+def _end_grace_s() -> float:
+    """`SPOTFIT_END_GRACE_S`, else `END_GRACE_S`. A bad value gets one line in the log and the
+    default: the script has already ended, and its exit code must not be lost to a typo."""
+    text = os.environ.get("SPOTFIT_END_GRACE_S")
+    if not text:
+        return END_GRACE_S
+    try:
+        grace = float(text)
+    except ValueError:
+        grace = -1.0
+    if grace > 0 and math.isfinite(grace):
+        return grace
+    sys.stderr.write(f"spotfit: invalid SPOTFIT_END_GRACE_S: received {text!r}, expected seconds > 0; "
+                     f"using {END_GRACE_S:g} (unset it for the default)\n")
+    return END_GRACE_S
 
 
 def _leave(code: int) -> None:

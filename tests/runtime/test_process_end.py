@@ -38,7 +38,7 @@ run = 1 + (ends.read_text().count("start ") if ends.exists() else 0)
 
 
 def append(line):
-    with open(marks / "ends.txt", "a") as f:
+    with open(ends, "a") as f:
         f.write(f"{line} {run}\\n")
 
 
@@ -111,7 +111,8 @@ def test_an_attempt_ends_as_python_does_and_a_noticed_one_runs_its_handlers_with
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("END_MARKS", str(marks))
-    doc = run_inline_job(tmp_path, SPEC, SCRIPT, "--preempt-at", "5:5")  # 8 steps an epoch: mid-way through the first
+    doc = run_inline_job(tmp_path, SPEC, SCRIPT, "--preempt-at", "5:60")  # mid-way through epoch 1 (8 steps);
+    # a 60 s notice, so that no busy machine's slowness lets the SIGKILL come before the handlers ran
     assert doc["state"] == "completed", doc
     assert [a["state"] for a in doc["attempts"]] == ["preempted", "completed"], doc["attempts"]
     # The noticed attempt: its handler ran; its thread was not waited for, nor did it outlive the process.
