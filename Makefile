@@ -27,10 +27,13 @@ demo: $(STAMP)
 
 # The whole suite: unit tests, the docstring examples of spotfit/, and the real end-to-end runs,
 # on both cores (a test file stays on one worker, so its module fixtures start once); the 20
-# slowest tests are listed at the end.
+# slowest tests are listed at the end. pytest runs under tests/support/suite_run.py, which ends
+# whatever the suite left running (however pytest ended) and prints the CPU seconds it used and
+# the real TensorFlow attempts it ran.
 SUITE := -n 2 --dist loadfile --durations=20
+RUN_SUITE := $(BIN)/python -m tests.support.suite_run
 test: $(STAMP) browser
-	$(BIN)/python -m pytest $(SUITE)
+	$(RUN_SUITE) $(SUITE)
 
 # The same suite on a loaded machine: two busy loops keep both cores busy while pytest runs at
 # the lowest priority (`nice -n 19`). No test may depend on the machine's speed, so it passes
@@ -39,7 +42,7 @@ test-stress: $(STAMP) browser
 	$(BIN)/python -c 'while True: pass' & busy1=$$!; \
 	$(BIN)/python -c 'while True: pass' & busy2=$$!; \
 	trap 'kill $$busy1 $$busy2 2>/dev/null' EXIT INT TERM; \
-	nice -n 19 $(BIN)/python -m pytest $(SUITE)
+	nice -n 19 $(RUN_SUITE) $(SUITE)
 
 # The dashboard's browser tests drive Debian's chromium (Playwright cannot download a browser
 # here); installing it needs root, as in CI. Only `make test` needs it.
