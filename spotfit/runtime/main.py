@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
@@ -47,7 +48,16 @@ def _process_age_s() -> float:
     return time.time() - psutil.Process().create_time()
 
 
-def run(job_url: str, attempt: int) -> int:
+Trainer = Callable[[Session], "int | Result"]
+
+
+def run(job_url: str, attempt: int, trainer: Trainer | None = None) -> int:
+    """Run attempt `attempt` of the job at `job_url`; its exit code.
+
+    `trainer` trains and returns the job's result, or the script's own non-zero exit code; the
+    default runs the user's script under TensorFlow (`train_script`). The hollow runtime
+    (spotfit/hollow/) passes its own: all else, the attempt's contract, is this function's.
+    """
     config = RuntimeConfig.from_json(
         open_store(job_url).read_bytes(layout.runtime_config(attempt)).decode()
     )
@@ -65,36 +75,10 @@ def run(job_url: str, attempt: int) -> int:
     stop_heartbeat = rep.start_heartbeat()
     stop_polling = session.start_stop_polling()
     try:
-        t0 = time.perf_counter()
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import keras
-        import tensorflow as tf
-
-        rep.timing("tf_import_s", time.perf_counter() - t0)
-        strategy = _speedups(session)  # before any other TF op: a multi-worker strategy needs that
-        keras.utils.set_random_seed(config.seed)
-        if config.deterministic:
-            tf.config.experimental.enable_op_determinism()
-        session.load_checkpoint()
-        from spotfit.runtime import apply_hook, fit_wrapper, model_state
-
-        fit_wrapper.install(session)
-        sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
-        rep.progress(force=True, phase=Phase.RUNNING_SCRIPT)
-        code = _run_with_fallback(session, strategy)
-        if code != EXIT_DONE:
-            return code
-        apply_hook.finish()  # an unmodified custom loop ends with the script: its end save
-        result: Result = {
-            "step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt,
-            "offers": session.offer.offers if session.offer is not None else session.offers}
-        if session.model is not None:
-            result["weights_sha256"] = model_state.weights_sha256(session.model)
-            # Steps trained, as counted by the callback: Keras's `optimizer.iterations` also counts
-            # the empty call that ends an epoch on a dataset of unknown size.
-            result["step"] = rep.state["step"]
-            if config.export and session.is_chief:
-                result["export"] = _export(session, result)
+        outcome = (trainer or train_script)(session)
+        if isinstance(outcome, int):
+            return outcome
+        result = outcome
         session.write_result(result)
         if result["step"] is not None:  # every fit call is known now: the total is exact
             rep.progress(total_steps=result["step"], total_steps_estimated=False)
@@ -123,6 +107,42 @@ def run(job_url: str, attempt: int) -> int:
         stop_heartbeat.set()
         stop_polling.set()
         session.watcher.close()
+
+
+def train_script(session: Session) -> int | Result:
+    """Import TensorFlow, restore, run the user's script with `fit` instrumented: its result, or its exit code."""
+    config, rep = session.config, session.reporter
+    t0 = time.perf_counter()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import tensorflow as tf
+
+    rep.timing("tf_import_s", time.perf_counter() - t0)
+    strategy = _speedups(session)  # before any other TF op: a multi-worker strategy needs that
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    session.load_checkpoint()
+    from spotfit.runtime import apply_hook, fit_wrapper, model_state
+
+    fit_wrapper.install(session)
+    sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
+    rep.progress(force=True, phase=Phase.RUNNING_SCRIPT)
+    code = _run_with_fallback(session, strategy)
+    if code != EXIT_DONE:
+        return code
+    apply_hook.finish()  # an unmodified custom loop ends with the script: its end save
+    result: Result = {
+        "step": None, "weights_sha256": None, "metrics": session.last_metrics, "attempt": config.attempt,
+        "offers": session.offer.offers if session.offer is not None else session.offers}
+    if session.model is not None:
+        result["weights_sha256"] = model_state.weights_sha256(session.model)
+        # Steps trained, as counted by the callback: Keras's `optimizer.iterations` also counts
+        # the empty call that ends an epoch on a dataset of unknown size.
+        result["step"] = rep.state["step"]
+        if config.export and session.is_chief:
+            result["export"] = _export(session, result)
+    return result
 
 
 def _no_gpu(rep, why: str) -> None:
@@ -351,13 +371,13 @@ def _run_script(config: RuntimeConfig, strategy=None) -> int:
     return EXIT_DONE
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, trainer: Trainer | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or not argv[1].isdigit():
         sys.stderr.write("usage: python -m spotfit.runtime JOB_URL ATTEMPT\n")
         sys.exit(2)
     try:
-        code = run(argv[0], int(argv[1]))
+        code = run(argv[0], int(argv[1]), trainer)
     except Preempted as exc:  # SIGTERM before training started: nothing new to save
         code = int(exc.code or EXIT_PREEMPTED)
     except UsageError as exc:  # the job's configuration: retrying cannot mend it (a missing object may)

@@ -1,0 +1,153 @@
+"""What a hollow attempt trains and does: `hollow.json` beside the script, then the job's `args`.
+
+Every field is optional; the defaults are a small job of 2 epochs of 20 steps.
+
+- `epochs`, `steps_per_epoch`: one `fit` call of that shape (`--epochs N` in the args overrides `epochs`);
+- `fits`: several `fit` calls instead, a list of `{"epochs", "steps_per_epoch"}`;
+- `shuffle`: each epoch visits its batches in a seeded random order (default true);
+- `start_s`, `step_s`: wall seconds before the first step (the imports) and per step;
+- `loss`: `{"start", "end"}`, the loss falls from start to end over the job's steps;
+- `metrics`: per epoch, `{"name": [v1, v2, ...]}` (the last value repeats) or `{"name": {"start", "end"}}`;
+- `nan_at_step`: from this step on, the loss and the weights are NaN;
+- `fail_at_step`, `fail_error`, `fail_message`, `fail_attempts`: raise after that step (0: before
+  training) in those attempts (all when absent);
+- `exit_code`: the script's own `sys.exit(code)` after its last `fit`;
+- `wait_for_notice_at`, `wait_timeout_s`: the script stands still at these steps until a notice
+  (`--wait-for-market-at`, `--wait-timeout-s`);
+- `pause_at`, `pause_dir`: the first attempt at that step writes `DIR/paused` and waits for
+  `DIR/go` (`--pause-at`, `--pause-dir`).
+
+>>> s = Scenario.from_dict({"epochs": 3, "steps_per_epoch": 5}, ["--epochs", "1", "--wait-for-market-at", "4"])
+>>> s.fits, s.wait_for_notice_at, s.total_steps
+([Fit(epochs=1, steps_per_epoch=5)], [4], 5)
+>>> round(s.loss_at(0), 3), round(s.loss_at(5), 3), s.epoch_metrics(0, 0)["accuracy"]
+(2.3, 0.25, 0.5)
+>>> Scenario.from_dict({"bogus": 1}, [])
+Traceback (most recent call last):
+...
+spotfit.errors.UsageError: Invalid hollow scenario: received unknown field(s) ['bogus'], expected some of ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from spotfit.errors import UsageError
+from spotfit.hollow import SCENARIO_FILE
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One `fit` call: its epochs and the batches of each."""
+
+    epochs: int
+    steps_per_epoch: int
+
+    @property
+    def steps(self) -> int:
+        return self.epochs * self.steps_per_epoch
+
+
+@dataclass
+class Scenario:
+    epochs: int = 2
+    steps_per_epoch: int = 20
+    fits: list[Fit] = field(default_factory=list)
+    shuffle: bool = True
+    start_s: float = 0.0
+    step_s: float = 0.0
+    loss: dict[str, float] = field(default_factory=lambda: {"start": 2.3, "end": 0.25})
+    metrics: dict[str, Any] = field(default_factory=lambda: {"accuracy": {"start": 0.5, "end": 0.95}})
+    nan_at_step: int | None = None
+    fail_at_step: int | None = None
+    fail_error: str = "RuntimeError"
+    fail_message: str = "the hollow script failed as scripted"
+    fail_attempts: list[int] | None = None
+    exit_code: int = 0
+    wait_for_notice_at: list[int] = field(default_factory=list)
+    wait_timeout_s: float = 300.0
+    pause_at: int | None = None
+    pause_dir: str = ""
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any], args: list[str]) -> Scenario:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(doc) - known)
+        if unknown:
+            raise UsageError(f"Invalid hollow scenario: received unknown field(s) {unknown}, expected some of "
+                             f"{sorted(known)}", hint=f"Fix {SCENARIO_FILE} beside the script (hollow/scenario.py).")
+        scenario = cls(**doc)
+        scenario._apply_args(args)
+        raw_fits: list[Any] = list(scenario.fits) or [{"epochs": scenario.epochs,
+                                                       "steps_per_epoch": scenario.steps_per_epoch}]
+        scenario.fits = [f if isinstance(f, Fit) else Fit(int(f["epochs"]), int(f["steps_per_epoch"]))
+                         for f in raw_fits]
+        return scenario
+
+    def _apply_args(self, args: list[str]) -> None:
+        """The test scripts' own flags, where the job's `args` give them (others are the script's)."""
+        parser = argparse.ArgumentParser(add_help=False)
+        parser.add_argument("--epochs", type=int)
+        parser.add_argument("--wait-for-market-at")
+        parser.add_argument("--wait-timeout-s", type=float)
+        parser.add_argument("--pause-at", type=int)
+        parser.add_argument("--pause-dir")
+        known, _ = parser.parse_known_args(args)
+        if known.epochs is not None:
+            self.epochs, self.fits = known.epochs, []
+        if known.wait_for_market_at:
+            self.wait_for_notice_at = [int(s) for s in known.wait_for_market_at.split(",") if s]
+        if known.wait_timeout_s is not None:
+            self.wait_timeout_s = known.wait_timeout_s
+        if known.pause_at:
+            self.pause_at = known.pause_at
+        if known.pause_dir:
+            self.pause_dir = known.pause_dir
+
+    @property
+    def total_steps(self) -> int:
+        return sum(f.steps for f in self.fits)
+
+    def loss_at(self, step: int) -> float:
+        """The loss of global step `step` (counted from 1): a decay from `start` to `end`, NaN from `nan_at_step`."""
+        if self.nan_at_step is not None and step >= self.nan_at_step:
+            return math.nan
+        start, end = float(self.loss["start"]), float(self.loss["end"])
+        frac = min(step / max(self.total_steps, 1), 1.0)
+        return end + (start - end) * (1.0 - frac) ** 2
+
+    def epoch_metrics(self, fit_index: int, epoch: int) -> dict[str, float]:
+        """The metrics epoch `epoch` of call `fit_index` (from 0) logs besides its mean loss."""
+        before = sum(f.epochs for f in self.fits[:fit_index])
+        n = before + epoch  # epochs ended before this one, over the job
+        count = max(sum(f.epochs for f in self.fits), 1)
+        out: dict[str, float] = {}
+        for name, values in self.metrics.items():
+            if isinstance(values, list):
+                out[name] = float(values[min(n, len(values) - 1)])
+            else:
+                start, end = float(values["start"]), float(values["end"])
+                out[name] = start + (end - start) * (n / max(count - 1, 1))
+        return out
+
+    def fails_in(self, attempt: int) -> bool:
+        return self.fail_at_step is not None and (self.fail_attempts is None or attempt in self.fail_attempts)
+
+
+def load(script: str, args: list[str]) -> Scenario:
+    """The scenario of the script at `script`: `hollow.json` beside it (defaults without), then `args`."""
+    path = Path(script).with_name(SCENARIO_FILE)
+    try:
+        doc = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError as exc:
+        raise UsageError(f"Invalid hollow scenario {path}: received text that is not JSON ({exc}), expected a "
+                         "JSON object", hint="Fix the file (spotfit/hollow/scenario.py lists its fields).") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"Invalid hollow scenario {path}: received {type(doc).__name__}, expected a JSON object",
+                         hint="Fix the file (spotfit/hollow/scenario.py lists its fields).")
+    return Scenario.from_dict(doc, args)
