@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from spotfit.hollow import HOLLOW_ENV
 from tests.support import cli_once, heavy
 from tests.support.gcs import GcsEmulator
 from tests.support.job_report import pytest_runtest_makereport  # noqa: F401 - a failing test reports its jobs
@@ -75,6 +76,12 @@ def spotfit_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "spotfit-home"
     monkeypatch.setenv("SPOTFIT_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def hollow(monkeypatch) -> None:
+    """Jobs started by this test run hollow attempts (spotfit/hollow/, tests/support/hollow_jobs.py)."""
+    monkeypatch.setenv(HOLLOW_ENV, "1")
 
 
 @pytest.fixture

@@ -15,7 +15,15 @@ Every field is optional; the defaults are a small job of 2 epochs of 20 steps.
 - `wait_for_notice_at`, `wait_timeout_s`: the script stands still at these steps until a notice
   (`--wait-for-market-at`, `--wait-timeout-s`);
 - `pause_at`, `pause_dir`: the first attempt at that step writes `DIR/paused` and waits for
-  `DIR/go` (`--pause-at`, `--pause-dir`).
+  `DIR/go` (`--pause-at`, `--pause-dir`);
+- `wait_for_stop_at`: an attempt that started at step 0 stands still at this step until the
+  controller's stop request (`--wait-for-stop-at`);
+- `stall_after`, `stall_until`: after that step the data stops coming until the file `stall_until`
+  exists (`--steps`, `--wait-for` of the stalled-pipeline script);
+- `vary_with_args`: each metric is shifted by an amount drawn from the job's `args` (trials of a
+  sweep differ, each the same in every attempt);
+- `args`: more of the script's flags, each onto a field: `{"--nan-step": "nan_at_step"}`. The flags
+  above are mapped already; a flag mapped to null is the script's own and ignored.
 
 >>> s = Scenario.from_dict({"epochs": 3, "steps_per_epoch": 5}, ["--epochs", "1", "--wait-for-market-at", "4"])
 >>> s.fits, s.wait_for_notice_at, s.total_steps
@@ -31,6 +39,7 @@ spotfit.errors.UsageError: Invalid hollow scenario: received unknown field(s) ['
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field, fields
@@ -39,6 +48,11 @@ from typing import Any
 
 from spotfit.errors import UsageError
 from spotfit.hollow import SCENARIO_FILE
+
+# The test scripts' own flags (tests/controller/scripts/), mapped onto the scenario's fields.
+FLAGS: dict[str, str | None] = {"--epochs": "epochs", "--wait-for-market-at": "wait_for_notice_at",
+                                "--wait-timeout-s": "wait_timeout_s", "--pause-at": "pause_at",
+                                "--pause-dir": "pause_dir", "--wait-for-stop-at": "wait_for_stop_at"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,12 @@ class Scenario:
     wait_timeout_s: float = 300.0
     pause_at: int | None = None
     pause_dir: str = ""
+    wait_for_stop_at: int | None = None
+    stall_after: int | None = None
+    stall_until: str = ""
+    vary_with_args: bool = False
+    args: dict[str, str | None] = field(default_factory=dict)
+    arg_text: str = ""  # the job's args, as the shift of `vary_with_args` draws from them
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], args: list[str]) -> Scenario:
@@ -90,24 +110,29 @@ class Scenario:
         return scenario
 
     def _apply_args(self, args: list[str]) -> None:
-        """The test scripts' own flags, where the job's `args` give them (others are the script's)."""
+        """The script's flags that the scenario maps onto its fields, where the job's `args` give them."""
+        mapping = {**FLAGS, **self.args}
         parser = argparse.ArgumentParser(add_help=False)
-        parser.add_argument("--epochs", type=int)
-        parser.add_argument("--wait-for-market-at")
-        parser.add_argument("--wait-timeout-s", type=float)
-        parser.add_argument("--pause-at", type=int)
-        parser.add_argument("--pause-dir")
+        for flag, name in mapping.items():
+            if name is not None:
+                parser.add_argument(flag, dest=name, default=None)
         known, _ = parser.parse_known_args(args)
-        if known.epochs is not None:
-            self.epochs, self.fits = known.epochs, []
-        if known.wait_for_market_at:
-            self.wait_for_notice_at = [int(s) for s in known.wait_for_market_at.split(",") if s]
-        if known.wait_timeout_s is not None:
-            self.wait_timeout_s = known.wait_timeout_s
-        if known.pause_at:
-            self.pause_at = known.pause_at
-        if known.pause_dir:
-            self.pause_dir = known.pause_dir
+        types = {f.name: f.type for f in fields(self)}
+        for name, text in vars(known).items():
+            if text is None:
+                continue
+            kind = str(types[name])
+            if "list" in kind:
+                setattr(self, name, [int(s) for s in text.split(",") if s])
+            elif "int" in kind:
+                setattr(self, name, int(text))
+            elif "float" in kind:
+                setattr(self, name, float(text))
+            else:
+                setattr(self, name, text)
+            if name == "epochs":
+                self.fits = []
+        self.arg_text = " ".join(args)
 
     @property
     def total_steps(self) -> int:
@@ -133,7 +158,15 @@ class Scenario:
             else:
                 start, end = float(values["start"]), float(values["end"])
                 out[name] = start + (end - start) * (n / max(count - 1, 1))
+            out[name] += self.shift()
         return out
+
+    def shift(self) -> float:
+        """What `vary_with_args` adds to every metric's values: from -0.2 to 0.2, drawn from the args."""
+        if not self.vary_with_args:
+            return 0.0
+        digest = hashlib.sha256(self.arg_text.encode()).digest()
+        return (int.from_bytes(digest[:4], "big") / 2**32 - 0.5) * 0.4
 
     def fails_in(self, attempt: int) -> bool:
         return self.fail_at_step is not None and (self.fail_attempts is None or attempt in self.fail_attempts)

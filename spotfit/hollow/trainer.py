@@ -75,6 +75,7 @@ class _FitCall:
         self._first_step_seen = False
         self._holds: list[int] = []
         self._losses: list[float] = []
+        self.first_step: int | None = None  # this attempt's first step (the script's own view)
 
     def run(self) -> None:
         start = self.calls.begin()
@@ -131,12 +132,17 @@ class _FitCall:
 
     def _train_batch(self, batch: int, data_index: int) -> None:
         s, scenario = self.s, self.scenario
+        if scenario.stall_after is not None and self.step >= scenario.stall_after:
+            while not Path(scenario.stall_until).exists():  # the data never arrives
+                time.sleep(0.05)
         time.sleep(scenario.step_s)
         self.model.train_step(data_index)
         loss = scenario.loss_at(self.step + 1)
         if loss != loss:  # NaN: the weights follow
             self.model.poison()
         self._losses.append(loss)
+        if self.first_step is None:
+            self.first_step = self.step + 1
         self._script_batch_end(self.step + 1)
         self.step += 1
         self.batch_in_epoch = batch + 1
@@ -212,6 +218,11 @@ class _FitCall:
             print(f"step {step}: waiting for the market to preempt this attempt", flush=True)
             if not notice.wait(scenario.wait_timeout_s):
                 raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a market preemption "
+                                 f"at step {step}")
+        if scenario.wait_for_stop_at == step and self.first_step == 1:
+            print(f"step {step}: waiting for the controller's stop request", flush=True)
+            if not self.s.stop_asked.wait(scenario.wait_timeout_s):
+                raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a stop request "
                                  f"at step {step}")
         if scenario.pause_at == step:
             folder = Path(scenario.pause_dir)
