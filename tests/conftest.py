@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from spotfit.hollow import HOLLOW_ENV
-from tests.support import cli_once, heavy
+from tests.support import cli_once, heavy, references
 from tests.support.gcs import GcsEmulator
 from tests.support.job_report import pytest_runtest_makereport  # noqa: F401 - a failing test reports its jobs
 from tests.support.jobs import DIGITS, write_spec
@@ -53,6 +53,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     both workers). Frozen objects are still freed by reference counting; only cycles left among them
     are not looked for at exit (docs/benchmarks.md, ninth pass)."""
     gc.freeze()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def reference_runs(tmp_path_factory, worker_id) -> Path:
+    """This pytest run's folder of reference runs (tests/support/references.py), shared by its xdist workers."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if worker_id != "master" else base) / "references"
+    os.environ[references.ROOT_ENV] = str(root)
+    return root
 
 
 @pytest.fixture(autouse=True)

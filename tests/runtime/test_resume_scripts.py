@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spotfit import sdk
-from tests.support.jobs import run_inline_job
+from tests.support.jobs import run_inline_job, spotfit_home_at
 
 pytestmark = pytest.mark.slow
 
@@ -41,11 +41,19 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def test_two_fit_calls_with_stateful_callbacks_resume_exactly(tmp_path):
+@pytest.fixture(scope="module")
+def two_phase_base(tmp_path_factory) -> tuple[dict, Path]:
+    """The uninterrupted two_phase run, computed once for the tests that compare with it."""
+    folder = tmp_path_factory.mktemp("two-phase-base")
+    with spotfit_home_at(folder / "home"):
+        return _run(folder, "two_phase")
+
+
+def test_two_fit_calls_with_stateful_callbacks_resume_exactly(tmp_path, two_phase_base):
     # 12 steps per epoch; EarlyStopping ends call 1 after 4 epochs (step 48) and call 2 after 4
     # more (step 96). Notice mid-epoch in call 1 (20), SIGKILL mid-epoch in call 2 (70), notice
     # on call 2's epoch boundary (84).
-    base, base_dir = _run(tmp_path / "base", "two_phase")
+    base, base_dir = two_phase_base
     doc, job_dir = _run(tmp_path / "preempted", "two_phase", "--preempt-at", "20:5,70:0,84:5")
     assert base["step"] == 96
     assert (doc["step"], doc["weights_sha256"]) == (base["step"], base["weights_sha256"])
@@ -102,11 +110,11 @@ def test_custom_gradient_tape_loop_resumes_exactly(tmp_path):
     assert json.loads((job_dir / "summary.json").read_text()) == json.loads((base_dir / "summary.json").read_text())
 
 
-def test_the_ledger_counts_the_steps_an_attempt_really_resumed_from(tmp_path):
+def test_the_ledger_counts_the_steps_an_attempt_really_resumed_from(tmp_path, two_phase_base):
     # A SIGKILL at step 5, before any checkpoint: the next attempt trains from step 0. A SIGKILL
     # at step 50, in call 2 before its first periodic save (58): the next resumes from call 1's
     # end record (step 48). The ledger takes both from the runtime, not from the step last seen.
-    base, _ = _run(tmp_path / "base", "two_phase")
+    base, _ = two_phase_base
     doc, _ = _run(tmp_path / "killed", "two_phase", "--preempt-at", "5:0,50:0")
     assert (doc["step"], doc["weights_sha256"]) == (base["step"], base["weights_sha256"])
     attempts = doc["attempts"]

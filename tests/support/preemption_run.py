@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from spotfit import sdk
-from tests.support.jobs import spotfit_cmd, write_spec
+from spotfit.hollow import HOLLOW_ENV
+from tests.support import references
+from tests.support.jobs import DIGITS, spotfit_cmd, write_spec
 from tests.support.sandbox import Harness
 
 TRAINING = """
@@ -50,9 +52,20 @@ def ran(doc: dict[str, Any]) -> list[tuple]:
 
 
 def local_baseline(folder: Path, spec_text: str, env: dict[str, str]) -> dict:
-    """`spotfit run --json` of `spec_text` (a local job) in `folder`: its result document."""
-    spec = write_spec(folder, spec_text)
-    out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=600,
-                         stdin=subprocess.DEVNULL, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return dict(json.loads(out.stdout))
+    """`spotfit run --json` of `spec_text` (a local job) in `folder`: its result document.
+
+    One run per pytest run for each spec and script (tests/support/references.py): the emulated
+    clouds' tests compare with the same uninterrupted training. The key leaves out the test's
+    folder, which only names where the store is.
+    """
+    def run() -> dict:
+        spec = write_spec(folder, spec_text)
+        out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=600,
+                             stdin=subprocess.DEVNULL, env=env)
+        assert out.returncode == 0, out.stderr[-3000:]
+        doc = json.loads(out.stdout)
+        return {k: doc[k] for k in ("state", "step", "weights_sha256")}
+
+    key = ["local baseline", spec_text.replace(str(folder.parent), "<test>"), DIGITS.joinpath("train.py").read_text(),
+           env.get(HOLLOW_ENV, "")]
+    return references.shared(key, run)
