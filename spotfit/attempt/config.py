@@ -10,6 +10,11 @@ from typing import Any
 # without GPUs): the runtime reads it (`runtime/strategy.py`), the local backend sets it from
 # `resources.count` when `resources.accelerator` is CPU.
 LOGICAL_CPUS_ENV = "SPOTFIT_LOGICAL_CPUS"
+# `SPOTFIT_HOLLOW=1` in an attempt's environment: `python -m spotfit.runtime` trains a hollow
+# scenario instead of the script (spotfit/hollow/), with this trainer, loaded by name so that the
+# runtime does not import the package built on it.
+HOLLOW_ENV = "SPOTFIT_HOLLOW"
+HOLLOW_TRAINER = "spotfit.hollow.trainer:train"
 
 
 @dataclass

@@ -22,5 +22,6 @@ scenarios on this runtime and the real one and asserts the same files, events, e
 steps, so the two cannot drift apart unseen. docs/testing.md says which tests use which.
 """
 
-HOLLOW_ENV = "SPOTFIT_HOLLOW"
+from spotfit.attempt.config import HOLLOW_ENV as HOLLOW_ENV
+
 SCENARIO_FILE = "hollow.json"

@@ -2,12 +2,11 @@
 
 import os
 
-from spotfit.hollow import HOLLOW_ENV
+from spotfit.attempt.config import HOLLOW_ENV, HOLLOW_TRAINER
+from spotfit.registry import load
 from spotfit.runtime.main import main
 
 if os.environ.get(HOLLOW_ENV, "0") not in ("", "0"):
-    from spotfit.hollow.trainer import train
-
-    main(trainer=train)
+    main(trainer=load(HOLLOW_TRAINER))
 else:
     main()
