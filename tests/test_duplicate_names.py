@@ -1,8 +1,8 @@
 """A job with the name of a live job is refused unless `--allow-duplicate` is given; batches too.
 
 `spotfit run` and `spotfit submit` in a subprocess, as a user runs them; the live job is one
-recorded with `sdk.submit` (pending: no controller runs it). Only `--allow-duplicate`'s job runs:
-a one-line script, whose attempt still imports TensorFlow (so that test is marked slow).
+recorded with `sdk.submit` (pending: no controller runs it). Only `--allow-duplicate`'s job runs,
+on a hollow attempt (its `hollow.json`: the scenario's default small job; no TensorFlow).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from spotfit import batch, sdk
+from spotfit.hollow import SCENARIO_FILE
 from tests.support.jobs import spotfit_cmd
 
 
@@ -26,6 +27,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def _spec(folder: Path, name: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "train.py").write_text("print('trained')\n")
+    (folder / SCENARIO_FILE).write_text("{}")  # what a hollow attempt trains: the scenario's defaults
     (folder / "spotfit.yaml").write_text(f"name: {name}\nscript: train.py\nmax_failures: 0\nmarket: {{trace: null}}\n")
     return folder / "spotfit.yaml"
 
@@ -41,7 +43,8 @@ def test_a_second_run_with_a_live_jobs_name_is_refused_and_names_it(tmp_path):
     assert [j["id"] for j in sdk.list_jobs()] == [live]  # nothing else recorded, launched or billed
 
 
-@pytest.mark.slow  # its job's attempt is a runtime, which imports TensorFlow: `make test`'s, not the fast loop's
+@pytest.mark.slow  # its job runs a controller and an attempt: `make test`'s, not the fast loop's
+@pytest.mark.usefixtures("hollow")
 def test_allow_duplicate_runs_both(tmp_path):
     spec = _spec(tmp_path / "job", "twin")
     live = sdk.submit(str(spec))
@@ -49,6 +52,7 @@ def test_allow_duplicate_runs_both(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     assert doc["state"] == "completed" and doc["id"] != live
+    assert doc["step"] == 40  # the hollow attempt trained its scenario (2 epochs of 20 steps)
     assert sorted(j["name"] for j in sdk.list_jobs()) == ["twin", "twin"]
 
 

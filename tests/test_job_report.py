@@ -1,7 +1,8 @@
 """A failing end-to-end test explains itself: its report carries the job's status, events and attempt log.
 
-The inner test runs a real job (a real `spotfit run`, a real runtime process) whose script
-fails, then fails itself; the outer test reads what pytest printed for it.
+The inner test runs a real job (a real `spotfit run`, a real runtime process, hollow: its
+scenario prints a line, then fails as the script would) whose script fails, then fails itself;
+the outer test reads what pytest printed for it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def _shared_home(tmp_path_factory):
 def test_a_job_that_fails(tmp_path, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SPOTFIT_HOME", str(_shared_home(tmp_path_factory)))
     (tmp_path / "train.py").write_text("print('the script starts')\\nraise ValueError('a bad learning rate')\\n")
+    scenario = {"prints": ["the script starts"], "fail_at_step": 0, "fail_error": "ValueError",
+                "fail_message": "a bad learning rate"}
+    (tmp_path / "hollow.json").write_text(json.dumps(scenario))
     spec = "name: broken\\nscript: train.py\\nmax_failures: 0\\nmarket: {trace: null}\\n"
     (tmp_path / "spotfit.yaml").write_text(spec)
     assert _run(tmp_path / "spotfit.yaml")["state"] == "completed"
@@ -56,6 +60,7 @@ def test_a_module_home_is_reported_too(reference_home):
 """
 
 
+@pytest.mark.usefixtures("hollow")  # the inner pytest and its job inherit SPOTFIT_HOLLOW=1
 def test_a_failing_test_prints_its_jobs_status_events_and_attempt_log(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_inner=INNER)

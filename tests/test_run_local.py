@@ -1,4 +1,9 @@
-"""End to end on the local backend: real worker processes, real Keras training, real signals."""
+"""End to end on the local backend: real worker processes, real signals; hollow attempts (spotfit/hollow/).
+
+The jobs' attempts are the real runtime around the hollow trainer: the digits script's shape
+(47 steps an epoch), a final `weights_sha256` that must be the uninterrupted hollow run's, and
+no TensorFlow. The detached job stands still at a step until the cancel's notice reaches it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ import subprocess
 
 import pytest
 
-from tests.support.jobs import spotfit_cmd
+from tests.support.hollow_jobs import reference, write_hollow_spec
+from tests.support.jobs import DIGITS, spotfit_cmd
 from tests.support.wait import wait_for
 from tests.support.webhook import webhook_receiver
 
@@ -21,6 +27,8 @@ market: {{trace: aws-v100, zones: [us-west-2a], start: "2023-02-17T19:16:00", ti
 checkpoint: {{interval: {{steps: 20}}, keep: 2}}
 training: {{seed: 0, deterministic: true}}
 """
+
+STARTED = "longrun: training digits for 400 epochs"
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -35,8 +43,9 @@ def _status(job_id: str) -> dict:
 
 
 @pytest.mark.slow
-def test_run_trains_to_completion_and_reports(job_spec, spotfit_home):
-    spec = job_spec(CALM.format(name="digits", epochs=2))
+@pytest.mark.usefixtures("hollow")
+def test_run_trains_to_completion_and_reports(tmp_path, spotfit_home):
+    spec = write_hollow_spec(tmp_path / "job", CALM.format(name="digits", epochs=2))
     spotfit_home.mkdir(mode=0o700, exist_ok=True)
     with webhook_receiver() as (url, received):  # the settings file's sink hears the job complete
         (spotfit_home / "config.yaml").write_text(json.dumps({"notify": {"sinks": [{"webhook": url}]}}))
@@ -49,6 +58,7 @@ def test_run_trains_to_completion_and_reports(job_spec, spotfit_home):
     assert doc["state"] == "completed"
     assert doc["step"] == doc["total_steps"] == 94  # 1500 samples / 32 = 47 steps x 2 epochs
     assert len(doc["weights_sha256"]) == 64
+    assert doc["weights_sha256"] == reference(DIGITS / "train.py", ["--epochs", "2"])["weights_sha256"]
     assert doc["metrics"]["val_accuracy"] > 0.5
     assert [a["state"] for a in doc["attempts"]] == ["completed"]
     assert doc["cost_usd"] > 0
@@ -59,8 +69,12 @@ def test_run_trains_to_completion_and_reports(job_spec, spotfit_home):
 
 
 @pytest.mark.slow
-def test_detach_status_logs_cancel_from_separate_shells(job_spec):
-    spec = job_spec(CALM.format(name="longrun", epochs=400))
+@pytest.mark.usefixtures("hollow")
+def test_detach_status_logs_cancel_from_separate_shells(tmp_path):
+    # The attempt stands still at step 60 until a notice (the cancel's, as the backend sends it):
+    # the cancel lands mid-training whatever the machine's speed.
+    spec = write_hollow_spec(tmp_path / "job", CALM.format(name="longrun", epochs=400), wait_for_notice_at=[60],
+                             prints=[STARTED])
     out = _run("run", str(spec), "--detach", "--json")
     assert out.returncode == 0, out.stderr
     job_id = json.loads(out.stdout)["id"]
@@ -71,7 +85,7 @@ def test_detach_status_logs_cancel_from_separate_shells(job_spec):
 
     logs = json.loads(_run("logs", job_id, "--json").stdout)
     assert logs["attempt"] == 1
-    assert "Epoch 1/400" in logs["log"]
+    assert STARTED in logs["log"]  # the script's own output
     assert any(e["kind"] == "launch" for e in logs["events"])
 
     out = _run("cancel", job_id, "--json")

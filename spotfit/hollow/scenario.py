@@ -5,12 +5,15 @@ Every field is optional; the defaults are a small job of 2 epochs of 20 steps.
 - `epochs`, `steps_per_epoch`: one `fit` call of that shape (`--epochs N` in the args overrides `epochs`);
 - `fits`: several `fit` calls instead, a list of `{"epochs", "steps_per_epoch"}`;
 - `shuffle`: each epoch visits its batches in a seeded random order (default true);
+- `prints`: lines the script prints when it starts (before its imports' `start_s`);
 - `start_s`, `step_s`: wall seconds before the first step (the imports) and per step;
 - `loss`: `{"start", "end"}`, the loss falls from start to end over the job's steps;
 - `metrics`: per epoch, `{"name": [v1, v2, ...]}` (the last value repeats) or `{"name": {"start", "end"}}`;
 - `nan_at_step`: from this step on, the loss and the weights are NaN;
 - `fail_at_step`, `fail_error`, `fail_message`, `fail_attempts`: raise after that step (0: before
   training) in those attempts (all when absent);
+- `kill_at_step`: the script's process SIGKILLs itself after that step (0: before training), as the
+  OOM killer ends it: no exit record, no `failed` event;
 - `exit_code`: the script's own `sys.exit(code)` after its last `fit`;
 - `wait_for_notice_at`, `wait_timeout_s`: the script stands still at these steps until a notice
   (`--wait-for-market-at`, `--wait-timeout-s`);
@@ -20,6 +23,10 @@ Every field is optional; the defaults are a small job of 2 epochs of 20 steps.
   controller's stop request (`--wait-for-stop-at`);
 - `stall_after`, `stall_until`: after that step the data stops coming until the file `stall_until`
   exists (`--steps`, `--wait-for` of the stalled-pipeline script);
+- `handoffs`: the script's turns with the test through marker files, each `{"at", "touch", "wait_for",
+  "sigterm"}`: at step `at` it creates the file `touch`, then waits (600 s at most) until the file
+  `wait_for` exists, or sends itself SIGTERM (`"sigterm": true`, a preemption notice); a turn whose
+  `touch` exists already is skipped (a later attempt passing that step again);
 - `vary_with_args`: each metric is shifted by an amount drawn from the job's `args` (trials of a
   sweep differ, each the same in every attempt);
 - `args`: more of the script's flags, each onto a field: `{"--nan-step": "nan_at_step"}`. The flags
@@ -73,6 +80,7 @@ class Scenario:
     steps_per_epoch: int = 20
     fits: list[Fit] = field(default_factory=list)
     shuffle: bool = True
+    prints: list[str] = field(default_factory=list)
     start_s: float = 0.0
     step_s: float = 0.0
     loss: dict[str, float] = field(default_factory=lambda: {"start": 2.3, "end": 0.25})
@@ -82,6 +90,7 @@ class Scenario:
     fail_error: str = "RuntimeError"
     fail_message: str = "the hollow script failed as scripted"
     fail_attempts: list[int] | None = None
+    kill_at_step: int | None = None
     exit_code: int = 0
     wait_for_notice_at: list[int] = field(default_factory=list)
     wait_timeout_s: float = 300.0
@@ -90,6 +99,7 @@ class Scenario:
     wait_for_stop_at: int | None = None
     stall_after: int | None = None
     stall_until: str = ""
+    handoffs: list[dict[str, Any]] = field(default_factory=list)
     vary_with_args: bool = False
     args: dict[str, str | None] = field(default_factory=dict)
     arg_text: str = ""  # the job's args, as the shift of `vary_with_args` draws from them

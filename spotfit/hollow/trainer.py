@@ -12,7 +12,9 @@ fail) runs before spotfit's part of that step, as a script's callbacks run befor
 from __future__ import annotations
 
 import builtins
+import os
 import random
+import signal
 import time
 from pathlib import Path
 
@@ -42,9 +44,13 @@ def train(session: Session) -> int | Result:
     session.load_checkpoint()
     sync_job_data(config, rep)
     rep.progress(force=True, phase=Phase.RUNNING_SCRIPT)
+    for line in scenario.prints:
+        print(line, flush=True)
     time.sleep(scenario.start_s)  # the imports: a notice here ends the attempt, as in the real runtime
     if scenario.fails_in(config.attempt) and scenario.fail_at_step == 0:
         _fail(scenario)
+    if scenario.kill_at_step == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
     model = HollowModel(config.seed)
     for fit in scenario.fits:
         _FitCall(session, scenario, fit, model).run()
@@ -52,6 +58,19 @@ def train(session: Session) -> int | Result:
         return scenario.exit_code
     return {"step": rep.state["step"], "weights_sha256": model.sha256(), "metrics": session.last_metrics,
             "attempt": config.attempt, "offers": []}
+
+
+def _hand_over(turn: dict) -> None:
+    """One of the script's turns with the test: create `touch`, then wait for `wait_for` or SIGTERM itself."""
+    Path(turn["touch"]).touch()
+    if turn.get("sigterm"):
+        os.kill(os.getpid(), signal.SIGTERM)
+    if turn.get("wait_for"):
+        done, deadline = Path(turn["wait_for"]), time.monotonic() + 600
+        while not done.exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out waiting for the test to create {done}")
+            time.sleep(0.02)
 
 
 def _fail(scenario: Scenario) -> None:
@@ -214,6 +233,8 @@ class _FitCall:
         scenario, notice = self.scenario, self.s.watcher.notice
         if scenario.fails_in(self.s.config.attempt) and scenario.fail_at_step == step:
             _fail(scenario)
+        if scenario.kill_at_step == step:
+            os.kill(os.getpid(), signal.SIGKILL)
         if step in scenario.wait_for_notice_at and not notice.is_set():
             print(f"step {step}: waiting for the market to preempt this attempt", flush=True)
             if not notice.wait(scenario.wait_timeout_s):
@@ -224,6 +245,9 @@ class _FitCall:
             if not self.s.stop_asked.wait(scenario.wait_timeout_s):
                 raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a stop request "
                                  f"at step {step}")
+        for turn in scenario.handoffs:
+            if turn["at"] == step and not Path(turn["touch"]).exists():
+                _hand_over(turn)
         if scenario.pause_at == step:
             folder = Path(scenario.pause_dir)
             if not (folder / "paused").exists():

@@ -7,8 +7,9 @@ kills it there with SIGKILL, and starts a new controller process, which must:
 - close the attempt from its exit record when it ended while no controller watched;
 - call the attempt killed only when nothing was launched.
 
-The training script waits for a `go` file before it trains, so the test, not the machine's
-speed, decides whether the runtime is still running when the new controller looks.
+The attempts are hollow (spotfit/hollow/), and the first one stands still in its first step until
+the test creates a `go` file, so the test, not the machine's speed, decides whether the runtime is
+still running when the new controller looks.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.local_process import LocalHandle
 from spotfit.controller.crashpoints import HOLD_ENV
-from tests.support.gated_script import write_gated_job
+from tests.support.hollow_jobs import write_hollow_spec
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -34,9 +35,12 @@ DEADLINE_S = 240.0
 
 
 @pytest.fixture
-def job(tmp_path):
-    """A submitted job whose script waits for `tmp_path/go`: (job id, go file); its runtimes die at the end."""
-    spec, go = write_gated_job(tmp_path, "adopt", "ADOPT_GO", epochs=1)
+def job(tmp_path, hollow):
+    """A submitted job (1 epoch of 4 steps) whose first attempt waits in step 1 for `tmp_path/go`:
+    (job id, go file); its runtimes die at the end."""
+    spec = write_hollow_spec(tmp_path / "job", "name: adopt\nscript: train.py\nmarket: {trace: null}\n",
+                             epochs=1, steps_per_epoch=4, pause_at=1, pause_dir=str(tmp_path))
+    go = tmp_path / "go"
     job_id = sdk.submit(str(spec))
     yield job_id, go
     for pid in _runtime_pids(sdk.status(job_id)["store"]):  # started by this test's controllers

@@ -26,6 +26,10 @@ clock runs on the steps (`work_h`), so every figure below is the same on any mac
 
 The script pauses at step 10 until the test says go, so the test, not the machine's speed,
 decides what the controller sees.
+
+The jobs run hollow attempts (spotfit/hollow/: market_train.py's shape and flags, no
+TensorFlow), whose weights after an exact resume are the hollow reference's; the job of two
+workers runs real TensorFlow (a hollow attempt has one worker).
 """
 
 from __future__ import annotations
@@ -41,14 +45,17 @@ import pytest
 from spotfit import sdk
 from spotfit.backends.local import LocalBackend
 from spotfit.controller.loop import Controller
+from spotfit.hollow import HOLLOW_ENV
 from spotfit.sdk import db
 from spotfit.state.states import AttemptState
+from tests.support.hollow_jobs import reference, write_hollow_spec, write_scenario
 from tests.support.job_report import report_also
-from tests.support.jobs import spotfit_cmd, spotfit_home_at, write_spec
+from tests.support.jobs import spotfit_cmd, spotfit_home_at
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).parent / "scripts" / "market_train.py"
+ARGS = ["--epochs", "4"]
 TOTAL = 4 * 47
 ON_DEMAND_USD_PER_H = 3.06
 OVERHEAD_S = 0.2 * 3600
@@ -80,7 +87,9 @@ def _spec(job_spec, tmp_path: Path, name: str, pause_at: int = 0, workers: int =
     pause_dir = tmp_path / f"{name}-pause"
     pause_dir.mkdir()
     text = SPEC.format(name=name, pause_at=pause_at, pause_dir=pause_dir, workers=workers)
-    return job_spec(text, name, script=SCRIPT), pause_dir
+    spec = job_spec(text, name, script=SCRIPT)
+    write_scenario(spec.parent, SCRIPT)  # the hollow attempts' scenario (two workers run the real script)
+    return spec, pause_dir
 
 
 def _rows(job_id: str) -> list[tuple]:
@@ -108,14 +117,15 @@ def _exit_record(job_id: str, attempt: int) -> Path:
 
 @pytest.fixture(scope="module")
 def undisturbed(tmp_path_factory, request):
-    """The job run without interference: its status document and its ledger rows."""
+    """The job run without interference (hollow attempts): its status document and its ledger rows."""
     tmp = tmp_path_factory.mktemp("undisturbed")
     pause_dir = tmp / "pause"
     pause_dir.mkdir()
     text = SPEC.format(name="undisturbed", pause_at=0, pause_dir=pause_dir, workers=1)
-    spec = write_spec(tmp / "job", text, script=SCRIPT)
+    spec = write_hollow_spec(tmp / "job", text, SCRIPT)
     report_also(request, tmp / "home")
-    with spotfit_home_at(tmp / "home"):
+    with spotfit_home_at(tmp / "home"), pytest.MonkeyPatch.context() as mp:
+        mp.setenv(HOLLOW_ENV, "1")
         doc = _json("run", str(spec))
         assert doc["state"] == "completed" and doc["step"] == TOTAL, doc
         return doc, _rows(doc["id"])
@@ -125,14 +135,16 @@ def test_undisturbed_job_switches_as_the_policy_plans(undisturbed):
     doc, rows = undisturbed
     assert [(a["market"], a["state"]) for a in doc["attempts"]] == [
         ("on_demand", AttemptState.STOPPED), ("spot", AttemptState.PREEMPTED), ("on_demand", AttemptState.COMPLETED)]
-    assert doc["weights_sha256"]
+    assert doc["weights_sha256"] == reference(SCRIPT, ARGS)["weights_sha256"]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_attempt_that_trained_past_its_modeled_end_keeps_its_result_and_the_bill(
-        job_spec, tmp_path, processes, undisturbed, workers):
+        job_spec, tmp_path, processes, undisturbed, workers, request):
     import psutil
 
+    if workers == 1:  # two workers train with real TensorFlow (multi-worker), one on a hollow attempt
+        request.getfixturevalue("hollow")
     base, base_rows = undisturbed
     job_id, pause_dir, pid = _paused_detached(job_spec, tmp_path, f"frozen{workers}", workers)
     controller = psutil.Process(pid)
@@ -206,6 +218,7 @@ class _StaleProgress(_LateNotice):
         return super().status(handle)
 
 
+@pytest.mark.usefixtures("hollow")
 @pytest.mark.parametrize("backend", [_LateNotice, _LateLook, _StaleProgress])
 def test_notices_that_arrive_after_the_process_ended_leave_the_models_ends_and_the_bill(
         job_spec, tmp_path, undisturbed, backend):
@@ -224,6 +237,7 @@ def test_notices_that_arrive_after_the_process_ended_leave_the_models_ends_and_t
     assert {e["attempt"] for e in events if e["kind"] == "already_done"} == {2, 3}
 
 
+@pytest.mark.usefixtures("hollow")
 def test_an_attempt_that_finished_while_no_controller_watched_is_adopted_as_finished(
         job_spec, tmp_path, undisturbed):
     base, _ = undisturbed

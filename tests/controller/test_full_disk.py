@@ -3,7 +3,9 @@
 The store is a real 16 MiB tmpfs, mounted in a mount namespace of the `spotfit run` process
 (`unshare --mount --map-root-user`: no root needed where user namespaces are allowed); the test
 reaches it through `/proc/<pid>/root`. The script and the test hand the steps back and forth
-through marker files, so what happens where is fixed whatever the machine's speed:
+through marker files, so what happens where is fixed whatever the machine's speed. The job runs
+on a hollow attempt (spotfit/hollow/): its scenario's handoffs take the script's turns at the
+same steps:
 
 - at step 30 the script asks for the disk to be filled and waits until the test has filled it;
 - it trains on while every write to the store fails with ENOSPC (checkpoints, progress, events);
@@ -12,7 +14,8 @@ through marker files, so what happens where is fixed whatever the machine's spee
   disk with what to free, and the job waits;
 - the test frees the space; attempt 2 resumes from the last checkpoint written (step 20).
 
-The job must finish with the weights of an uninterrupted run and never `controller: gone`.
+The job must finish with the weights of an uninterrupted run (the hollow reference) and never
+`controller: gone`.
 """
 
 from __future__ import annotations
@@ -27,38 +30,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.hollow_jobs import CONTROLLER_SCRIPTS, reference, write_scenario
 from tests.support.jobs import spotfit_cmd
 from tests.support.store_faults import digits_script, status_or_empty, write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = digits_script('''
-import os, signal, time
-from pathlib import Path
-import keras
-from sklearn.datasets import load_digits
+# The job's script: the digits fit of tests/support/store_faults.py (4 epochs of 47 steps). A hollow
+# attempt trains its shape instead (hollow.json, MARKET_SCRIPT's shape) and takes the turns of the test.
+SCRIPT = digits_script('import keras\nfrom sklearn.datasets import load_digits\n\n\n'
+                       'class Plain(keras.callbacks.Callback):\n    """Nothing: the turns are hollow.json\'s."""\n',
+                       "Plain")
+MARKET_SCRIPT = CONTROLLER_SCRIPTS / "market_train.py"  # the same shape: 4 epochs of 47 steps
 
 
-class FullDisk(keras.callbacks.Callback):
-    """Step 30: the disk fills; step 41: a preemption notice (no-op without FULL_MARKS)."""
-    step = 0
-    def on_train_batch_end(self, batch, logs=None):
-        self.step += 1
-        marks = os.environ.get("FULL_MARKS")
-        if not marks or (Path(marks) / "filled").exists() and self.step != 41:
-            return
-        if self.step == 30:
-            (Path(marks) / "fill-request").touch()
-            deadline = time.monotonic() + 600
-            while not (Path(marks) / "filled").exists():
-                if time.monotonic() > deadline:
-                    raise SystemExit("timed out waiting for the test to fill the disk")
-                time.sleep(0.02)
-        elif self.step == 41 and not (Path(marks) / "preempted").exists():
-            (Path(marks) / "preempted").touch()
-            os.kill(os.getpid(), signal.SIGTERM)
-''', "FullDisk")
+def _full_disk_turns(marks: Path) -> list[dict]:
+    """Step 30: the disk fills (the script waits until it has); step 41: a preemption notice (SIGTERM)."""
+    return [{"at": 30, "touch": str(marks / "fill-request"), "wait_for": str(marks / "filled")},
+            {"at": 41, "touch": str(marks / "preempted"), "sigterm": True}]
+
+
 MOUNT = 'mount -t tmpfs -o size=16m spotfit-test-disk "$0" && exec "$@"'
 
 
@@ -83,13 +75,15 @@ def _fill(folder: Path) -> None:
             assert exc.errno == errno.ENOSPC, exc
 
 
+@pytest.mark.usefixtures("hollow")
 def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_spec, tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
     _require_mount_namespace(disk)
     marks = tmp_path / "marks"
     marks.mkdir()
-    spec = write_job(job_spec, tmp_path, SCRIPT, "full", f", store: 'file://{disk}/store'", {"FULL_MARKS": str(marks)})
+    spec = write_job(job_spec, tmp_path, SCRIPT, "full", f", store: 'file://{disk}/store'")
+    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=_full_disk_turns(marks))
     job = subprocess.Popen(["unshare", "--mount", "--map-root-user", "sh", "-c", MOUNT, str(disk),
                             *spotfit_cmd("run", str(spec), "--json")], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
@@ -98,18 +92,12 @@ def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_s
     reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
                               daemon=True)
     reader.start()
-    reference: subprocess.Popen | None = None  # the uninterrupted run
     try:
         wait_for(lambda: (marks / "fill-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 30, where it asks for the disk to fill")
         assert job.poll() is None, output
         _fill(inside)
         (marks / "filled").touch()
-        # The uninterrupted run trains meanwhile, on the default file:// store.
-        reference_spec = write_job(job_spec, tmp_path, SCRIPT, "reference")
-        reference = subprocess.Popen(spotfit_cmd("run", str(reference_spec), "--json"),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     stdin=subprocess.DEVNULL, env=os.environ.copy())
         # The controller's write probe sees the full disk while the attempt runs; after the
         # preemption at step 41 the job waits for space to launch attempt 2.
         wait_for(lambda: (status_or_empty("full").get("store_problem")
@@ -123,16 +111,13 @@ def test_the_job_survives_a_full_store_disk_with_the_uninterrupted_weights(job_s
         (inside / "filler").unlink()
         wait_for(lambda: job.poll() is not None, 300, "the job to finish once the disk had space again")
         reader.join(timeout=60)
-        ref_out, ref_err = reference.communicate(timeout=300)
     finally:
-        for proc in (job, reference):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        if job.poll() is None:
+            job.kill()
+            job.wait()
     assert job.returncode == 0, output.get("err", "")[-3000:]
     doc = json.loads(output["out"])
-    assert reference.returncode == 0, ref_err[-3000:]
-    uninterrupted = json.loads(ref_out)
+    uninterrupted = reference(MARKET_SCRIPT, [], seed=7)  # the run of the same scenario, never interrupted
     assert doc["state"] == "completed" and doc["store_problem"] is None
     assert [a["state"] for a in doc["attempts"]] == ["preempted", "completed"]
     assert doc["attempts"][1]["start_step"] == 20  # the saves of steps 30, 40 and 41 found no space

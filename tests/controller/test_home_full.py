@@ -1,7 +1,8 @@
 """The disk under `$SPOTFIT_HOME` (the state DB) fills up mid-training: the controller supervises on.
 
 `$SPOTFIT_HOME` is a real 8 MiB tmpfs (mounted by the test: root only, else skipped loudly);
-the job's store is elsewhere. At step 30 the script asks for the disk to be filled and waits
+the job's store is elsewhere. The job runs on a hollow attempt (spotfit/hollow/), whose scenario
+takes the script's turn: at step 30 the script asks for the disk to be filled and waits
 until the test has filled it; it trains on. The controller's next write of the state DB gets
 `database or disk is full`: it must say so on stderr and go on supervising from memory
 (`spotfit/state/memory.py`), never end or block (either left the runtime training
@@ -19,37 +20,23 @@ import json
 import os
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
 from spotfit import sdk
+from tests.controller.test_full_disk import MARKET_SCRIPT, SCRIPT
+from tests.support.hollow_jobs import reference, write_scenario
 from tests.support.jobs import spotfit_cmd
-from tests.support.store_faults import digits_script, write_job
+from tests.support.store_faults import write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = digits_script('''
-import os, time
-from pathlib import Path
-import keras
-from sklearn.datasets import load_digits
 
-
-class Fill(keras.callbacks.Callback):
-    """Step 30: the home's disk fills (no-op without FILL_MARKS)."""
-    step = 0
-    def on_train_batch_end(self, batch, logs=None):
-        self.step += 1
-        marks = os.environ.get("FILL_MARKS")
-        if marks and self.step == 30:
-            (Path(marks) / "fill-request").touch()
-            deadline = time.monotonic() + 600
-            while not (Path(marks) / "filled").exists():
-                if time.monotonic() > deadline:
-                    raise SystemExit("timed out waiting for the test to fill the disk")
-                time.sleep(0.02)
-''', "Fill")
+def _fill_turn(marks: Path) -> list[dict]:
+    """Step 30: the home's disk fills (the script waits until it has)."""
+    return [{"at": 30, "touch": str(marks / "fill-request"), "wait_for": str(marks / "filled")}]
 
 
 @pytest.fixture
@@ -75,11 +62,13 @@ def _fill(folder) -> None:
             assert exc.errno == errno.ENOSPC, exc
 
 
+@pytest.mark.usefixtures("hollow")
 def test_the_controller_supervises_from_memory_while_the_home_disk_is_full(job_spec, tmp_path, home_on_tmpfs):
     marks = tmp_path / "marks"
     marks.mkdir()
     store = tmp_path / "store"
-    spec = write_job(job_spec, tmp_path, SCRIPT, "homefull", f", store: 'file://{store}'", {"FILL_MARKS": str(marks)})
+    spec = write_job(job_spec, tmp_path, SCRIPT, "homefull", f", store: 'file://{store}'")
+    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=_fill_turn(marks))
     env = {**os.environ, "SPOTFIT_STATE_BUSY_TIMEOUT_S": "0.2"}
     job = subprocess.Popen(spotfit_cmd("run", str(spec), "--preempt-at", "60:5", "--json"), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=env)
@@ -115,7 +104,7 @@ def test_the_controller_supervises_from_memory_while_the_home_disk_is_full(job_s
     doc = json.loads(out[0])
     assert doc["state"] == "completed" and [a["state"] for a in doc["attempts"]] == ["preempted", "completed"], doc
     assert [(a["start_step"], a["end_step"]) for a in doc["attempts"]] == [(0, 60), (60, 188)], doc["attempts"]
-    assert doc["step"] == 188 and doc["weights_sha256"] is not None
+    assert doc["step"] == 188 and doc["weights_sha256"] == reference(MARKET_SCRIPT, [], seed=7)["weights_sha256"]
     events = sdk.events(doc["id"])
     assert [e["data"]["at_step"] for e in events if e["kind"] == "injected_preemption"] == [60]
     waits = [e for e in events if e["kind"] == "state_wait"]

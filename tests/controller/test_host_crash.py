@@ -2,8 +2,8 @@
 
 The controller's rules run against a stand-in backend (no TensorFlow): its first attempt reports
 progress, then is gone with no exit code, signal or `exit.json`, as an instance that lost its
-host; the next completes. One test does it for real: a controller and its runtime SIGKILLed
-together mid-training, then a new controller.
+host; the next completes. One test does it with real processes: a controller and its (hollow)
+runtime SIGKILLed together mid-training, then a new controller.
 An attempt gone before its runtime reported a step is still a failure (`no_exit_record`), so a
 machine that never boots cannot relaunch for ever.
 """
@@ -26,6 +26,7 @@ from spotfit.backends.local_process import LocalHandle
 from spotfit.controller.loop import Controller
 from spotfit.spec.job import JobSpec
 from spotfit.stores import open_store
+from tests.support.hollow_jobs import write_hollow_spec
 from tests.support.wait import wait_for
 
 
@@ -102,34 +103,6 @@ def test_an_attempt_gone_before_it_trained_still_counts(tmp_path, monkeypatch, f
     assert "max_failures=0" in doc["message"]
 
 
-HELD_SCRIPT = '''
-import os
-import time
-from pathlib import Path
-
-import keras
-import numpy as np
-
-held = Path(os.environ["HOST_CRASH_HELD"])
-
-
-class HoldOnce(keras.callbacks.Callback):
-    """The first attempt stops at batch 3 and waits there (for the test to kill its host)."""
-
-    def on_train_batch_end(self, batch, logs=None):
-        if batch == 3 and not held.exists():
-            held.touch()
-            time.sleep(600)
-
-
-rng = np.random.default_rng(0)
-x = rng.standard_normal((128, 4)).astype("float32")
-model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
-model.compile("adam", "sparse_categorical_crossentropy")
-model.fit(x, (x[:, 0] > 0).astype("int32"), batch_size=16, epochs=1, verbose=2, callbacks=[HoldOnce()])
-'''
-
-
 def _controller(job_id: str, log: Path, processes: list) -> subprocess.Popen:
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "spotfit.controller", job_id], stdin=subprocess.DEVNULL,
@@ -139,16 +112,19 @@ def _controller(job_id: str, log: Path, processes: list) -> subprocess.Popen:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("hollow")
 def test_a_real_host_lost_mid_training_is_resumed_without_using_up_max_failures(tmp_path, processes):
     """Controller and runtime SIGKILLed together at step 3 (the machine gone); `spotfit resume`'s
-    controller finds the runtime gone with no exit record and relaunches, with max_failures 0."""
-    folder = tmp_path / "job"
-    folder.mkdir()
-    (folder / "train.py").write_text(HELD_SCRIPT)
-    held = tmp_path / "held"
-    (folder / "spotfit.yaml").write_text(f"name: crash\nscript: train.py\nmax_failures: 0\nmarket: {{trace: null}}\n"
-                                         f"env: {{HOST_CRASH_HELD: '{held}'}}\n")
-    job_id = sdk.submit(str(folder / "spotfit.yaml"))
+    controller finds the runtime gone with no exit record and relaunches, with max_failures 0.
+
+    The job trains 1 epoch of 8 steps; its first attempt stands still in step 4, before step 4 is
+    counted (it writes `pause/paused` and waits for a `pause/go` that never comes)."""
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    held = pause / "paused"
+    spec = write_hollow_spec(tmp_path / "job", "name: crash\nscript: train.py\nmax_failures: 0\n"
+                             "market: {trace: null}\n", epochs=1, steps_per_epoch=8, pause_at=4, pause_dir=str(pause))
+    job_id = sdk.submit(str(spec))
     job_dir = Path(sdk.status(job_id)["store"][len("file://"):])
     first = _controller(job_id, tmp_path / "controller-1.log", processes)
 

@@ -7,9 +7,11 @@
 - SIGKILL of the controller: `status` says the controller is gone and names `spotfit resume
   JOB`; `spotfit resume` adopts the running attempt and finishes it, with the same weights.
 
-The script holds at step 30 until the test has done its part (marker files), so where the
-signal lands in the training is fixed whatever the machine's speed. The uninterrupted run that
-both tests compare with trains once, beside the first test's job (`uninterrupted`).
+The attempts are hollow (spotfit/hollow/). The first one holds in step 30 until the test has done
+its part (marker files: it writes `paused`, waits for `go`), so where the signal lands in the
+training is fixed whatever the machine's speed; after a Ctrl-C it also stands still in step 31
+until it has read the stop request, so it cannot finish before it is asked to stop. Both tests
+compare with the uninterrupted hollow run (`uninterrupted`, computed in this process).
 """
 
 from __future__ import annotations
@@ -23,34 +25,19 @@ import psutil
 import pytest
 
 from spotfit import sdk
-from tests.support.job_report import report_also
-from tests.support.jobs import spotfit_cmd
-from tests.support.store_faults import Reference, digits_script, write_job
+from tests.support.hollow_jobs import reference, write_hollow_spec
+from tests.support.jobs import DIGITS, spotfit_cmd
 from tests.support.wait import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("hollow")]
 
-SCRIPT = digits_script('''
-import os, time
-from pathlib import Path
-import keras
-from sklearn.datasets import load_digits
-
-
-class Hold(keras.callbacks.Callback):
-    """Step 30: say so, and wait for the test's go-on (no-op without HOLD_MARKS)."""
-    step = 0
-    def on_train_batch_end(self, batch, logs=None):
-        self.step += 1
-        marks = os.environ.get("HOLD_MARKS")
-        if marks and self.step == 30 and not (Path(marks) / "go-on").exists():
-            (Path(marks) / "at-30").touch()
-            deadline = time.monotonic() + 600
-            while not (Path(marks) / "go-on").exists():
-                if time.monotonic() > deadline:
-                    raise SystemExit("timed out waiting for the test's go-on")
-                time.sleep(0.02)
-''', "Hold")
+SPEC = """name: held
+script: train.py
+market: {trace: aws-v100, zones: [us-west-2a], start: '2023-02-17T19:16:00', time_scale: 10}
+checkpoint: {interval: {steps: 10}, keep: 2}
+training: {seed: 7, deterministic: true}
+"""
+EPOCHS = 4  # of 47 steps
 
 
 def _runtimes(job_url: str) -> list[int]:
@@ -59,19 +46,17 @@ def _runtimes(job_url: str) -> list[int]:
             and p.info["status"] != psutil.STATUS_ZOMBIE]
 
 
-def _start(job_spec, tmp_path, name: str, marks=None) -> subprocess.Popen:
-    spec = write_job(job_spec, tmp_path, SCRIPT, name, env={"HOLD_MARKS": str(marks)} if marks else None)
+def _start(tmp_path, marks, **scenario) -> subprocess.Popen:
+    """`spotfit run` of the job (its first attempt holds in step 30 for `marks/go`), in the foreground."""
+    spec = write_hollow_spec(tmp_path / "held", SPEC, epochs=EPOCHS, pause_at=30, pause_dir=str(marks), **scenario)
     return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, stdin=subprocess.DEVNULL, env=os.environ.copy(), start_new_session=True)
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory, request):
-    """The reference run of SCRIPT without its hold, started once for both tests."""
-    reference = Reference(tmp_path_factory.mktemp("reference"), SCRIPT)
-    report_also(request, reference.home)
-    yield reference
-    reference.close()
+def uninterrupted() -> dict:
+    """Step and weights of the job run without interruption."""
+    return reference(DIGITS / "train.py", [], seed=7, epochs=EPOCHS)
 
 
 def _resume(job_id: str) -> subprocess.Popen:
@@ -80,21 +65,21 @@ def _resume(job_id: str) -> subprocess.Popen:
 
 
 def _at_step_30(job: subprocess.Popen, marks) -> dict:
-    wait_for(lambda: (marks / "at-30").exists() or job.poll() is not None, 300, "the training to reach step 30")
+    wait_for(lambda: (marks / "paused").exists() or job.poll() is not None, 300, "the training to reach step 30")
     assert job.poll() is None, job.communicate()[1][-3000:]
     return sdk.status("held")
 
 
-def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(job_spec, tmp_path, uninterrupted):
+def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(tmp_path, uninterrupted):
     marks = tmp_path / "marks"
     marks.mkdir()
-    job = _start(job_spec, tmp_path, "held", marks)
+    job = _start(tmp_path, marks, wait_for_stop_at=31)
     try:
         running = _at_step_30(job, marks)
         job.send_signal(signal.SIGINT)
         wait_for(lambda: any("interrupted (Ctrl-C)" in e["message"] for e in sdk.events(running["id"]))
                  or job.poll() is not None, 300, "the controller to ask the attempt to save and stop")
-        (marks / "go-on").touch()
+        (marks / "go").touch()
         out, err = job.communicate(timeout=300)
     finally:
         if job.poll() is None:
@@ -113,18 +98,17 @@ def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(job_s
     out, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err[-3000:]
     done = json.loads(out)
-    reference = uninterrupted.result()
     assert done["state"] == "completed"
     assert [a["state"] for a in done["attempts"]] == ["stopped", "completed"]
     assert done["attempts"][1]["start_step"] == attempt["end_step"]
-    assert done["step"] == reference["step"] == 188
-    assert done["weights_sha256"] == reference["weights_sha256"] is not None
+    assert done["step"] == uninterrupted["step"] == 188
+    assert done["weights_sha256"] == uninterrupted["weights_sha256"] is not None
 
 
-def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(job_spec, tmp_path, uninterrupted):
+def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(tmp_path, uninterrupted):
     marks = tmp_path / "marks"
     marks.mkdir()
-    job = _start(job_spec, tmp_path, "held", marks)
+    job = _start(tmp_path, marks)
     resumed = None
     try:
         running = _at_step_30(job, marks)
@@ -140,7 +124,7 @@ def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(job_
         wait_for(lambda: any(e["kind"] == "adopted" for e in sdk.events(running["id"])) or resumed.poll() is not None,
                  300, "`spotfit resume` to adopt the running attempt")
         assert sdk.status(running["id"])["resume"] is None
-        (marks / "go-on").touch()
+        (marks / "go").touch()
         out, err = resumed.communicate(timeout=600)
     finally:
         for proc in (job, resumed):
@@ -149,9 +133,8 @@ def test_a_killed_controller_is_named_by_status_and_resume_picks_the_job_up(job_
                 proc.wait()
     assert resumed.returncode == 0, err[-3000:]
     done = json.loads(out)
-    reference = uninterrupted.result()
     assert done["state"] == "completed"
     assert [a["state"] for a in done["attempts"]] == ["completed"]  # adopted, not relaunched
     assert not psutil.pid_exists(runtime) or psutil.Process(runtime).status() == psutil.STATUS_ZOMBIE
-    assert done["step"] == reference["step"] == 188
-    assert done["weights_sha256"] == reference["weights_sha256"] is not None
+    assert done["step"] == uninterrupted["step"] == 188
+    assert done["weights_sha256"] == uninterrupted["weights_sha256"] is not None

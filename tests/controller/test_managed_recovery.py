@@ -5,6 +5,10 @@ machine's speed: the flaky job meets the market at known steps (its script waits
 market's preemption), decisions are checked against the trace at the trace times the controller
 recorded, and every wait has a deadline. The deadline test's job trains on steps (`work_h`):
 whether it finishes before its trace-time deadline does not depend on the machine's speed.
+
+The deadline and controller-crash tests run hollow attempts (spotfit/hollow/); the preemption
+test stays on real Keras: the replayed market's preemptions must resume to the weights of an
+uninterrupted Keras run.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from spotfit import sdk
 from spotfit.market.policies.base import BasePolicy, Kind, make_policy
 from spotfit.market.simulator import Job, simulate
 from spotfit.market.trace import load_trace
 from spotfit.state.states import AttemptState
+from tests.support.hollow_jobs import write_hollow_spec
 from tests.support.jobs import spotfit_cmd
 from tests.support.ledger import down_ticks, launch_cost_usd, tick_at
 from tests.support.wait import wait_for
@@ -171,7 +177,8 @@ class _Recording(BasePolicy):
         return decision
 
 
-def test_tight_deadline_on_a_dry_zone_switches_to_on_demand_and_finishes_in_time(job_spec):
+@pytest.mark.usefixtures("hollow")
+def test_tight_deadline_on_a_dry_zone_switches_to_on_demand_and_finishes_in_time(tmp_path):
     # Offline first: for this job on this trace the default policy's first launch is on-demand,
     # since spot is gone for 3.25 h and the deadline is 2.5 h (it may wait while the slack
     # still affords a later on-demand launch: waiting is free until then).
@@ -182,7 +189,7 @@ def test_tight_deadline_on_a_dry_zone_switches_to_on_demand_and_finishes_in_time
     first_tick, first = next((t, d) for t, d in policy.seen if d.kind is not Kind.NONE)
     assert run.met_deadline and first.kind is Kind.ON_DEMAND and run.launches == 1
 
-    doc = _json("run", str(job_spec(DRY, "dry")))
+    doc = _json("run", str(write_hollow_spec(tmp_path / "dry", DRY)))
     assert doc["state"] == "completed", doc
     assert [a["market"] for a in doc["attempts"]] == ["on_demand"]
     launch = next(e for e in _json("logs", doc["id"])["events"] if e["kind"] == "launch")
@@ -194,17 +201,33 @@ def test_tight_deadline_on_a_dry_zone_switches_to_on_demand_and_finishes_in_time
     _check_ledger(doc["id"], "us-east-1a")
 
 
-def test_controller_killed_mid_job_resumes_without_duplicate_attempts(job_spec):
-    out = _cli("run", str(job_spec(CALM.format(epochs=40), "calm")), "--detach", "--json")
+@pytest.mark.usefixtures("hollow")
+def test_controller_killed_mid_job_resumes_without_duplicate_attempts(tmp_path):
+    """The attempt holds in step 101 (it writes `marks/paused`, waits for `marks/go`) until the new
+    controller has adopted it: it is still running, whatever the machine's speed."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    spec = write_hollow_spec(tmp_path / "calm", CALM.format(epochs=4), pause_at=101, pause_dir=str(marks))
+    out = _cli("run", str(spec), "--detach", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     job_id = json.loads(out.stdout)["id"]
     doc = wait_for(lambda: (d := _json("status", job_id))["step"] >= 100 and d, 300, "the job to reach step 100")
     assert doc["controller"] == "alive", doc
-    from spotfit.sdk import db
-
-    os.kill(db().find_job(job_id)["controller_pid"], signal.SIGKILL)
+    os.kill(sdk.db().find_job(job_id)["controller_pid"], signal.SIGKILL)
     wait_for(lambda: _json("status", job_id)["controller"] == "gone", 60, "the killed controller to be seen as gone")
-    final = _json("resume", job_id)
+    resumed = subprocess.Popen(spotfit_cmd("resume", job_id, "--json"), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        wait_for(lambda: any(e["kind"] == "adopted" for e in sdk.events(job_id)) or resumed.poll() is not None,
+                 300, "`spotfit resume` to adopt the running attempt")
+        (marks / "go").touch()
+        out_text, err = resumed.communicate(timeout=600)
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+            resumed.wait()
+    assert resumed.returncode == 0, err[-3000:]
+    final = json.loads(out_text)
     assert final["state"] == "completed", final
     assert len(final["attempts"]) == 1  # the running attempt was adopted, not relaunched
     assert final["attempts"][0]["state"] == "completed"

@@ -1,9 +1,11 @@
-"""The replayed market bills like a cloud: a real local job and `spotfit simulate` agree.
+"""The replayed market bills like a cloud: a local job and `spotfit simulate` agree.
 
 With `work_h` the replay counts trace time by training steps (work_h / total_steps each) and
 holds its clock while a local process starts, restores and winds down; each launch costs the
 modeled `market.overhead_h`. So a replayed job is deterministic in trace time, whatever the
-machine's speed or load, and must make the simulator's launches at the simulator's ticks.
+machine's speed or load, and must make the simulator's launches at the simulator's ticks. The job
+runs on hollow attempts (spotfit/hollow/), whose steps take next to no time: each attempt runs far
+ahead of the modeled instance, and the launches, the finish and the bill must not move.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from spotfit.market.policies.base import BasePolicy, Kind, make_policy
 from spotfit.market.simulator import Job, simulate
 from spotfit.market.trace import load_trace
+from tests.support.hollow_jobs import write_hollow_spec
 from tests.support.jobs import spotfit_cmd
 from tests.support.ledger import GAP_S, launch_cost_usd, ticks
 
@@ -68,11 +71,12 @@ def _simulated():
     return run, policy.launches
 
 
-def test_a_replayed_job_makes_the_simulators_launches_at_its_cost(job_spec):
+@pytest.mark.usefixtures("hollow")
+def test_a_replayed_job_makes_the_simulators_launches_at_its_cost(tmp_path):
     run, sim_launches = _simulated()
     assert run.met_deadline and len(sim_launches) >= 2, (run, sim_launches)  # the window has a preemption
 
-    out = subprocess.run(spotfit_cmd("run", str(job_spec(SPEC, "parity", script=SCRIPT)), "--json"),
+    out = subprocess.run(spotfit_cmd("run", str(write_hollow_spec(tmp_path / "parity", SPEC, SCRIPT)), "--json"),
                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
                          env=os.environ.copy())
     assert out.returncode == 0, out.stderr[-3000:]

@@ -4,10 +4,10 @@ A real PostgreSQL server on 127.0.0.1 (the session's `postgres` fixture) holds t
 laptop submits with `spotfit run --detach` and starts nothing; two `spotfit controller`
 processes, posing as two hosts (`SPOTFIT_CONTROLLER_HOST`, so that neither can see the other's
 pid and only the lease decides), race for the job. Exactly one drives it; the test kills that
-one by PID while the job's script waits for a `go` file (the test, not the machine's speed,
-decides when training starts), and the other takes the job over once the lease has expired,
-adopts the running attempt and drives it to the end. The laptop's `status`, `logs` and `cost`
-read it all from the shared state.
+one by PID while the job's attempt (hollow: spotfit/hollow/) stands still at step 1 until a `go`
+file exists (the test, not the machine's speed, decides when training goes on), and the other
+takes the job over once the lease has expired, adopts the running attempt and drives it to the
+end. The laptop's `status`, `logs` and `cost` read it all from the shared state.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from spotfit.hollow import SCENARIO_FILE
 from spotfit.state.db import StateDB
 from tests.support.gated_script import write_gated_job
 from tests.support.jobs import spotfit_cmd
@@ -52,11 +53,15 @@ def _controller(env: dict, host: str, log: Path) -> psutil.Process:
     return psutil.Process(proc.pid)
 
 
+@pytest.mark.usefixtures("hollow")
 def test_job_submitted_from_a_laptop_is_driven_by_one_controller_then_taken_over(
         postgres, tmp_path, processes):
     url = schema_url(postgres.url, "t_shared_e2e")
     env = {**os.environ, "SPOTFIT_STATE_URL": url}
     spec, go = write_gated_job(tmp_path, "shared", "SHARED_GO", epochs=2)
+    # The gated script's fit (64 samples in batches of 16), standing still at step 1 until `go` exists.
+    (spec.parent / SCENARIO_FILE).write_text(json.dumps({"epochs": 2, "steps_per_epoch": 4, "pause_at": 1,
+                                                         "pause_dir": str(go.parent)}))
 
     # The laptop submits and starts no controller: the job waits for one, and says so.
     out = _cli(env, "run", str(spec), "--detach", "--json")

@@ -1,6 +1,7 @@
 """Another process holds the state DB's write lock mid-training: the controller waits it out.
 
-`spotfit run` drives a real attempt. At step 30 the script asks for the lock and waits until
+`spotfit run` drives a hollow attempt (spotfit/hollow/), whose scenario takes the script's turn:
+at step 30 the script asks for the lock and waits until
 the test holds it (`BEGIN IMMEDIATE` on the job's state DB, from this process); it then trains
 on. The controller's next write finds the DB locked: it must say so on stderr and retry, never
 end (which left the runtime training unsupervised); `spotfit status` must answer, read-only,
@@ -18,44 +19,32 @@ import sqlite3
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from spotfit import sdk
 from spotfit.home import state_target
+from tests.controller.test_full_disk import MARKET_SCRIPT, SCRIPT
+from tests.support.hollow_jobs import reference, write_scenario
 from tests.support.jobs import spotfit_cmd
-from tests.support.store_faults import digits_script, status_or_empty, write_job
+from tests.support.store_faults import status_or_empty, write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = digits_script('''
-import os, time
-from pathlib import Path
-import keras
-from sklearn.datasets import load_digits
+
+def _lock_turn(marks: Path) -> list[dict]:
+    """Step 30: the state DB gets locked by the test (the script waits until it is)."""
+    return [{"at": 30, "touch": str(marks / "lock-request"), "wait_for": str(marks / "locked")}]
 
 
-class Lock(keras.callbacks.Callback):
-    """Step 30: the state DB gets locked by the test (no-op without LOCK_MARKS)."""
-    step = 0
-    def on_train_batch_end(self, batch, logs=None):
-        self.step += 1
-        marks = os.environ.get("LOCK_MARKS")
-        if marks and self.step == 30:
-            (Path(marks) / "lock-request").touch()
-            deadline = time.monotonic() + 600
-            while not (Path(marks) / "locked").exists():
-                if time.monotonic() > deadline:
-                    raise SystemExit("timed out waiting for the test to lock the state DB")
-                time.sleep(0.02)
-''', "Lock")
-
-
+@pytest.mark.usefixtures("hollow")
 def test_the_controller_waits_out_a_locked_state_db_and_status_answers_meanwhile(job_spec, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
-    spec = write_job(job_spec, tmp_path, SCRIPT, "locked", env={"LOCK_MARKS": str(marks)})
+    spec = write_job(job_spec, tmp_path, SCRIPT, "locked")
+    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=_lock_turn(marks))
     env = {**os.environ, "SPOTFIT_STATE_BUSY_TIMEOUT_S": "0.2"}  # each try gives up soon: many retries
     job = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, stdin=subprocess.DEVNULL, env=env)
@@ -95,7 +84,7 @@ def test_the_controller_waits_out_a_locked_state_db_and_status_answers_meanwhile
     doc = json.loads(out[0])
     assert doc["state"] == "completed" and doc["controller"] == "finished"
     assert [a["state"] for a in doc["attempts"]] == ["completed"]
-    assert doc["step"] == 188 and doc["weights_sha256"] is not None
+    assert doc["step"] == 188 and doc["weights_sha256"] == reference(MARKET_SCRIPT, [], seed=7)["weights_sha256"]
     waits = [e for e in sdk.events(doc["id"]) if e["kind"] == "state_wait"]
     assert waits and waits[0]["data"]["reason"] == "locked" and waits[0]["data"]["tries"] >= 3, waits
     assert "was locked by another process" in waits[0]["message"]

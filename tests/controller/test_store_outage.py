@@ -1,11 +1,13 @@
 """The job's S3 store goes away for 60 s mid-training: the controller and the training carry on.
 
-`spotfit run` drives a real attempt whose checkpoints, progress and events live on SeaweedFS.
+`spotfit run` drives a hollow attempt (spotfit/hollow/) whose checkpoints, progress and events
+live on SeaweedFS; its scenario takes the script's turns.
 The script and the test hand the outage back and forth through marker files, so its place in
 the training is fixed whatever the machine's speed: at step 30 the script asks for the outage
 and waits until the server is stopped (by PID); it trains on with the server away; at step 41
 it asks for the server back and waits until the test has started it again, 60 s after it
-stopped. The job must then finish with the weights of an uninterrupted run, with the outage
+stopped. The job must then finish with the weights of an uninterrupted run (the hollow
+reference), with the outage
 recorded as events and shown by `status` while it lasted, and never `controller: gone`.
 
 The 60 s pass at a third of their length (`SCALE`): the outage lasts 20 s, and the controller
@@ -24,12 +26,15 @@ import subprocess
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
+from tests.controller.test_full_disk import MARKET_SCRIPT, SCRIPT
+from tests.support.hollow_jobs import reference, write_scenario
 from tests.support.jobs import spotfit_cmd
 from tests.support.seaweed import BUCKET
-from tests.support.store_faults import digits_script, status_or_empty, write_job
+from tests.support.store_faults import status_or_empty, write_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -37,48 +42,31 @@ SCALE = 1 / 3  # the controller's waits, its lease and the outage, as a share of
 OUTAGE_S = 60.0 * SCALE  # the 60 s outage the issue asks the controller to survive, scaled
 CONTROLLER_ENV = {"SPOTFIT_WAIT_SCALE": f"{SCALE:.6f}", "SPOTFIT_LEASE_TTL_S": f"{15.0 * SCALE:g}"}
 
-SCRIPT = digits_script('''
-import os, time
-from pathlib import Path
-import keras
-from sklearn.datasets import load_digits
+
+def _outage_turns(marks: Path) -> list[dict]:
+    """The server is away from step 30 until the test brings it back at step 41."""
+    return [{"at": 30, "touch": str(marks / "stop-request"), "wait_for": str(marks / "stopped")},
+            {"at": 41, "touch": str(marks / "start-request"), "wait_for": str(marks / "started")}]
 
 
-class Outage(keras.callbacks.Callback):
-    """The server is away from step 30 until the test brings it back at step 41 (no-op without marks)."""
-    step = 0
-    def on_train_batch_end(self, batch, logs=None):
-        self.step += 1
-        marks = os.environ.get("OUTAGE_MARKS")
-        if marks and self.step in (30, 41):
-            request, done = ("stop-request", "stopped") if self.step == 30 else ("start-request", "started")
-            (Path(marks) / request).touch()
-            deadline = time.monotonic() + 600
-            while not (Path(marks) / done).exists():
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"timed out waiting for the test to write {done}")
-                time.sleep(0.02)
-''', "Outage")
-
-
-def _start(job_spec, tmp_path, name: str, store: str = "", env: dict | None = None,
-           controller_env: dict | None = None) -> subprocess.Popen:
-    spec = write_job(job_spec, tmp_path, SCRIPT, name, store, env)
+def _start(job_spec, tmp_path, name: str, store: str, marks: Path, controller_env: dict) -> subprocess.Popen:
+    spec = write_job(job_spec, tmp_path, SCRIPT, name, store)
+    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=_outage_turns(marks))
     return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, stdin=subprocess.DEVNULL, env={**os.environ, **(controller_env or {})})
+                            text=True, stdin=subprocess.DEVNULL, env={**os.environ, **controller_env})
 
 
+@pytest.mark.usefixtures("hollow")
 def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spec, tmp_path, own_seaweed):
     server = own_seaweed
     marks = tmp_path / "marks"
     marks.mkdir()
     store = f", store: 's3://{BUCKET}/outage-{uuid.uuid4().hex[:6]}'"
-    job = _start(job_spec, tmp_path, "outage", store, {"OUTAGE_MARKS": str(marks)}, CONTROLLER_ENV)
+    job = _start(job_spec, tmp_path, "outage", store, marks, CONTROLLER_ENV)
     output: dict[str, str] = {}
     reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
                               daemon=True)
     reader.start()
-    reference: subprocess.Popen | None = None  # the uninterrupted run
     try:
         wait_for(lambda: (marks / "stop-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 30, where it asks for the outage")
@@ -86,8 +74,6 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
         server.stop()
         stopped_at = time.monotonic()
         (marks / "stopped").touch()
-        # The uninterrupted run trains meanwhile, on the default file:// store.
-        reference = _start(job_spec, tmp_path, "reference")
         wait_for(lambda: status_or_empty("outage").get("store_problem") or job.poll() is not None, 120,
                  "`status` to report the store outage")
         assert job.poll() is None, f"spotfit run ended during the outage: {output}"
@@ -101,16 +87,13 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
         (marks / "started").touch()
         wait_for(lambda: job.poll() is not None, 300, "the job to finish after the store came back")
         reader.join(timeout=60)
-        ref_out, ref_err = reference.communicate(timeout=300)
-        assert reference.returncode == 0, ref_err[-3000:]
     finally:
-        for proc in (job, reference):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        if job.poll() is None:
+            job.kill()
+            job.wait()
     assert job.returncode == 0, output.get("err", "")[-3000:]
     doc = json.loads(output["out"])
-    uninterrupted = json.loads(ref_out)
+    uninterrupted = reference(MARKET_SCRIPT, [], seed=7)  # the run of the same scenario, never interrupted
     assert doc["state"] == "completed" and doc["controller"] == "finished"
     assert [a["state"] for a in doc["attempts"]] == ["completed"]
     assert doc["step"] == uninterrupted["step"] == 188

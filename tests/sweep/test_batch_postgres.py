@@ -3,7 +3,7 @@
 With `SPOTFIT_STATE_URL` on a real PostgreSQL server (the session's `postgres` fixture, a schema
 of this test's own) and one `spotfit controller` on it, which takes every pending job it can,
 `spotfit submit a b c --parallel 2` records the jobs `queued` and its detached queue releases
-them one free slot at a time. The jobs' script waits for a `go` file, so the test (not the
+them one free slot at a time. The jobs (hollow attempts) wait for a `go` file, so the test (not the
 machine's speed) decides when they end. While the first two run, the third stays queued through
 whole passes of the queue and of the controller; once `go` exists all three complete, each with
 exactly one attempt, and the third's attempt started only after one of the first two ended.

@@ -1,6 +1,6 @@
 """A batch's queue killed with SIGKILL mid-batch: `spotfit batch resume` finishes it, no job run twice or lost.
 
-Three jobs, two at once. Their script waits for a `go` file, so the test (not the machine's
+Three jobs, two at once, on hollow attempts. They wait for a `go` file, so the test (not the machine's
 speed) decides when they end. The detached queue hands the first two to controllers; the test
 kills the queue by its PID (read from the batch's lease, and checked to be that queue) while
 both run and the third is queued. The jobs go on under their own controllers. The resumed

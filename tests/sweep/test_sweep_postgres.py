@@ -1,7 +1,8 @@
 """A sweep on a team's PostgreSQL state: its study and its rows live there, nothing under $SPOTFIT_HOME.
 
 With `SPOTFIT_STATE_URL` on a real PostgreSQL server (the session's `postgres` fixture, a schema
-of this test's own), a two-trial sweep of the tiny script runs to its end: a long-running
+of this test's own), a two-trial sweep of the tiny script (on hollow attempts: the trials' metrics
+differ by their params, tests/support/hollow_jobs.py) runs to its end: a long-running
 `spotfit controller` drives the trial jobs (on a shared state nothing is started on the
 submitting machine), Optuna keeps the study in PostgreSQL and the sweep's bookkeeping is there
 too. The test reads both back with SQL and checks that no `optuna.db` or `sweeps.db` appeared.
@@ -43,7 +44,7 @@ def controller(postgres, tmp_path):
 
 def test_a_sweep_on_postgres_keeps_its_study_and_rows_there(controller, tmp_path, spotfit_home):
     url, env = controller
-    spec_path = job_folder(tmp_path / "sweep", "tinypg", ["--epochs", "1"])
+    spec_path = job_folder(tmp_path / "sweep", "tinypg", ["--epochs", "1"], hollow={})
     sweep_file = spec_path.parent / "sweep.yaml"
     sweep_file.write_text(SWEEP.replace("trials: 12", "trials: 2").replace("pruner: asha", "pruner: none"))
 

@@ -20,6 +20,11 @@ trial 1's promotion at epoch 1 comes when trials 0-2 have reported, before a 5th
 trial 4 is the one that completes. (Trials 6 and 7 of the earlier 8-trial sweep started once
 trial 4 had completed and were both paused at epoch 1: nothing asserted came from them.) All 6
 are of TPE's random start-up phase; its sampling past it, across a resume, is test_study.py's.
+
+That sweep stays real TensorFlow: it is the proof that a sweep publishes the best trial's real
+Keras export (`model.keras`) and that a preempted trial's epochs equal a solo Keras run's; its
+pruning also needs the paced steps of a real trial. The other two tests here are about the sweep
+controller alone and run hollow attempts (spotfit/hollow/), each held at a step until its cancel.
 """
 
 from __future__ import annotations
@@ -150,7 +155,8 @@ def test_sweep_survives_kill_and_resume_prunes_promotes_and_reproduces(tmp_path,
 
 @pytest.mark.slow
 def test_a_metric_the_script_never_reports_stops_the_sweep_after_the_first_epoch(tmp_path):
-    spec_path = job_folder(tmp_path / "sweep", "tiny", [])
+    # Hollow trials: each stands still after its first epoch (at step 11) until the sweep's cancel (a notice).
+    spec_path = job_folder(tmp_path / "sweep", "tiny", [], hollow={"wait_for_notice_at": [11]})
     sweep = spec_path.parent / "sweep.yaml"
     sweep.write_text(SWEEP.replace("val_accuracy", "val_auc").replace("trials: 12", "trials: 3"))
     out = _cli("sweep", str(sweep))
@@ -169,7 +175,8 @@ def test_a_metric_the_script_never_reports_stops_the_sweep_after_the_first_epoch
 
 @pytest.mark.slow
 def test_cancel_sweep_stops_every_running_trial_on_a_checkpoint(tmp_path):
-    spec_path = job_folder(tmp_path / "sweep", "tiny", ["--epochs", "400"])
+    # Hollow trials: each stands still at step 5 (not yet trained) until the cancel's notice.
+    spec_path = job_folder(tmp_path / "sweep", "tiny", ["--epochs", "400"], hollow={"wait_for_notice_at": [5]})
     sweep = spec_path.parent / "sweep.yaml"
     sweep.write_text(SWEEP.replace("trials: 12", "trials: 4").replace("pruner: asha", "pruner: none"))
     out = _cli("sweep", str(sweep), "--detach", "--json")

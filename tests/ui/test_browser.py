@@ -1,9 +1,13 @@
 """The dashboard in a real browser: Debian's chromium, headless, driven by Playwright, on 127.0.0.1.
 
-One replayed job runs for the module (the digits MLP on the bundled trace, from a tick where
-spot in us-east-1f lasts one tick: the market preempts the first attempt, the policy runs
-on-demand, then switches back to spot). The pages are read as a user sees them: the figures
-plotly.js drew (`div.data` and the SVG it rendered), the rows the page updated by itself.
+One replayed job runs for the module (the digits MLP's shape on the bundled trace, from a tick
+where spot in us-east-1f lasts one tick: the market preempts the first attempt, the policy runs
+on-demand, then switches back to spot). Its attempts are hollow (spotfit/hollow/: the real
+runtime around a NumPy stand-in, no TensorFlow), and every attempt stands still after step 30
+until the test lets it train on (`Dashboard.release`), so the first test sees the job running
+whatever the machine's speed. The job's TensorBoard logs are written by the test (the runtime's
+own tests cover writing them). The pages are read as a user sees them: the figures plotly.js
+drew (`div.data` and the SVG it rendered), the rows the page updated by itself.
 
 `SPOTFIT_UI_SCREENSHOTS=DIR` also saves one screenshot per page there (docs/img/ comes from it).
 """
@@ -18,13 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from spotfit import sdk
+from spotfit.hollow import HOLLOW_ENV
 from spotfit.state.states import JobState
 from spotfit.sweep.store import SweepDB
 from spotfit.ui.charts import iso
+from tests.support.hollow_jobs import write_hollow_spec
 from tests.support.job_report import report_also
-from tests.support.jobs import DIGITS, spotfit_cmd, write_spec
+from tests.support.jobs import DIGITS, spotfit_cmd
 from tests.support.ledger import ticks
 from tests.support.wait import wait_for
 from tests.ui.browser import launch, serve, wait_in_page
@@ -45,6 +53,7 @@ deadline_h: 3.0
 """
 TOKEN = "browser-test-token-8d1e"
 JOB_TIMEOUT_S = 300
+HELD_AFTER_STEP = 30  # every attempt stands still after this step until `Dashboard.release` exists
 PAGE_TIMEOUT_MS = 120_000
 
 
@@ -56,6 +65,11 @@ class Dashboard:
     @property
     def base(self) -> str:
         return self.url.split("?")[0]
+
+    @property
+    def release(self) -> Path:
+        """The file that lets the module's job train on past `HELD_AFTER_STEP`."""
+        return self.home.with_name(self.home.name + "-train-on")
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "SPOTFIT_HOME": str(self.home)}
@@ -82,13 +96,15 @@ def browser(dashboard) -> Iterator:
 
 @pytest.fixture(scope="module")
 def job(dashboard, tmp_path_factory) -> Iterator[str]:
-    """The replayed job, started detached: it runs while the first test watches."""
-    spec = write_spec(tmp_path_factory.mktemp("ui-job"), SPEC, script=SCRIPT)
+    """The replayed job, started detached on hollow attempts: it runs, held, while the first test watches."""
+    spec = write_hollow_spec(tmp_path_factory.mktemp("ui-job"), SPEC, script=SCRIPT, stall_after=HELD_AFTER_STEP,
+                             stall_until=str(dashboard.release))
     out = subprocess.run(spotfit_cmd("run", str(spec), "--detach", "--json"), capture_output=True, text=True,
-                         timeout=120, stdin=subprocess.DEVNULL, env=dashboard.env())
+                         timeout=120, stdin=subprocess.DEVNULL, env={**dashboard.env(), HOLLOW_ENV: "1"})
     assert out.returncode == 0, out.stderr
     job_id = json.loads(out.stdout)["id"]
     yield job_id
+    dashboard.release.touch()
     subprocess.run(spotfit_cmd("cancel", job_id), capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
                    env=dashboard.env())
 
@@ -113,7 +129,10 @@ def _screenshot(page, name: str, tmp_path: Path) -> None:
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
 
 
-def _finished(job_id: str) -> dict:
+def _finished(dashboard: Dashboard, job_id: str) -> dict:
+    """The job's status once it ended (let past its hold)."""
+    dashboard.release.touch()
+
     def ended() -> dict | None:
         doc = sdk.status(job_id)
         return doc if JobState(doc["state"]).is_terminal() else None
@@ -143,12 +162,13 @@ def test_the_jobs_page_lists_a_job_as_it_runs(page, dashboard, job, tmp_path):
         arg=job)
     _screenshot(page, "jobs", tmp_path)
     assert page.evaluate("window.sameDocument") is True  # updated by polling, not by a reload
+    dashboard.release.touch()  # seen running: let it train on
     wait_in_page(page, f"document.querySelector('tr[data-job=\"{job}\"]').dataset.state === 'completed'",
                            timeout=JOB_TIMEOUT_S * 1000)
 
 
 def test_the_timeline_marks_each_attempt_and_the_preemption_at_its_trace_time(page, dashboard, job, tmp_path):
-    status = _finished(job)
+    status = _finished(dashboard, job)
     assert status["state"] == "completed", status
     preempted = [a for a in status["attempts"] if a["state"] == "preempted"]
     assert preempted, status["attempts"]  # the window has a market preemption
@@ -174,7 +194,7 @@ def test_the_timeline_marks_each_attempt_and_the_preemption_at_its_trace_time(pa
 
 
 def test_the_cost_charts_last_point_is_what_spotfit_cost_says(page, dashboard, job):
-    _finished(job)
+    _finished(dashboard, job)
     out = subprocess.run(spotfit_cmd("cost", job, "--json"), capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL, env=dashboard.env())
     assert out.returncode == 0, out.stderr
@@ -187,8 +207,20 @@ def test_the_cost_charts_last_point_is_what_spotfit_cost_says(page, dashboard, j
     assert page.locator("#spent").inner_text() == f"${totals['spent_usd']:,.4f}"
 
 
+def _write_tensorboard_logs(job_id: str) -> None:
+    """The `train` and `validation` runs a Keras job leaves under its store's `tensorboard/` (epoch_loss)."""
+    store = Path(sdk.status(job_id)["store"].removeprefix("file://"))
+    for run in ("train", "validation"):
+        writer = EventFileWriter(str(store / "tensorboard" / run))
+        for epoch, value in ((1, 2.0), (2, 1.5)):
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="epoch_loss", simple_value=value)])
+            writer.add_event(event_pb2.Event(wall_time=1.0, step=epoch, summary=summary))
+        writer.close()
+
+
 def test_open_tensorboard_serves_it_through_the_dashboard(page, dashboard, job):
-    _finished(job)
+    _finished(dashboard, job)
+    _write_tensorboard_logs(job)
     _open_job_page(page, dashboard, job)
     with page.context.expect_page(timeout=PAGE_TIMEOUT_MS) as opened:
         page.get_by_role("button", name="Open TensorBoard").click()  # a form post with the page's CSRF token

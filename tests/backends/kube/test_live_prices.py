@@ -3,8 +3,9 @@
 moto answers `DescribeSpotPriceHistory` in-process (its own history is placeholder data, so the
 tests publish the prices it answers with: tests/support/aws_moto.py). End to end on the Kubernetes
 emulator (tests/support/kube.py): the real controller loop and backend, the real runtime in the
-pod; a `price_cap` pause on a live-priced node waits, alive, and resumes once the published price
-falls back under the cap, as it does on a replayed or live AWS market. The test waits on events.
+pod (hollow, as in test_prices.py); a `price_cap` pause on a live-priced node waits, alive, and
+resumes once the published price falls back under the cap, as it does on a replayed or live AWS
+market. The test waits on events.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.backends.kubernetes.live_price import SOURCE, AwsSpotPrices, LivePrices
 from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.controller import node_market
-from tests.backends.kube.test_prices import SCRIPT, SPEC, SPOT_P3
+from tests.backends.kube.test_prices import SCRIPT, SPEC, SPOT_P3, write_job
 from tests.support.aws_moto import publish_spot_prices
-from tests.support.jobs import write_spec
 from tests.support.kube import FakeCluster
 from tests.support.kube_controller import drive
 from tests.support.wait import wait_for
@@ -97,7 +97,7 @@ def test_a_price_cap_pause_on_a_live_priced_node_resumes_when_the_price_falls(tm
         text = SPEC.format(name="kube-live", rule=f"{{rule: price_cap, usd_per_h: {CAP}, action: pause}}",
                            kubeconfig=cluster.write_kubeconfig(tmp_path / "kube.kubeconfig"),
                            extra=", live_prices: true")
-        job_id = sdk.submit(str(write_spec(tmp_path / "kube-live", text, script=src)))
+        job_id = sdk.submit(str(write_job(tmp_path / "kube-live", text, script=src)))
         run = drive(job_id, KubernetesBackend(allow_local_store=True, aws_session=aws.session))
         try:
             wait_for(lambda: sdk.status(job_id)["state"] == "paused", DEADLINE_S, "the price cap to pause the job")

@@ -3,16 +3,21 @@
 The node's labels (instance type, region, capacity type) are priced from the bundled catalog,
 else from the spec's `kubernetes.price_usd_per_h`. End to end on the Kubernetes emulator
 (tests/support/kube.py, which puts each pod on a labelled node): the real controller loop and
-backend, the real runtime in the pod. The scripts train until a rule stops them, so the test
+backend, the real runtime in the pod, hollow (the spec's `env` sets SPOTFIT_HOLLOW=1 in the pod;
+`SCENARIO` beside the script: no TensorFlow). The jobs train until a rule stops them, so the test
 waits on the rule, never on a time.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from spotfit import sdk
 from spotfit.backends.kubernetes import nodes as kn
+from spotfit.hollow import SCENARIO_FILE
 from tests.support.jobs import write_spec
 from tests.support.kube import FakeCluster
 from tests.support.kube_controller import drive
@@ -29,10 +34,14 @@ model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4), keras.layers
 model.compile(optimizer="adam", loss=keras.losses.BinaryCrossentropy(from_logits=True))
 model.fit(x, y, batch_size=16, epochs=100000, verbose=0)  # trains until a rule ends it
 '''
+# What the hollow attempt trains instead of SCRIPT: until a rule ends it. The pace only spares the
+# CPU; no outcome depends on it (the rules fire on prices and spend, not on steps).
+SCENARIO = {"epochs": 1, "steps_per_epoch": 10_000_000, "step_s": 0.01, "metrics": {}}
 SPEC = """
 name: {name}
 script: train.py
 backend: kubernetes
+env: {{SPOTFIT_HOLLOW: "1"}}
 resources: {{accelerator: CPU, spot: true}}
 market: {{trace: null}}
 rules: [{rule}]
@@ -40,6 +49,13 @@ kubernetes: {{kubeconfig: "{kubeconfig}", spot: eks{extra}}}
 """
 DEADLINE_S = 300.0
 SPOT_P3 = {kn.INSTANCE_TYPE: "p3.2xlarge", kn.REGION: "us-east-1", kn.ZONE: "us-east-1a", kn.EKS: "SPOT"}
+
+
+def write_job(folder: Path, text: str, script: Path) -> Path:
+    """The spec in `folder`, the script and its hollow scenario beside it."""
+    spec = write_spec(folder, text, script=script)
+    (folder / SCENARIO_FILE).write_text(json.dumps(SCENARIO))
+    return spec
 
 
 def test_a_nodes_labels_give_its_market_and_price():
@@ -65,8 +81,8 @@ def _run(tmp_path, name: str, nodes: dict, rule: str, extra: str = "", until_pau
     folder.mkdir()
     with FakeCluster(folder, nodes=nodes) as cluster:
         kubeconfig = cluster.write_kubeconfig(tmp_path / f"{name}.kubeconfig")
-        spec = write_spec(tmp_path / name, SPEC.format(name=name, rule=rule, kubeconfig=kubeconfig, extra=extra),
-                          script=src)
+        spec = write_job(tmp_path / name, SPEC.format(name=name, rule=rule, kubeconfig=kubeconfig, extra=extra),
+                         script=src)
         job_id = sdk.submit(str(spec))
         paused: dict = {}
         run = drive(job_id)
