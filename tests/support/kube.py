@@ -342,7 +342,9 @@ class FakeCluster:
             if remove:
                 del self.objects[("pods", pod["metadata"]["namespace"], name)]
             return
-        self._kill_tree(name, signal.SIGTERM if grace_s > 0 else signal.SIGKILL, container_only=True)
+        # SIGTERM goes to the container's main process; a SIGKILL (no grace) ends the whole container,
+        # as its cgroup's kill would: the runtime in a session of its own too.
+        self._kill_tree(name, signal.SIGTERM if grace_s > 0 else signal.SIGKILL, container_only=grace_s > 0)
         self._kill_at.setdefault(name, time.monotonic() + grace_s)
 
     def _kill_tree(self, name: str, sig: int, container_only: bool = False) -> None:

@@ -153,6 +153,9 @@ def main(args: list[str]) -> int:
     t0 = time.monotonic()
     pytest_pid = os.fork()
     if pytest_pid == 0:
+        # Ctrl-C reaches pytest even where this runner was started with SIGINT ignored (a shell's
+        # background job, an xdist worker): an ignored signal would stay ignored across exec.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execv(sys.executable, [sys.executable, "-m", "pytest", *args])
 
     def forward(signum, frame):
