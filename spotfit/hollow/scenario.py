@@ -26,7 +26,9 @@ Every field is optional; the defaults are a small job of 2 epochs of 20 steps.
 - `handoffs`: the script's turns with the test through marker files, each `{"at", "touch", "wait_for",
   "sigterm"}`: at step `at` it creates the file `touch`, then waits (600 s at most) until the file
   `wait_for` exists, or sends itself SIGTERM (`"sigterm": true`, a preemption notice); a turn whose
-  `touch` exists already is skipped (a later attempt passing that step again);
+  `touch` exists already is skipped (a later attempt passing that step again); `{job_id}` in a path is
+  the job's id (each trial of a sweep its own files); `"until_stop": true` also ends the wait when the
+  controller asks the attempt to stop (its stop request read, or a notice), which it then does at that step;
 - `vary_with_args`: each metric is shifted by an amount drawn from the job's `args` (trials of a
   sweep differ, each the same in every attempt);
 - `args`: more of the script's flags, each onto a field: `{"--nan-step": "nan_at_step"}`. The flags

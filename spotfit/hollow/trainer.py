@@ -60,14 +60,16 @@ def train(session: Session) -> int | Result:
             "attempt": config.attempt, "offers": []}
 
 
-def _hand_over(turn: dict) -> None:
-    """One of the script's turns with the test: create `touch`, then wait for `wait_for` or SIGTERM itself."""
+def _hand_over(turn: dict, session: Session) -> None:
+    """One of the script's turns with the test: create `touch`, then wait for `wait_for` (or, `until_stop`,
+    the controller's stop request or a notice) or SIGTERM itself."""
     Path(turn["touch"]).touch()
     if turn.get("sigterm"):
         os.kill(os.getpid(), signal.SIGTERM)
     if turn.get("wait_for"):
         done, deadline = Path(turn["wait_for"]), time.monotonic() + 600
-        while not done.exists():
+        asked = (session.stop_asked, session.watcher.notice) if turn.get("until_stop") else ()
+        while not done.exists() and not any(event.is_set() for event in asked):
             if time.monotonic() > deadline:
                 raise SystemExit(f"timed out waiting for the test to create {done}")
             time.sleep(0.02)
@@ -245,9 +247,10 @@ class _FitCall:
             if not self.s.stop_asked.wait(scenario.wait_timeout_s):
                 raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a stop request "
                                  f"at step {step}")
-        for turn in scenario.handoffs:
+        for raw in scenario.handoffs:
+            turn = {k: v.format(job_id=self.s.config.job_id) if isinstance(v, str) else v for k, v in raw.items()}
             if turn["at"] == step and not Path(turn["touch"]).exists():
-                _hand_over(turn)
+                _hand_over(turn, self.s)
         if scenario.pause_at == step:
             folder = Path(scenario.pause_dir)
             if not (folder / "paused").exists():
