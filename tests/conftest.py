@@ -51,7 +51,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     A worker that imported TensorFlow holds millions of objects; the collections of the
     interpreter's finalization walked them for 3-4 s after the last test (`make check` waited for
     both workers). Frozen objects are still freed by reference counting; only cycles left among them
-    are not looked for at exit (docs/benchmarks.md, ninth pass)."""
+    are not looked for at exit (3-4 s a worker; the ninth pass of docs/benchmarks.md, in git history)."""
     gc.freeze()
 
 
