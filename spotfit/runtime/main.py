@@ -71,7 +71,7 @@ def run(job_url: str, attempt: int, trainer: Trainer | None = None) -> int:
     session.watcher.install()  # from here a notice ends the attempt "preempted", even one with nothing to train
     if (done := session.finished_result()) is not None:
         return _already_done(session, done)
-    stop_sampling = start_sampling(rep.state, no_gpu=lambda why: _no_gpu(rep, why))
+    stop_sampling = start_sampling(rep.state, no_gpu=lambda why: _no_gpu(rep, why), sampled=rep.news)
     stop_heartbeat = rep.start_heartbeat()
     stop_polling = session.start_stop_polling()
     try:

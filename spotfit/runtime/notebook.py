@@ -75,7 +75,7 @@ def serve(config: RuntimeConfig) -> int:
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                               env={**{k: v for k, v in os.environ.items() if k != TOKEN_ENV}, "JUPYTER_TOKEN": token,
                                    "JUPYTER_RUNTIME_DIR": str(base / "runtime")})
-    stop_sampling = start_sampling(rep.state, tree=True)
+    stop_sampling = start_sampling(rep.state, tree=True, sampled=rep.news)
     stop_heartbeat = rep.start_heartbeat()
     try:
         started_at = time.time()

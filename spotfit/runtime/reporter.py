@@ -120,6 +120,11 @@ class Reporter:
             self.state["nan_loss"], self.state["nan_step"] = True, step
         return first
 
+    def news(self) -> None:
+        """Something changed in `state` outside `progress` (a utilization sample): the next heartbeat writes it."""
+        with self._lock:
+            self._pending = True
+
     def progress(self, force: bool = False, **fields: Unpack[Progress]) -> None:
         with self._lock:
             self.state.update(fields)

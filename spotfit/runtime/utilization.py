@@ -120,12 +120,15 @@ def open_nvml() -> tuple[NvmlSampler | None, str]:
 
 
 def start_sampling(state: Progress, interval_s: float = 1.0, tree: bool = False,
-                   no_gpu: Callable[[str], None] | None = None) -> threading.Event:
+                   no_gpu: Callable[[str], None] | None = None,
+                   sampled: Callable[[], None] | None = None) -> threading.Event:
     """Sample every `interval_s` into `state`; set the returned event to stop.
 
     With a GPU the first reading is taken at once (NVML's figures cover the driver's last
     sample period), so `state["gpu"]` holds a reading before training starts. Without one,
-    `no_gpu(reason)` is called once.
+    `no_gpu(reason)` is called once. `sampled()` is called after each reading: the reporter
+    then writes it at its next heartbeat, also while no step comes (a starved input pipeline
+    is what `idle_accelerator` must see).
     """
     nvml, why = open_nvml()
     sampler = nvml or (ProcessTreeCpuSampler() if tree else ProcessCpuSampler())
@@ -145,6 +148,8 @@ def start_sampling(state: Progress, interval_s: float = 1.0, tree: bool = False,
                 state["utilization_pct"] = round(reading.util_pct, 1)
             else:
                 state["utilization_pct"] = round(sampler.sample(), 1)
+            if sampled is not None:
+                sampled()
 
     threading.Thread(target=loop, name="spotfit-utilization", daemon=True).start()
     return stop

@@ -70,3 +70,29 @@ def test_a_training_step_writes_nothing_and_the_heartbeat_thread_writes_its_news
     assert doc["loss"] == 1.0 / 500 and doc["losses"][-1] == [500, 1.0 / 500]
     assert rep.step_done(501, float("nan"), epoch=0) is True  # the first NaN still shows at its step
     assert rep.state["nan_step"] == 501
+
+
+def test_an_attempt_that_makes_no_step_still_writes_each_utilization_sample():
+    """A starved input pipeline makes no step: the heartbeat still carries fresh utilization samples
+    (each with its own `heartbeat_at`), or `idle_accelerator` never sees the idle accelerator."""
+    from spotfit.runtime.utilization import start_sampling
+
+    store = open_store("memory://reporter-idle/jobs/j1")
+    rep = Reporter(store, attempt=1, heartbeat_s=0.05)
+    rep.progress(force=True, phase="training", step=100)
+    sampling = start_sampling(rep.state, interval_s=0.05, sampled=rep.news)
+    beating = rep.start_heartbeat()
+    try:
+        beats: set[float] = set()
+
+        def three_sampled_beats() -> bool:
+            doc = _progress(store)
+            if doc.get("utilization_pct") is not None:
+                beats.add(doc["heartbeat_at"])
+            return len(beats) >= 3
+
+        wait_for(three_sampled_beats, 60, "three heartbeats with a utilization sample while no step came")
+    finally:
+        sampling.set()
+        beating.set()
+    assert _progress(store)["step"] == 100
