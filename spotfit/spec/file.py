@@ -4,8 +4,8 @@
 file over `MAX_SPEC_BYTES` is refused before it is read, text must be UTF-8 (UTF-16/32 byte
 order marks, NUL bytes and undecodable bytes are named), and the YAML loader refuses nesting
 deeper than `MAX_SPEC_DEPTH` and documents of more than `MAX_SPEC_VALUES` values once aliases
-are expanded, while it composes them (so an alias bomb never expands). `job.py` validates
-what it returns.
+are expanded, while it composes them (so an alias bomb never expands), and a key written twice in
+one mapping (plain YAML keeps the last, silently). `job.py` validates what it returns.
 
 Example:
 
@@ -14,6 +14,11 @@ Example:
 >>> _ = path.write_text("{name: digits, script: train.py}")
 >>> read_spec_file(path)
 {'name': 'digits', 'script': 'train.py'}
+>>> _ = path.write_text("name: digits\\nscript: train.py\\nname: other\\n")
+>>> read_spec_file(path)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+spotfit.errors.SpecError: Job spec ... names `name` twice: at line 1 and again at line 3; expected each key once ...
 """
 
 from __future__ import annotations
@@ -85,6 +90,14 @@ class _SpecLimit(Exception):
         self.mark = mark
 
 
+class _DuplicateKey(Exception):
+    """A mapping names `key` twice (first at `first`, again at `again`)."""
+
+    def __init__(self, key: Any, first: Any, again: Any):
+        super().__init__(key)
+        self.key, self.first, self.again = key, first, again
+
+
 class _SpecLoader(yaml.SafeLoader):
     """PyYAML's safe loader, bounded: nesting depth, and values counted after alias expansion.
 
@@ -118,6 +131,22 @@ class _SpecLoader(yaml.SafeLoader):
         self._sizes[id(node)] = self._values - before
         return node
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """A mapping whose keys are each written once: YAML would keep the last silently."""
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *base`: keys written here override the merged ones, as YAML says
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark)
+                except TypeError:
+                    continue  # an unhashable key: SafeConstructor refuses it with its own message
+                if first is not key_node.start_mark:
+                    raise _DuplicateKey(key, first, key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
     def _count(self, values: int, mark: Any) -> None:
         self._values += values
         if self._values > MAX_SPEC_VALUES:
@@ -140,6 +169,12 @@ def _parse_yaml(text: str, path: Path) -> Any:
             f"Job spec {path} is refused at line {mark.line + 1}, column {mark.column + 1}: {exc.problem}; "
             f"expected a job spec (at most {MAX_SPEC_VALUES:,} values, {MAX_SPEC_DEPTH} levels deep).",
             hint="Write the values out plainly; a job spec needs no deep nesting or chains of aliases.",
+        ) from None
+    except _DuplicateKey as exc:
+        raise SpecError(
+            f"Job spec {path} names `{exc.key}` twice: at line {exc.first.line + 1} and again at line "
+            f"{exc.again.line + 1}; expected each key once (YAML would silently keep the last).",
+            hint=f"Keep one `{exc.key}:` and delete the other.",
         ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

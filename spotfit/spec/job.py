@@ -97,6 +97,18 @@ class JobSpecBase(_Section):
             raise ValueError("expected each name once")
         return value
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        # The OS refuses these at the launch (`illegal environment variable name`), after the job is recorded.
+        for name, text in value.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+                raise ValueError(f"expected environment variable names (letters, digits, `_`, not starting with a "
+                                 f"digit), received {name!r}")
+            if "\x00" in text:
+                raise ValueError(f"expected values without a NUL byte, received one in `{name}`")
+        return value
+
     @field_validator("backend")
     @classmethod
     def _registered(cls, value: str) -> str:

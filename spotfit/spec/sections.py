@@ -94,9 +94,30 @@ class Checkpoint(_Section):
     @field_validator("store")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^[a-z0-9]+://", value):
-            raise ValueError("expected a URL such as file:///path, s3://bucket/prefix or memory://x")
+        if value is not None:
+            store_url(value, "a URL such as file:///path, s3://bucket/prefix or memory://x")
         return value
+
+
+# The schemes spotfit's stores open (spotfit/stores/fsspec_store.py): anything else fails at `run`.
+STORE_SCHEMES = ("file", "memory", "s3", "s3a", "gs")
+
+
+def store_url(value: str, expected: str) -> str:
+    """`value` if it is a URL of a scheme in `STORE_SCHEMES`; else ValueError naming what was expected.
+
+    >>> store_url("oss://bucket/x", "a store URL")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a URL of file://, memory://, s3://, s3a:// or gs:// (`oss://` is not a store spotfit opens)
+    """
+    match = re.match(r"^([a-z0-9]+)://", value)
+    if not match:
+        raise ValueError(f"expected {expected}")
+    if match.group(1) not in STORE_SCHEMES:
+        schemes = ", ".join(f"{s}://" for s in STORE_SCHEMES[:-1]) + f" or {STORE_SCHEMES[-1]}://"
+        raise ValueError(f"expected a URL of {schemes} (`{match.group(1)}://` is not a store spotfit opens)")
+    return value
 
 
 def _section(model: type[BaseModel], value: dict, expected: str) -> BaseModel:
@@ -165,9 +186,7 @@ class Data(_Section):
     @field_validator("source")
     @classmethod
     def _source(cls, value: str) -> str:
-        if not re.match(r"^[a-z0-9]+://", value):
-            raise ValueError("expected a URL such as s3://bucket/prefix, gs://bucket/prefix or file:///path")
-        return value
+        return store_url(value, "a URL such as s3://bucket/prefix, gs://bucket/prefix or file:///path")
 
 
 ExportFormat = Literal["savedmodel", "tflite", "keras"]
@@ -182,6 +201,13 @@ class Export(_Section):
 
     registry: str | None = Field(None, description="registry URL; default file://$SPOTFIT_HOME/registry")
     formats: list[ExportFormat] = Field(default_factory=_default_formats)
+
+    @field_validator("registry")
+    @classmethod
+    def _registry(cls, value: str | None) -> str | None:
+        if value is not None:
+            store_url(value, "a URL such as file:///path, s3://bucket/prefix or gs://bucket/prefix")
+        return value
 
 
 

@@ -155,6 +155,42 @@ def test_an_alias_inside_its_own_anchor_is_refused(spec_file, refused):
     refused("validate", str(path))
 
 
+@pytest.mark.parametrize(("text", "key", "lines"), [
+    ("name: x\nscript: train.py\nname: y\n", "name", (1, 3)),
+    (VALID + "market:\n  trace: aws-v100\n  time_scale: 600\n  trace: null\n", "trace", (4, 6)),
+    (VALID + "env: {A: '1', B: '2', A: '3'}\n", "A", (3, 3)),
+])
+def test_a_key_written_twice_is_refused_with_both_lines(spec_file, refused, text, key, lines):
+    # Plain YAML keeps the last value silently: the spec that runs would not be the one its author reads.
+    path = spec_file(text)
+    message = refused_by_loader(path)
+    assert f"names `{key}` twice: at line {lines[0]} and again at line {lines[1]}" in message, message
+    assert "twice" in refused("validate", str(path))
+
+
+@pytest.mark.parametrize("env", ["{'A=B': x}", "{'': y}", "{'1X': y}", "{'A B': y}", "{A: \"a\\0b\"}"])
+def test_environment_variables_the_os_refuses_are_refused_at_validate(spec_file, refused, env):
+    # Before, such a job was recorded, then failed 4 launches with back-offs (`illegal environment variable name`).
+    path = spec_file(VALID + f"env: {env}\n")
+    assert "`env`" in refused_by_loader(path)
+    refused("validate", str(path))
+    refused("run", str(path))
+
+
+@pytest.mark.parametrize("field", ["checkpoint.store", "data.source", "export.registry"])
+@pytest.mark.parametrize("url", ["oss://bucket/x", "ftp://host/x", "http://127.0.0.1/x"])
+def test_a_store_spotfit_cannot_open_is_refused_at_validate(spec_file, refused, field, url):
+    # Before, `oss://` passed `validate` and was refused only by `run`.
+    path = spec_file(with_field(field, url))
+    assert f"`{field}`" in refused_by_loader(path) and "not a store spotfit opens" in refused("validate", str(path))
+
+
+def test_a_merge_key_is_not_a_duplicate(spec_file):
+    # `<<: *base` then a key of the base: YAML's merge rule says the key written here wins.
+    path = spec_file(VALID + "market: {<<: {trace: aws-v100, time_scale: 60}, time_scale: 600}\n")
+    assert load_spec(path).market.time_scale == 600
+
+
 @FUZZ
 @given(field=st.sampled_from(NUMBER_FIELDS),
        literal=st.sampled_from([".nan", ".NaN", ".NAN", ".inf", ".Inf", "-.inf", "+.INF", "1.0e+309", "-2.5e+400"]))
