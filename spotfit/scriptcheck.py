@@ -20,7 +20,7 @@ Example:
 >>> checkpointable("optimizer.apply(grads, model.trainable_weights)"), checkpointable("df.apply(f)")
 (True, False)
 >>> print(syntax_error("print(x", "train.py"))
-train.py:1: '(' was never closed: print(x
+train.py:1:6: '(' was never closed
 """
 
 from __future__ import annotations
@@ -92,9 +92,9 @@ def syntax_error(source: str | bytes, filename: str) -> str | None:
     try:
         compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:  # IndentationError and TabError are SyntaxErrors
-        where = f"{exc.filename or filename}:{exc.lineno or '?'}"
-        text = (exc.text or "").strip()
-        return f"{where}: {exc.msg}" + (f": {text[:120]}" if text else "")
+        # Never the line's text: `script: /etc/shadow` or a key file must not be echoed into a shared log.
+        column = f":{exc.offset}" if exc.offset else ""
+        return f"{exc.filename or filename}:{exc.lineno or '?'}{column}: {exc.msg}"
     return None
 
 

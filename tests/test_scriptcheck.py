@@ -95,9 +95,21 @@ def test_a_script_with_a_syntax_error_is_refused_at_once(tmp_path, verb):
     out = _cli(verb, str(tmp_path / "spotfit.yaml"))
     assert out.returncode == 2, (out.stdout, out.stderr[-2000:])
     lines = out.stderr.strip().splitlines()
-    assert lines[0].startswith("error: Invalid `script`: train.py:3: '(' was never closed"), lines
+    assert lines[0] == "error: Invalid `script`: train.py:3:25: '(' was never closed", lines  # FILE:LINE:COL, no text
     assert len(lines) == 2 and lines[1].startswith("hint: "), lines
     assert sdk.list_jobs() == []  # nothing recorded, nothing launched or billed
+
+
+def test_no_error_quotes_the_scripts_content(tmp_path):
+    # `script:` may name any readable file (a key, a password file): its content must stay out of errors.
+    secret = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"
+    (tmp_path / "creds").write_text(secret + "\n")
+    (tmp_path / "spotfit.yaml").write_text("name: leak\nscript: creds\nmarket: {trace: null}\n")
+    for verb in ("validate", "run"):
+        out = _cli(verb, str(tmp_path / "spotfit.yaml"))
+        assert out.returncode == 2, (verb, out.stderr[-2000:])
+        assert "OPENSSH" not in out.stdout + out.stderr and "b3Bl" not in out.stdout + out.stderr, out.stderr
+        assert out.stderr.startswith("error: Invalid `script`: creds:1:"), out.stderr
 
 
 def test_a_batch_with_a_broken_script_records_none_of_its_jobs(tmp_path):
@@ -116,7 +128,7 @@ def test_a_script_broken_after_the_submission_fails_the_job_before_any_launch(tm
     (tmp_path / "spotfit.yaml").write_text("name: edited\nscript: train.py\nmax_failures: 0\nmarket: {trace: null}\n")
     job_id = sdk.submit(str(tmp_path / "spotfit.yaml"))
     (tmp_path / "train.py").write_text("print('ok'\n")  # edited while the job waited
-    with pytest.raises(ConfigError, match=r"train.py:1: '\(' was never closed"):
+    with pytest.raises(ConfigError, match=r"train.py:1:6: '\(' was never closed"):
         sdk.run_job(job_id)
     doc = sdk.status(job_id)
     assert doc["state"] == "failed" and doc["message"].startswith("configuration error: Invalid `script`")
