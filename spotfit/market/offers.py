@@ -43,7 +43,7 @@ import numpy as np
 from spotfit.errors import UsageError
 from spotfit.market.catalog import CATALOGS, CatalogOffer, load_catalog
 from spotfit.market.policies.base import ALIASES, DEFAULT_MAX_OVERPAY, DEFAULT_POLICY, POLICIES, make_policy
-from spotfit.market.simulator import Job, simulate, start_ticks
+from spotfit.market.simulator import Job, check_ticks, simulate, start_ticks
 from spotfit.market.trace import Trace, load_trace
 
 # Market history bundled for an (accelerator, count): used when the job names no trace.
@@ -236,6 +236,7 @@ def _history_rows(market: Trace, job: Job, recorded: dict[str, CatalogOffer], st
     groups: list[tuple[str, ...]] = [(z,) for z in usable.zones]
     if len(usable.zones) > 1 and policy.multi_zone:
         groups.append(usable.zones)
+    check_ticks(job, usable.gap_s, 2 * len(groups) * len(ticks))  # the policy and on-demand, each start
     rows = []
     for group in groups:
         runs = [simulate(policy, usable, job, s, group) for s in ticks]

@@ -66,6 +66,10 @@ class Job:
         if overhead_h < 0:
             raise UsageError(f"Invalid `overhead_h`: received {overhead_h}, expected a number >= 0.",
                              hint="Pass --overhead-h 0.2 (hours of start-up per launch).")
+        if overhead_h >= deadline_h:
+            raise UsageError(f"Invalid `overhead_h`: received {overhead_h:g}, expected less than the deadline "
+                             f"({deadline_h:g} h): no launch could train before it.",
+                             hint="Set `market.overhead_h` to the hours one launch takes to start (0.2 by default).")
         if not max_overpay >= 0:
             raise UsageError(f"Invalid `max_overpay`: received {max_overpay}, expected a number >= 0.",
                              hint="Pass --max-overpay 0.05 (at most 5% above all-on-demand) or 0 (never above "
@@ -90,6 +94,35 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# Ticks one plan or grid may simulate (runs × ticks to each run's deadline). The default policy
+# decides in about 0.1 ms a tick on this project's 2-core machine: the demo's plan is 4,700 ticks
+# (0.5 s); a 1 s tick over its 4 h deadline asked for 907,000 and took 97 s. The cap is about 20 s.
+MAX_SIMULATED_TICKS = 200_000
+
+
+def run_ticks(job: Job, gap_s: float) -> int:
+    """The most ticks `simulate` may take for `job` on a trace of `gap_s` seconds."""
+    return math.ceil((job.deadline_s + job.work_s + job.overhead_s) / gap_s) * 4 + 8
+
+
+def check_ticks(job: Job, gap_s: float, runs: int) -> None:
+    """Raise UsageError when `runs` simulations of `job` span more than `MAX_SIMULATED_TICKS` ticks to the deadline.
+
+    >>> check_ticks(Job.from_hours(3, 4), 195, 120)
+    >>> check_ticks(Job.from_hours(3, 4), 1, 120)
+    Traceback (most recent call last):
+    ...
+    spotfit.errors.UsageError: The simulation is too large: 120 runs of 15,120 ticks of 1 s to the deadline, ...
+    """
+    window = math.ceil((job.deadline_s + job.overhead_s) / gap_s)
+    if runs * window > MAX_SIMULATED_TICKS:
+        raise UsageError(
+            f"The simulation is too large: {runs} runs of {window:,} ticks of {gap_s:g} s to the deadline, "
+            f"expected at most {MAX_SIMULATED_TICKS:,} ticks in all.",
+            hint="Use the trace's own tick (leave `market.gap_s` out), fewer starts (--starts) or zones, or a "
+                 "shorter deadline.")
 
 
 def start_ticks(trace: Trace, job: Job, n: int) -> list[int]:
@@ -128,7 +161,7 @@ def simulate(policy: Policy | str, trace: Trace, job: Job, start_tick: int = 0,
     mode, overhead_left, done, cost = NONE, 0.0, 0.0, 0.0
     launches = preemptions = 0
     spot_s = od_s = 0.0
-    limit = math.ceil((job.deadline_s + job.work_s + job.overhead_s) / gap) * 4 + 8
+    limit = run_ticks(job, gap)
     for t in range(limit):
         a = start_tick + t
         view.tick = a
@@ -189,6 +222,8 @@ def run_grid(trace: Trace, job: Job, policies: list[str], starts: int,
     """
     trace = trace.select(zones)
     ticks = start_ticks(trace, job, starts)
+    multi = len(trace.zones) > 1
+    check_ticks(job, trace.gap_s, len(policies) * len(ticks) * (len(trace.zones) + multi))
     runs = []
     for name in policies:
         policy = make_policy(name)

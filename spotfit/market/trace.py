@@ -217,8 +217,8 @@ def _read_text(path: Path) -> str:
 
 
 def _positive_gap(gap_s: float) -> int:
-    if gap_s <= 0:
-        raise TraceError(f"Invalid gap_s: received {gap_s}, expected a positive number of seconds.",
+    if not gap_s >= 1:  # ticks are whole seconds: 0.5 would be a tick of 0 s
+        raise TraceError(f"Invalid gap_s: received {gap_s}, expected a number of seconds >= 1.",
                          hint="Pass --gap-s 195 (or omit it to infer the gap from the timestamps).")
     return int(gap_s)
 

@@ -98,7 +98,7 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
     arguments.number("--max-overpay", max_overpay, low=0, high=10, hint="Pass --max-overpay 0.1 (10% above "
                      "all-on-demand at most) or 0 (never above it, in the policy's model).")
     if gap_s is not None:
-        arguments.number("--gap-s", gap_s, low=1, high=86_400, hint="Leave --gap-s out to infer it from the trace.")
+        arguments.number("--gap-s", gap_s, low=60, high=86_400, hint="Leave --gap-s out to infer it from the trace.")
     for zone in zones or []:
         arguments.text("--zones", zone, hint="Leave --zones out to use every zone of the trace.",
                        expected="a zone of the trace, e.g. us-east-1a")

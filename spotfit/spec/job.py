@@ -217,6 +217,12 @@ def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec
         spec = JobSpec.model_validate({**raw, "base_dir": base_dir})
     except ValidationError as exc:  # a misspelt `scrpt:` gets its did-you-mean before `script` is missed
         raise spec_error(exc, raw, source, JobSpec) from None
+    if spec.deadline_h is not None and spec.market.overhead_h >= spec.deadline_h:
+        raise SpecError(
+            f"Invalid `market.overhead_h` in {source}: received {spec.market.overhead_h:g}, expected less than "
+            f"`deadline_h` ({spec.deadline_h:g} h): no launch could train before the deadline.",
+            hint="Set `market.overhead_h` to the hours one launch takes to start (0.2 by default).",
+        )
     if spec.kind == "train" and spec.script is None:
         raise SpecError(
             f"Missing field `script` in {source}: it is required for a training job.",

@@ -46,7 +46,8 @@ class Market(_Section):
     zones: list[str] = Field(default_factory=list, description="zones to use; empty = all in the trace")
     start: datetime | None = Field(None, description="trace time at which the job starts")
     time_scale: float = Field(600.0, gt=0, le=1e6, description="trace seconds per real second")
-    gap_s: float | None = Field(None, gt=0, le=86_400, description="override the trace's tick length")
+    gap_s: float | None = Field(None, ge=60, le=86_400, description="override the trace's tick length "
+                                                                      "(markets report by the minute)")
     policy: str = Field("default", description="spot policy name (see `spotfit simulate`)")
     overhead_h: float = Field(0.2, ge=0, le=MAX_HOURS, description="restart overhead per launch (replay bills it)")
     max_overpay: float = Field(0.1, ge=0, le=10, description="the default policy pays at most this share above "

@@ -74,7 +74,7 @@ def test_the_valid_base_spec_loads(spec_file):
     # The fuzzed specs below differ from this one in the fuzzed part only.
     assert load_spec(spec_file(VALID)).name == "fuzz"
     for field in NUMBER_FIELDS:
-        load_spec(spec_file(with_field(field, "2222" if field == "aws.worker_port" else "2")))
+        load_spec(spec_file(with_field(field, {"aws.worker_port": "2222", "market.gap_s": "60"}.get(field, "2"))))
     for field in TEXT_FIELDS:
         value = {"checkpoint.store": "file:///tmp/s", "data.source": "file:///tmp/d", "export.registry": "file:///r",
                  "backend": "aws", "script": "train.py", "name": "n"}.get(field, "x")
@@ -183,6 +183,24 @@ def test_a_store_spotfit_cannot_open_is_refused_at_validate(spec_file, refused, 
     # Before, `oss://` passed `validate` and was refused only by `run`.
     path = spec_file(with_field(field, url))
     assert f"`{field}`" in refused_by_loader(path) and "not a store spotfit opens" in refused("validate", str(path))
+
+
+@pytest.mark.parametrize(("market", "expected"), [
+    ("{gap_s: 0.000001}", "`market.gap_s`"),  # was a ZeroDivisionError in `plan` and a 500 in the dashboard
+    ("{gap_s: 1}", "`market.gap_s`"),  # a 1 s tick: the default policy spun for minutes
+    ("{overhead_h: 1000}", "`market.overhead_h`"),  # longer than the deadline: `plan` spun for over a minute
+])
+def test_market_settings_that_stalled_plan_are_refused_at_validate(spec_file, refused, market, expected):
+    path = spec_file(VALID + f"work_h: 3\ndeadline_h: 4\nmarket: {market}\n")
+    assert expected in refused_by_loader(path)
+    assert expected in refused("validate", str(path))
+    assert expected in refused("plan", str(path))
+
+
+def test_a_plan_that_would_simulate_too_many_ticks_is_refused_in_one_line(spec_file, refused):
+    # A 300 h deadline at a 60 s tick, over every zone: the bound names the figures and the way out.
+    path = spec_file(VALID + "work_h: 250\ndeadline_h: 300\nmarket: {trace: aws-v100, gap_s: 60}\n")
+    assert "too large" in refused("plan", str(path))
 
 
 def test_a_merge_key_is_not_a_duplicate(spec_file):

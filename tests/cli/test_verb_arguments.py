@@ -64,7 +64,7 @@ NUMERIC_FLAGS = [
     (["simulate"], "--deadline-h", False, 0, 87_600, True),
     (["simulate"], "--overhead-h", False, 0, 87_600, False),
     (["simulate"], "--starts", True, 1, 1_000, False),
-    (["simulate"], "--gap-s", True, 1, 86_400, False),
+    (["simulate"], "--gap-s", True, 60, 86_400, False),  # a 1 s tick made the default policy spin for minutes
     (["simulate"], "--max-overpay", False, 0, 10, False),
     (["catalog"], "--count", True, 1, 16, False),
     (["tensorboard", JOB_ID], "--port", True, 1, 65_535, False),
