@@ -46,8 +46,8 @@ def run(
     """Run a job: launch, checkpoint, survive preemptions, and print a summary.
 
     Ctrl-C stops the job with a checkpoint (the attempt saves and stops; no attempt is left
-    running) and exits 130; `spotfit resume JOB` continues it from that step. Use --detach to
-    leave the job running in the background.
+    running) and exits 130; SIGTERM and SIGHUP do the same (exit 143, 129). `spotfit resume JOB`
+    continues it from that step. Use --detach to leave the job running in the background.
     """
     if dry_run:
         doc = sdk.dry_run(str(spec), backend)
@@ -77,12 +77,12 @@ def run(
         with render.LiveRun(console, lambda: sdk.status(job_id), lambda after: sdk.events(job_id, after)) as live:
             doc = sdk.run_job(job_id, on_update=live.update)
         render.print_status(console, doc)
-    raise typer.Exit(EXIT_INTERRUPTED if doc.get("interrupted") else run_exit_code(doc))
+    raise typer.Exit(128 + int(doc.get("interrupt_signal", 2)) if doc.get("interrupted") else run_exit_code(doc))
 
 
 EXIT_PAUSED = 3  # `spotfit run`: the job is paused by a rule; `spotfit resume JOB` continues it
 EXIT_EXPORT_FAILED = 4  # `spotfit run`: the job completed (trained, checkpointed) but its export was not published
-EXIT_INTERRUPTED = 130  # Ctrl-C: the attempt saved a checkpoint and stopped; `spotfit resume JOB` continues it
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + the signal: SIGTERM 143, SIGHUP 129): the attempt saved and stopped
 
 
 def run_exit_code(doc: dict) -> int:

@@ -84,6 +84,7 @@ class Controller:
         self.launcher = Launcher(db=db, job_id=job_id, job_url=self.job_url, spec=self.spec, files=self.files,
                                  backend=self.backend, plan=self.plan, failures=self.failures, watchdog=self.watchdog)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
+        self.interrupted_by = "Ctrl-C"  # or the signal that did it: SIGTERM, SIGHUP
         if (live := self.plan.connect_live(self.backend, self.launcher.request(0, Market.SPOT, None))) is not None:
             db.add_event(job_id, "market", live)
 
@@ -313,7 +314,8 @@ class Controller:
                 self.rules.request_stop(current, self.files.progress(number), "pruned by its sweep")
             else:
                 self.watches[number].switching = True
-                what = "interrupted (Ctrl-C)" if request is StopRequest.INTERRUPT else "cancel requested"
+                interrupted = request is StopRequest.INTERRUPT
+                what = f"interrupted ({self.interrupted_by})" if interrupted else "cancel requested"
                 self.db.add_event(self.job_id, "cancel", f"{what}: saving and stopping", attempt=number)
                 self.backend.preempt(self._handle(current), notice_s=30.0)
         self._watch(current)

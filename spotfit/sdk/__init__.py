@@ -64,38 +64,53 @@ def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
 
     Ctrl-C (SIGINT, in the main thread) never leaves an unsupervised attempt: the controller asks
     the attempt to save a checkpoint and stop, records it, and the job ends `stopped`
-    (`interrupted: true` in the document); `spotfit resume JOB` continues it from that step.
+    (`interrupted: true` in the document, and `interrupt_signal`, its number); `spotfit resume JOB`
+    continues it from that step. SIGTERM (`timeout`, systemd, a CI runner) and SIGHUP (the terminal
+    closed) do the same.
     """
     from spotfit.controller.loop import Controller
 
     controller = Controller(db(), job_id, on_update=on_update)
-    with _ctrl_c_stops(controller, job_id):
+    with _ctrl_c_stops(controller, job_id) as received:
         controller.run()
-    return {**status(job_id), **({"interrupted": True} if controller.interrupted else {})}
+    interrupted = {"interrupted": True, "interrupt_signal": received[0]} if controller.interrupted else {}
+    return {**status(job_id), **interrupted}
 
 
 @contextmanager
-def _ctrl_c_stops(controller, job_id: str) -> Iterator[None]:
-    """While the block runs, SIGINT asks `controller` to stop the job with a checkpoint (said on stderr)."""
+def _ctrl_c_stops(controller, job_id: str) -> Iterator[list[int]]:
+    """While the block runs, SIGINT, SIGTERM or SIGHUP asks `controller` to stop the job with a checkpoint.
+
+    Said on stderr; the list it yields holds the first such signal's number (SIGINT until one comes).
+    """
     import signal
     import threading
 
+    received = [int(signal.SIGINT)]
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
+    names = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 
     def interrupt(signum, frame) -> None:
         again = controller.interrupted
+        if not again:
+            received[0] = signum
+            controller.interrupted_by = names.get(signal.Signals(signum), f"signal {signum}")
         controller.interrupted = True
-        print(f"\n{'still stopping' if again else 'interrupted'}: job {job_id}'s attempt saves a checkpoint and "
-              f"stops (no attempt is left running); `spotfit resume {job_id}` continues it", file=sys.stderr,
-              flush=True)
+        try:  # after SIGHUP the terminal may be gone
+            print(f"\n{'still stopping' if again else 'interrupted'}: job {job_id}'s attempt saves a checkpoint "
+                  f"and stops (no attempt is left running); `spotfit resume {job_id}` continues it",
+                  file=sys.stderr, flush=True)
+        except OSError:
+            pass
 
-    previous = signal.signal(signal.SIGINT, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in names}
     try:
-        yield
+        yield received
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def start_detached(job_id: str) -> int | None:

@@ -1,4 +1,4 @@
-"""Ctrl-C on a foreground `spotfit run`, and a controller killed with SIGKILL: no attempt is left unsupervised.
+"""Ctrl-C (SIGTERM, SIGHUP) on a foreground `spotfit run`, and a controller killed with SIGKILL: nothing unsupervised.
 
 - Ctrl-C (SIGINT to the `spotfit run` process, as a terminal sends it): the controller asks the
   attempt to save a checkpoint and stop, waits for it, and exits 130 with the job `stopped` and
@@ -70,14 +70,18 @@ def _at_step_30(job: subprocess.Popen, marks) -> dict:
     return sdk.status("held")
 
 
-def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(tmp_path, uninterrupted):
+# SIGTERM is what `timeout`, systemd and CI runners send; SIGHUP, a closed terminal. Both do what Ctrl-C does
+# (before, SIGTERM left the job `waiting` with "controller: gone").
+@pytest.mark.parametrize(("sig", "said", "code"), [(signal.SIGINT, "Ctrl-C", 130), (signal.SIGTERM, "SIGTERM", 143),
+                                                   (signal.SIGHUP, "SIGHUP", 129)], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(tmp_path, uninterrupted, sig, said, code):
     marks = tmp_path / "marks"
     marks.mkdir()
     job = _start(tmp_path, marks, wait_for_stop_at=31)
     try:
         running = _at_step_30(job, marks)
-        job.send_signal(signal.SIGINT)
-        wait_for(lambda: any("interrupted (Ctrl-C)" in e["message"] for e in sdk.events(running["id"]))
+        job.send_signal(sig)
+        wait_for(lambda: any(f"interrupted ({said})" in e["message"] for e in sdk.events(running["id"]))
                  or job.poll() is not None, 300, "the controller to ask the attempt to save and stop")
         (marks / "go").touch()
         out, err = job.communicate(timeout=300)
@@ -85,7 +89,7 @@ def test_ctrl_c_stops_the_attempt_with_a_checkpoint_and_resume_finishes_it(tmp_p
         if job.poll() is None:
             job.kill()
             job.wait()
-    assert job.returncode == 130, err[-3000:]
+    assert job.returncode == code, err[-3000:]
     assert f"spotfit resume {running['id']}" in err
     doc = json.loads(out)
     assert doc["state"] == "stopped" and doc["interrupted"] is True and doc["controller"] == "finished"
