@@ -8,11 +8,13 @@ their query strings (`auth.RedactQuery`), so the token is never logged.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
 
+from spotfit.errors import UsageError
 from spotfit.ui.app import create_app
 from spotfit.ui.auth import RedactQuery, choose_token
 
@@ -44,4 +46,26 @@ def serve(state: str | Path, host: str, port: int, on_start: Callable[[str], Non
     logging.getLogger("uvicorn.access").addFilter(RedactQuery())
     shown = f"[{host}]" if ":" in host else host
     scheme = "https" if tls else "http"
-    _Server(config, lambda _, bound: on_start(f"{scheme}://{shown}:{bound}/?token={token}")).run()
+    sock = bind(host, port)  # before uvicorn starts: a bind error is one line, not its log and exit 3
+    _Server(config, lambda _, bound: on_start(f"{scheme}://{shown}:{bound}/?token={token}")).run(sockets=[sock])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to `host`:`port` (not yet listening); UsageError in one line when it cannot be."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise UsageError(f"Invalid `--host`: received {host!r}, which does not resolve here ({exc.strerror or exc}); "
+                         "expected an address of this machine.",
+                         hint="Leave --host out to bind 127.0.0.1, and reach it through an SSH tunnel.") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart binds at once
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"Cannot serve the dashboard on {host}:{port}: {exc.strerror or exc}; expected an address of "
+                         "this machine and a free port.",
+                         hint="Leave --host out to bind 127.0.0.1, or pass --port 0 to pick a free port.") from None
+    return sock

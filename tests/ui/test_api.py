@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -175,3 +176,21 @@ def test_a_bad_tls_pair_is_one_line_and_exit_2(seeded, tmp_path):
                              stdin=subprocess.DEVNULL, env=os.environ.copy())
         assert out.returncode == 2 and expected in out.stderr, out.stderr
         assert "Traceback" not in out.stderr and "BEGIN" not in out.stderr
+
+
+def test_an_address_or_port_the_dashboard_cannot_bind_is_one_line_and_exit_2(seeded):
+    # Before, uvicorn printed its log lines and the CLI exited 3. 192.0.2.1 (TEST-NET-1) is no address of this
+    # machine; binding it sends nothing anywhere.
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        for args, expected in ((["--host", "192.0.2.1", "--port", "0"], "Cannot serve the dashboard on 192.0.2.1:0"),
+                               (["--port", str(busy.getsockname()[1])], "Address already in use")):
+            out = subprocess.run(spotfit_cmd("ui", *args), capture_output=True, text=True, timeout=60,
+                                 stdin=subprocess.DEVNULL, env=os.environ.copy())
+            assert out.returncode == 2 and expected in out.stderr, out.stderr
+            lines = out.stderr.strip().splitlines()
+            assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1].startswith("hint: "), lines
+    finally:
+        busy.close()
