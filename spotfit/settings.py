@@ -89,7 +89,7 @@ def load_settings(path: Path | None = None) -> Settings:
     path = path or settings_path()
     if not path.is_file():
         return Settings()
-    raw = read_spec_file(path)  # bounded in size, depth and values, like a job spec
+    raw = read_spec_file(path, "Settings file")  # bounded in size, depth and values, like a job spec
     if raw is None:
         return Settings()
     if not isinstance(raw, dict):

@@ -107,6 +107,21 @@ def _mail(email: Any, doc: dict[str, Any]) -> None:
         smtp.send_message(mail)
 
 
+def target(sink: Any) -> str:
+    """Where `sink` sends, as an event may say it: a secret's name, a redacted URL, mail's recipients and server.
+
+    >>> from spotfit.spec.sinks import Sink
+    >>> target(Sink(webhook="https://hooks.example.com/services/T0001/B0002/XXXX"))
+    'https://hooks.example.com/services/T…/***'
+    """
+    from spotfit.spec.rules import redact_url
+
+    if sink.email is not None:
+        return f"to {', '.join(sink.email.to)} via {sink.email.host}"
+    value = sink.slack or sink.webhook
+    return f"{{secret: {value.secret}}}" if hasattr(value, "secret") else redact_url(str(value))
+
+
 class Notifier:
     """The job's notifications: `poll` each pass (never waits), `close` at the end."""
 
@@ -116,15 +131,17 @@ class Notifier:
         self.after_id = events[-1]["id"] if events else 0  # what happened before this controller is not news
         self.state = db.get_job(job_id)["state"]
         self.outbox: queue.Queue[tuple[Sink, dict[str, Any]]] = queue.Queue()
-        self.failures: queue.Queue[tuple[str, str, str]] = queue.Queue()
+        self.failures: queue.Queue[tuple[str, Any, str]] = queue.Queue()  # (event, sink, error)
         self.thread: threading.Thread | None = None
 
     def poll(self, job: JobRecord) -> None:
         """Queue the notifications of what happened since the last poll; record failed deliveries."""
         while not self.failures.empty():
-            event, kind, error = self.failures.get()
-            self.db.add_event(self.job_id, "notify_failed", f"{kind} notification of `{event}` failed after "
-                                                            f"{TRIES} tries: {error}", sink=kind, event=event)
+            event, sink, error = self.failures.get()
+            index = next(i for i, s in enumerate(self.sinks) if s is sink)
+            self.db.add_event(self.job_id, "notify_failed", f"{sink.kind} notification of `{event}` to sink [{index}] "
+                                                            f"({target(sink)}) failed after {TRIES} tries: {error}",
+                              sink=sink.kind, sink_index=index, event=event)
         if not self.sinks:
             return
         news = []
@@ -159,7 +176,7 @@ class Notifier:
                     break
                 except Exception as exc:  # noqa: BLE001  (any failure of a sink is its delivery's, never the thread's end)
                     if attempt == TRIES:
-                        self.failures.put((doc["event"], sink.kind, " ".join(str(exc).split()) or type(exc).__name__))
+                        self.failures.put((doc["event"], sink, " ".join(str(exc).split()) or type(exc).__name__))
                     else:
                         time.sleep(wait_s)
                         wait_s *= 2

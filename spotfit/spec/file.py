@@ -35,16 +35,16 @@ MAX_SPEC_VALUES = 10_000  # values in the document after YAML aliases are expand
 MAX_SPEC_DEPTH = 32  # nesting of mappings and lists
 
 
-def read_spec_file(path: Path) -> Any:
-    """The YAML document in `path`, read within the limits above."""
-    return _parse_yaml(_read_text(path), path)
+def read_spec_file(path: Path, what: str = "Job spec") -> Any:
+    """The YAML document in `path`, read within the limits above; errors call the file `what` ("Settings file")."""
+    return _parse_yaml(_read_text(path, what), path, what)
 
 
 _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
          (b"\xfe\xff", "UTF-16"))
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, what: str) -> str:
     """The file as text: at most `MAX_SPEC_BYTES` read, UTF-8 only (a UTF-8 BOM is dropped)."""
     try:
         size = path.stat().st_size
@@ -53,21 +53,21 @@ def _read_text(path: Path) -> str:
             with path.open("rb") as f:  # never more than the cap, whatever stat() said
                 data = f.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
-        raise SpecError(f"Job spec {path} cannot be read: {exc.strerror or exc}.",
+        raise SpecError(f"{what} {path} cannot be read: {exc.strerror or exc}.",
                         hint="Check that the file exists and that you may read it.") from None
     if max(size, len(data)) > MAX_SPEC_BYTES:
         raise SpecError(
-            f"Job spec {path} is too large: received {max(size, len(data)):,} bytes, expected at most "
+            f"{what} {path} is too large: received {max(size, len(data)):,} bytes, expected at most "
             f"{MAX_SPEC_BYTES:,} (1 MiB).",
             hint="Pass the job's YAML file (a few kilobytes), not a data, model or log file.",
         )
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            raise SpecError(f"Job spec {path} is {encoding} text: expected UTF-8.",
+            raise SpecError(f"{what} {path} is {encoding} text: expected UTF-8.",
                             hint=f"Convert it: `iconv -f {encoding} -t UTF-8 {path.name} > spotfit.yaml`.")
     if b"\x00" in data:
         raise SpecError(
-            f"Job spec {path} has a NUL byte at offset {data.index(0)}: expected UTF-8 text "
+            f"{what} {path} has a NUL byte at offset {data.index(0)}: expected UTF-8 text "
             "(is it UTF-16 without a byte-order mark, or not a text file?).",
             hint="Save the spec as UTF-8 text.",
         )
@@ -75,7 +75,7 @@ def _read_text(path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(
-            f"Job spec {path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be "
+            f"{what} {path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot be "
             "decoded; expected a UTF-8 YAML file.",
             hint="Save the spec as UTF-8 (or check that you passed the YAML and not a binary file).",
         ) from None
@@ -159,20 +159,20 @@ def parse_spec_text(text: str, source: str) -> Any:
     return _parse_yaml(text, Path(source))
 
 
-def _parse_yaml(text: str, path: Path) -> Any:
+def _parse_yaml(text: str, path: Path, what: str = "Job spec") -> Any:
     """One YAML document, parsed with `_SpecLoader`; every failure is one `SpecError` line."""
     try:
         return yaml.load(text, Loader=_SpecLoader)  # noqa: S506  (a SafeLoader subclass)
     except _SpecLimit as exc:
         mark = exc.mark
         raise SpecError(
-            f"Job spec {path} is refused at line {mark.line + 1}, column {mark.column + 1}: {exc.problem}; "
+            f"{what} {path} is refused at line {mark.line + 1}, column {mark.column + 1}: {exc.problem}; "
             f"expected a job spec (at most {MAX_SPEC_VALUES:,} values, {MAX_SPEC_DEPTH} levels deep).",
             hint="Write the values out plainly; a job spec needs no deep nesting or chains of aliases.",
         ) from None
     except _DuplicateKey as exc:
         raise SpecError(
-            f"Job spec {path} names `{exc.key}` twice: at line {exc.first.line + 1} and again at line "
+            f"{what} {path} names `{exc.key}` twice: at line {exc.first.line + 1} and again at line "
             f"{exc.again.line + 1}; expected each key once (YAML would silently keep the last).",
             hint=f"Keep one `{exc.key}:` and delete the other.",
         ) from None
@@ -181,6 +181,6 @@ def _parse_yaml(text: str, path: Path) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise SpecError(
-            f"Job spec {path} is not valid YAML{where}: {problem}.",
+            f"{what} {path} is not valid YAML{where}: {problem}.",
             hint="Check indentation and quoting around that line.",
         ) from None

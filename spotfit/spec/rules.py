@@ -157,6 +157,9 @@ class Notify(BaseModel):
     def _webhook(cls, value):
         if isinstance(value, str) and not re.match(r"^https?://[^/\s]", value):
             raise ValueError("expected an http(s):// URL or {secret: NAME} (the URL in the environment variable NAME)")
+        if isinstance(value, str) and "@" in urlsplit(value).netloc:  # as the settings file refuses it
+            raise ValueError("expected a URL without credentials (`user:password@`): put the whole URL in an "
+                             "environment variable and write {secret: NAME}")
         return value
 
     @field_serializer("webhook")

@@ -133,7 +133,7 @@ def load_sweep(path: str | os.PathLike) -> SweepSpec:
     if not path.is_file():
         raise SpecError(f"Sweep file not found: received {_short(str(path))}, expected a YAML file.",
                         hint=f"Pass the sweep's YAML, e.g. `spotfit sweep sweep.yaml` (see {DOCS}).")
-    raw = read_spec_file(path)
+    raw = read_spec_file(path, "Sweep file")
     if not isinstance(raw, dict):
         kind = "an empty document" if raw is None else type(raw).__name__
         raise SpecError(f"Sweep file {path} must be a mapping of fields, received {kind}.",

@@ -147,8 +147,8 @@ def test_a_failed_delivery_is_tried_three_times_then_recorded(monkeypatch):
         server.server_close()
     assert _Refusing.hits == TRIES
     [failed] = [e for e in db.events("nlp-1") if e["kind"] == "notify_failed"]
-    assert failed["message"] == "webhook notification of `completed` failed after 3 tries: HTTP Error 500: " \
-                                "Internal Server Error"
+    assert failed["message"] == "webhook notification of `completed` to sink [0] (http://127.0.0.1:" \
+        f"{server.server_address[1]}/h…/***) failed after 3 tries: HTTP Error 500: Internal Server Error"
 
 
 def test_poll_never_waits_for_a_delivery():
@@ -224,6 +224,23 @@ def test_bad_sinks_are_one_line(spotfit_home, sink, fragment):
     assert fragment in err.value.message
 
 
+def test_a_broken_settings_file_is_called_a_settings_file(spotfit_home):
+    spotfit_home.mkdir(mode=0o700, exist_ok=True)
+    (spotfit_home / "config.yaml").write_text("notify: {}\nnotify: {}\n")
+    with pytest.raises(SpecError) as err:
+        load_settings()
+    assert err.value.message.startswith(f"Settings file {spotfit_home / 'config.yaml'} names `notify` twice")
+
+
+def test_a_webhook_url_with_credentials_is_refused_in_a_spec_as_in_the_settings(spotfit_home):
+    with pytest.raises(ValueError, match="without credentials"):
+        JobSpec.model_validate({"name": "w", "script": "t.py", "notify": {"webhook": "https://u:p@127.0.0.1:9/x"}})
+    spotfit_home.mkdir(mode=0o700, exist_ok=True)
+    (spotfit_home / "config.yaml").write_text(json.dumps({"notify": {"sinks": [{"webhook": "https://u:p@127.0.0.1:9/x"}]}}))
+    with pytest.raises(SpecError, match="without credentials"):
+        load_settings()
+
+
 def test_a_jobs_own_sinks_take_their_url_from_the_controllers_environment(monkeypatch, spotfit_home):
     monkeypatch.setenv("SPOTFIT_WAIT_SCALE", "0.001")
     with webhook_receiver() as (url, received):
@@ -242,8 +259,8 @@ def test_a_jobs_own_sinks_take_their_url_from_the_controllers_environment(monkey
         Controller(sdk.db(), "own-1", backend=_NoLaunch(), poll_s=0.0).run()  # type: ignore[arg-type]
     assert [(r["event"], r["job"]) for r in received] == [("paused", "own-1")]
     [failed] = [e["message"] for e in sdk.events("own-1") if e["kind"] == "notify_failed"]
-    assert failed == "slack notification of `paused` failed after 3 tries: `UNSET_HOOK` is not set in the " \
-                     "controller's environment"
+    assert failed == "slack notification of `paused` to sink [1] ({secret: UNSET_HOOK}) failed after 3 tries: " \
+                     "`UNSET_HOOK` is not set in the controller's environment"  # which of the sinks, by name
 
 
 @pytest.mark.parametrize(("notify", "fragment"), [
