@@ -22,7 +22,12 @@ def _when(ts: float | None) -> str:
 
 
 def _usd(value: float | None) -> str:
-    return f"${value:,.4f}" if value is not None else "-"
+    """Dollars to 4 places, of the value rounded to 6 as the ledger stores it: `status` and `cost` print the same.
+
+    >>> _usd(0.2983499), f"${round(0.2983499, 6):.4f}"
+    ('$0.2984', '$0.2984')
+    """
+    return f"${round(value, 6):,.4f}" if value is not None else "-"
 
 
 def _ratio(value: float | None) -> str:
@@ -258,7 +263,7 @@ def print_cost(console: Console, doc: dict) -> None:
                       *((r.get("runs_on") or "-",) if moved else ()),
                       f"{r['start_step'] or 0}..{r['end_step'] or 0}", _h(r["start_s"] - origin),
                       _h(r["end_s"] - origin), _h(r["billed_s"]), f"{r['price_usd_per_h']:.3f}",
-                      f"${r['cost_usd']:.4f}")
+                      _usd(r["cost_usd"]))
     console.print(table)
     t = doc["totals"]
     console.print(f"spent ${t['spent_usd']:.4f}", highlight=False)

@@ -99,3 +99,27 @@ def test_launches_without_capacity_are_not_billed():
     doc = ledger(attempts, total_steps=100)
     assert [r["attempt"] for r in doc["rows"]] == [2]
     assert doc["totals"]["spent_usd"] == pytest.approx(0.25)
+
+
+
+def test_status_and_cost_show_an_attempt_at_the_same_price(spotfit_home):
+    # $0.2983499 printed as it is reads $0.2983; the ledger rounds to 6 places first ($0.29835, printed $0.2984).
+    import io
+
+    from rich.console import Console
+
+    from spotfit.cli import render
+
+    db = sdk.db()
+    db.create_job("cents-1", "cents", '{"name": "cents", "script": "t.py"}', "memory://cents")
+    number = db.add_attempt("cents-1", backend="local", zone="us-west-2b", market="spot", state="completed",
+                            trace_start_s=0.0, start_step=0)
+    db.update_attempt("cents-1", number, trace_end_s=360.0, end_step=10, billed_s=360.0, cost_usd=0.2983499)
+    printed = {}
+    for name, show, doc in (("status", render.print_status, sdk.status("cents-1")),
+                            ("cost", render.print_cost, sdk.cost("cents-1"))):
+        out = io.StringIO()
+        show(Console(file=out, width=200), doc)
+        printed[name] = out.getvalue()
+    assert "$0.2984" in printed["status"] and "$0.2983" not in printed["status"], printed["status"]
+    assert "$0.2984" in printed["cost"] and "$0.2983" not in printed["cost"], printed["cost"]
