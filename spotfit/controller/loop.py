@@ -85,6 +85,7 @@ class Controller:
                                  backend=self.backend, plan=self.plan, failures=self.failures, watchdog=self.watchdog)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
         self.interrupted_by = "Ctrl-C"  # or the signal that did it: SIGTERM, SIGHUP
+        self.interrupt_signal = 2  # its number (SIGINT): `spotfit run` exits 128 + it
         if (live := self.plan.connect_live(self.backend, self.launcher.request(0, Market.SPOT, None))) is not None:
             db.add_event(job_id, "market", live)
 

@@ -71,31 +71,31 @@ def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
     from spotfit.controller.loop import Controller
 
     controller = Controller(db(), job_id, on_update=on_update)
-    with _ctrl_c_stops(controller, job_id) as received:
+    with _ctrl_c_stops(controller, job_id):
         controller.run()
-    interrupted = {"interrupted": True, "interrupt_signal": received[0]} if controller.interrupted else {}
-    return {**status(job_id), **interrupted}
+    if not controller.interrupted:
+        return status(job_id)
+    return {**status(job_id), "interrupted": True, "interrupt_signal": controller.interrupt_signal}
 
 
 @contextmanager
-def _ctrl_c_stops(controller, job_id: str) -> Iterator[list[int]]:
+def _ctrl_c_stops(controller, job_id: str) -> Iterator[None]:
     """While the block runs, SIGINT, SIGTERM or SIGHUP asks `controller` to stop the job with a checkpoint.
 
-    Said on stderr; the list it yields holds the first such signal's number (SIGINT until one comes).
+    Said on stderr; the first such signal is kept on the controller (`interrupt_signal`, `interrupted_by`).
     """
     import signal
     import threading
 
-    received = [int(signal.SIGINT)]
     if threading.current_thread() is not threading.main_thread():
-        yield received
+        yield
         return
     names = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 
     def interrupt(signum, frame) -> None:
         again = controller.interrupted
         if not again:
-            received[0] = signum
+            controller.interrupt_signal = signum
             controller.interrupted_by = names.get(signal.Signals(signum), f"signal {signum}")
         controller.interrupted = True
         try:  # after SIGHUP the terminal may be gone
@@ -107,7 +107,7 @@ def _ctrl_c_stops(controller, job_id: str) -> Iterator[list[int]]:
 
     previous = {sig: signal.signal(sig, interrupt) for sig in names}
     try:
-        yield received
+        yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

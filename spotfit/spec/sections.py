@@ -95,9 +95,7 @@ class Checkpoint(_Section):
     @field_validator("store")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is not None:
-            store_url(value, "a URL such as file:///path, s3://bucket/prefix or memory://x")
-        return value
+        return value if value is None else store_url(value, "a URL such as file:///path, s3://bucket/prefix or memory://x")
 
 
 # The schemes spotfit's stores open (spotfit/stores/fsspec_store.py): anything else fails at `run`.
@@ -206,9 +204,7 @@ class Export(_Section):
     @field_validator("registry")
     @classmethod
     def _registry(cls, value: str | None) -> str | None:
-        if value is not None:
-            store_url(value, "a URL such as file:///path, s3://bucket/prefix or gs://bucket/prefix")
-        return value
+        return value if value is None else store_url(value, "a URL such as file:///path, s3://bucket/prefix or gs://bucket/prefix")
 
 
 
