@@ -26,12 +26,11 @@ demo: $(STAMP)
 	SPOTFIT_HOME=$(DEMO_HOME) $(BIN)/spotfit cost digits
 
 # The whole suite: unit tests, the docstring examples of spotfit/, and the real end-to-end runs,
-# in three workers on the two cores (a test file stays on one worker, so its module fixtures start
-# once): a worker waiting on a test's outage, back-off or server leaves its core to the other two
-# (docs/benchmarks.md, "The test suite's time"). The 20 slowest tests are listed at the end. pytest runs under tests/support/suite_run.py, which ends
+# on both cores (a test file stays on one worker, so its module fixtures start once); the 20
+# slowest tests are listed at the end. pytest runs under tests/support/suite_run.py, which ends
 # whatever the suite left running (however pytest ended) and prints the CPU seconds it used and
 # the real TensorFlow attempts it ran.
-SUITE := -n 3 --dist loadfile --durations=20
+SUITE := -n 2 --dist loadfile --durations=20
 RUN_SUITE := $(BIN)/python -m tests.support.suite_run
 test: $(STAMP) browser
 	$(RUN_SUITE) $(SUITE)
