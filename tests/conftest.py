@@ -27,8 +27,8 @@ from tests.support.metadata_guard import guard
 from tests.support.postgres import PostgresServer
 from tests.support.seaweed import SeaweedServer, require_weed, seaweed_env
 
-# pytester: tests/test_job_report.py runs an inner pytest; test_cpu: per-test CPU, on demand (docs/testing.md)
-pytest_plugins = ["pytester", "tests.support.test_cpu"]
+# pytester: tests/test_job_report.py runs an inner pytest; cpu_per_test: per-test CPU, on demand (docs/testing.md)
+pytest_plugins = ["pytester", "tests.support.cpu_per_test"]
 
 # Never let TF probe a metadata server (DESIGN.md): a closed loopback port.
 os.environ.setdefault("GCE_METADATA_IP", "127.0.0.1:9")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -42,6 +43,10 @@ from spotfit.stores import open_store
 
 RESULT_WAIT_S = 600.0  # how long a completed job waits for its result.json while the store is away
 STOP_GRACE_S = 30.0  # a stop request not honoured by then becomes a SIGTERM
+
+
+# The signals `spotfit run` takes as Ctrl-C (sdk.run_job), by the name its events give them.
+INTERRUPTS = {int(signal.SIGINT): "Ctrl-C", int(signal.SIGTERM): "SIGTERM", int(signal.SIGHUP): "SIGHUP"}
 
 
 class Controller:
@@ -84,12 +89,16 @@ class Controller:
         self.launcher = Launcher(db=db, job_id=job_id, job_url=self.job_url, spec=self.spec, files=self.files,
                                  backend=self.backend, plan=self.plan, failures=self.failures, watchdog=self.watchdog)
         self.interrupted = False  # set by Ctrl-C (sdk.run_job): the next pass stops the job with a checkpoint
-        self.interrupted_by = "Ctrl-C"  # or the signal that did it: SIGTERM, SIGHUP
-        self.interrupt_signal = 2  # its number (SIGINT): `spotfit run` exits 128 + it
+        self.interrupt_signal = int(signal.SIGINT)  # the signal that did it (`spotfit run` exits 128 + it)
         if (live := self.plan.connect_live(self.backend, self.launcher.request(0, Market.SPOT, None))) is not None:
             db.add_event(job_id, "market", live)
 
     # -- the loop -----------------------------------------------------------------------------
+
+    @property
+    def interrupted_by(self) -> str:
+        """How the job was interrupted, as its events say it: Ctrl-C, SIGTERM, SIGHUP."""
+        return INTERRUPTS.get(self.interrupt_signal, f"signal {self.interrupt_signal}")
 
     def run(self) -> str:
         """Run until the job is completed, failed, cancelled or stopped; return that state."""

@@ -82,21 +82,20 @@ def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
 def _ctrl_c_stops(controller, job_id: str) -> Iterator[None]:
     """While the block runs, SIGINT, SIGTERM or SIGHUP asks `controller` to stop the job with a checkpoint.
 
-    Said on stderr; the first such signal is kept on the controller (`interrupt_signal`, `interrupted_by`).
+    Said on stderr; the first such signal is kept on the controller (`interrupt_signal`).
     """
     import signal
     import threading
 
+    from spotfit.controller.loop import INTERRUPTS
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    names = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
-
     def interrupt(signum, frame) -> None:
         again = controller.interrupted
         if not again:
             controller.interrupt_signal = signum
-            controller.interrupted_by = names.get(signal.Signals(signum), f"signal {signum}")
         controller.interrupted = True
         try:  # after SIGHUP the terminal may be gone
             print(f"\n{'still stopping' if again else 'interrupted'}: job {job_id}'s attempt saves a checkpoint "
@@ -105,7 +104,7 @@ def _ctrl_c_stops(controller, job_id: str) -> Iterator[None]:
         except OSError:
             pass
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in names}
+    previous = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTS}
     try:
         yield
     finally:

@@ -1,4 +1,4 @@
-"""Per-test CPU, written when `SPOTFIT_TEST_CPU=FILE` is set (`python -m tests.support.test_cpu FILE` sums it).
+"""Per-test CPU, written when `SPOTFIT_TEST_CPU=FILE` is set (`python -m tests.support.cpu_per_test FILE` sums it).
 
 Each xdist worker appends one JSON line per test to FILE: its node id, wall seconds (set-up, call and
 teardown), the worker's own CPU seconds and those of the child processes it reaped meanwhile (a
