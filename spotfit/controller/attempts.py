@@ -59,6 +59,7 @@ class AttemptPlanner:
             if replay else WallTicker(self._wall_now_s, self._decide_at))
         self._no_capacity: dict[str | None, float] = {}  # zone -> trace second of a failed launch
         self._cap: tuple[int, float] | None = None  # (attempt, trace s): where its budget is spent
+        self._hold: tuple[int, float] | None = None  # (attempt, trace s): where its team budgets' allowance is spent
 
     def connect_live(self, backend: Backend[Any], request: LaunchRequest) -> str | None:
         """Without a trace, use the backend's live prices (if it has them); returns what happened."""
@@ -123,7 +124,10 @@ class AttemptPlanner:
     def now_s(self) -> float:
         """Absolute trace seconds now (wall seconds since the start without a market)."""
         now = self.ticker.now_s(self.meter.step)
-        return now if self._cap is None else min(now, self._cap[1])
+        for cap in (self._cap, self._hold):
+            if cap is not None:
+                now = min(now, cap[1])
+        return now
 
     def time_scale(self) -> float:
         return self.market.time_scale()
@@ -187,6 +191,20 @@ class AttemptPlanner:
 
     def capped(self, number: int) -> bool:
         return self._cap is not None and self._cap[0] == number
+
+    def hold_at(self, number: int, at_s: float | None) -> None:
+        """Attempt `number`'s modeled instance runs no later than trace second `at_s` until told otherwise
+        (None: no hold): where the allowance its team budgets gave it is spent (rule_actions.py).
+
+        As `cap_at`, but moved on each grant: the clock waits there until the controller has
+        asked the budgets for more (and goes on) or paused the job.
+        """
+        self._hold = None if at_s is None else (number, at_s)
+
+    def held(self, number: int) -> bool:
+        """Whether attempt `number`'s clock stands at its hold (its team budgets' allowance is spent)."""
+        return (self._hold is not None and self._hold[0] == number
+                and self.ticker.now_s(self.meter.step) >= self._hold[1])
 
     def billed_overhead_s(self, attempt: AttemptRecord, end_s: float) -> float | None:
         """The modeled restart overhead inside an attempt's billed span (trace s); None without a market."""
@@ -294,7 +312,7 @@ class AttemptPlanner:
         if preempted_in is not None:  # seen: the policy counts it
             self.market.observe(preempted_in, "preempted")
         self.ticker.attempt_ended(market_stop)
-        self._cap = None
+        self._cap = self._hold = None
 
     def mark_no_capacity(self, zone: str | None) -> None:
         """A launch in `zone` found no capacity: the next decisions skip it for a while.

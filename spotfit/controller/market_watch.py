@@ -74,6 +74,8 @@ class MarketWatch:
             return outcome.COMPLETED if trained_last and ended_by_market and done else result
         if done:
             return result
+        if self.plan.held(attempt["number"]):  # the modeled instance stands at its team budgets' hold: stopped
+            return outcome.STOPPED
         if watch.notified:
             return outcome.PREEMPTED
         return outcome.STOPPED if watch.market_stop else result

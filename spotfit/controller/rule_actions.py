@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, cast
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.backends.base import Backend, Handle
-from spotfit.controller import budget, notify, team_budget
+from spotfit.controller import budget, notify
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
+from spotfit.controller.team_budget import SPENT_USD, Crossing
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import SpotfitError
-from spotfit.home import state_is_shared, state_target
+from spotfit.home import state_is_shared
 from spotfit.settings import TeamBudget, load_settings
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB
@@ -33,9 +34,11 @@ from spotfit.state.states import AttemptState, JobState, Market
 if TYPE_CHECKING:
     from spotfit.controller.budget_store import BudgetStore
 
+
 STORE_PROBE_S = 10.0  # how often the controller checks, by a small write, that the store has room
 STORE_PROBE_PROBLEM_S = 2.0  # the same while a store problem is open
-TEAM_CHECK_S = 10.0  # how often a running attempt's cost is checked against the budgets over many jobs
+TEAM_CHECK_S = 10.0  # wall seconds between a running attempt's looks at its team budgets (others spend too)
+ASK_AHEAD_S = 600.0  # an allowance asked for covers at least this long at the launch's price (a replay's tick)
 
 
 class RuleActions:
@@ -57,6 +60,7 @@ class RuleActions:
         self.price_paused = False
         self._next_probe = 0.0  # monotonic time of the next write that checks the store has room
         self._next_team_check = 0.0  # monotonic time of the next look at the team budgets while an attempt runs
+        self._ask_at: tuple[int | None, float | None] = (None, None)  # (attempt, its cost at the next look)
         self._budget_store: BudgetStore | None = None  # the shared state's budgets and reservations (budget_store.py)
 
     def _handle(self, attempt: AttemptRecord) -> Handle:
@@ -84,9 +88,10 @@ class RuleActions:
         return True
 
     def _team_budget_halt(self, running: AttemptRecord | None = None) -> tuple[JobState, str] | None:
-        """The budgets over many jobs (config.yaml) this job passes: notify (once), or pause.
+        """The budgets over many jobs (config.yaml, and the shared state's) this job passes: notify (once), or pause.
 
-        Before a launch; with `running` (the live attempt), its cost so far counts too.
+        Before a launch, its reservation; with `running` (the live attempt), its cost so far counts and
+        its allowance is asked for (budget_store.py), which holds the replay's clock where it is spent.
         """
         try:
             budgets = self._team_budgets()
@@ -98,16 +103,11 @@ class RuleActions:
             return JobState.PAUSED, f"{message}; fix it, then `spotfit resume {self.job_id}`"
         if not budgets:
             return None
-        live_usd = self.plan.bill(running)[1] if running is not None else 0.0
-        if running is None and self._budget_store is not None:  # shared: reserve the launch's spend
-            found = self._budget_store.reserve(self.job_id, self.spec.labels, budgets, self._expected_launch_usd())
-        elif running is not None and self._budget_store is not None:  # shared: the others' reservations count
-            found = self._budget_store.running_check(self.job_id, self.spec.labels, budgets, live_usd,
-                                                     running["started_at"])
+        store = self._store()
+        if running is None:
+            found = store.reserve(self.job_id, self.spec.labels, budgets, self._expected_launch_usd()).crossings
         else:
-            found = team_budget.crossings(budgets, self.spec.labels,
-                                          lambda start_s: [*self._billed_since(start_s), (self.spec.labels, live_usd)],
-                                          time.time())
+            found = self._ask(store, budgets, running)
         told = {(e["data"].get("budget"), e["data"].get("percent"), e["data"].get("period_start_s"))
                 for e in self.db.events(self.job_id) if e["kind"] == "team_budget"}
         for crossing in found:
@@ -125,15 +125,35 @@ class RuleActions:
                                         "budget allows"
         return None
 
+    def _ask(self, store: BudgetStore, budgets: list[TeamBudget], running: AttemptRecord) -> list[Crossing]:
+        """The running attempt's look at its team budgets: their crossings; its allowance holds the clock."""
+        number = running["number"]
+        live_usd = self.plan.bill(running)[1]
+        want_usd = live_usd + max(self._expected_launch_usd(), self._launch_usd_per_h() * ASK_AHEAD_S / 3600.0)
+        grant = store.running_check(self.job_id, self.spec.labels, budgets, live_usd, running["started_at"],
+                                    want_usd)
+        allowance = grant.allowance_usd
+        at_s = None if allowance is None else self.plan.budget_reached_s(running, allowance + budget.EPSILON_USD)
+        self.plan.hold_at(number, at_s)
+        self._ask_at = (number, min((x for x in (allowance, grant.next_level_usd) if x is not None), default=None))
+        return grant.crossings
+
     def team_budget_while_running(self, attempt: AttemptRecord, progress: dict[str, Any]) -> bool:
-        """Every `TEAM_CHECK_S`: a team budget passed with the attempt's cost so far pauses the job.
+        """Whether a team budget paused the job: looked at on the attempt's first pass, when its cost
+        reaches its allowance or a level it would pass, and every `TEAM_CHECK_S`.
 
         The attempt is asked to save a checkpoint and stop, as a rule's pause asks it; the job
         pauses when it has ended.
         """
-        if self.halt is not None or time.monotonic() < self._next_team_check:
+        if self.halt is not None:
+            return False
+        number, at_usd = self._ask_at
+        due = (number != attempt["number"] or time.monotonic() >= self._next_team_check
+               or (at_usd is not None and self.plan.bill(attempt)[1] >= at_usd - SPENT_USD))
+        if not due:
             return False
         self._next_team_check = time.monotonic() + TEAM_CHECK_S
+        self._ask_at = (attempt["number"], None)  # without a budget that covers it, the next look is the periodic one
         halt = self._team_budget_halt(running=attempt)
         if halt is None:
             return False
@@ -144,23 +164,28 @@ class RuleActions:
     def _team_budgets(self) -> list[TeamBudget]:
         """config.yaml's budgets, and with a shared state DB the `team_budgets` table's (which win on a name)."""
         budgets = load_settings().budgets
-        if self._budget_store is None and state_is_shared():
+        if not state_is_shared():
+            return budgets
+        shared = self._store().budgets()
+        return [b for b in budgets if b.name not in {s.name for s in shared}] + shared
+
+    def _store(self) -> BudgetStore:
+        """The state DB's budgets and reservations (budget_store.py): shared or this home's SQLite, as the job's."""
+        if self._budget_store is None:
             from spotfit.controller.budget_store import BudgetStore
 
-            self._budget_store = BudgetStore(state_target())
-        if self._budget_store is None:
-            return budgets
-        shared = self._budget_store.budgets()
-        return [b for b in budgets if b.name not in {s.name for s in shared}] + shared
+            self._budget_store = BudgetStore(self.db.target)
+        return self._budget_store
+
+    def _launch_usd_per_h(self) -> float:
+        """The dearest price a launch may pay: the zones' highest spot price, else on-demand ($0 without one)."""
+        spot = [p for p in (self.plan.spot_price(z) for z in self.plan.zones()) if p is not None]
+        price = max(spot, default=None) if self.spec.resources.spot else None
+        return price or self.plan.on_demand_usd_per_h() or 0.0
 
     def _expected_launch_usd(self) -> float:
         """What the next attempt is expected to cost: the work left at the dearest price known ($0 without one)."""
-        spot = [p for p in (self.plan.spot_price(z) for z in self.plan.zones()) if p is not None]
-        price = max(spot, default=None) if self.spec.resources.spot else None
-        return self.plan.work_left_s() / 3600.0 * (price or self.plan.on_demand_usd_per_h() or 0.0)
-
-    def _billed_since(self, start_s: float) -> list[tuple[dict[str, Any], float]]:
-        return [(json.loads(spec_json).get("labels") or {}, usd) for spec_json, usd in self.db.billed_since(start_s)]
+        return self.plan.work_left_s() / 3600.0 * self._launch_usd_per_h()
 
     def cap_at_budget(self, attempt: AttemptRecord) -> None:
         """Once per attempt: the trace second its smallest holding budget is spent caps the clock.

@@ -1,8 +1,9 @@
 """Budgets over many jobs (`budgets:` in `$SPOTFIT_HOME/config.yaml`): which one a launch crosses.
 
 Pure decisions over the settings and what the state DB says was billed; the controller
-(`rule_actions.py`) checks them before each launch, and every `TEAM_CHECK_S` while an attempt
-runs (with its cost so far), and records, notifies or pauses (a running attempt saves and stops).
+(`rule_actions.py`) checks them before each launch, and while an attempt runs (with its cost so
+far, as its allowance is spent: budget_store.py), and records, notifies or pauses (a running
+attempt saves and stops).
 
 A budget covers every job whose labels include its `labels`, and counts what their attempts
 launched in the current UTC calendar period (day, week from Monday, month) were billed (an
@@ -33,6 +34,7 @@ from spotfit.labels import matches
 from spotfit.settings import TeamBudget
 
 LEVELS = ((100, "at_100_percent"), (80, "at_80_percent"))  # highest first: the highest level crossed acts
+SPENT_USD = 1e-6  # an allowance with less than this left is spent (budget_store.py)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ Every field is optional; the defaults are a small job of 2 epochs of 20 steps.
 - `pause_at`, `pause_dir`: the first attempt at that step writes `DIR/paused` and waits for
   `DIR/go` (`--pause-at`, `--pause-dir`);
 - `wait_for_stop_at`: an attempt that started at step 0 stands still at this step until the
-  controller's stop request (`--wait-for-stop-at`);
+  controller's stop request or a notice, then stops there (`--wait-for-stop-at`);
 - `stall_after`, `stall_until`: after that step the data stops coming until the file `stall_until`
   exists (`--steps`, `--wait-for` of the stalled-pipeline script);
 - `handoffs`: the script's turns with the test through marker files, each `{"at", "touch", "wait_for",

@@ -243,10 +243,12 @@ class _FitCall:
                 raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a market preemption "
                                  f"at step {step}")
         if scenario.wait_for_stop_at == step and self.first_step == 1:
-            print(f"step {step}: waiting for the controller's stop request", flush=True)
-            if not self.s.stop_asked.wait(scenario.wait_timeout_s):
-                raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a stop request "
-                                 f"at step {step}")
+            print(f"step {step}: waiting for the controller's stop request (or a notice)", flush=True)
+            deadline = time.monotonic() + scenario.wait_timeout_s
+            while not (self.s.stop_asked.wait(0.02) or notice.is_set()):  # a notice stops it here, as the runtime does
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a stop request "
+                                     f"at step {step}")
         for raw in scenario.handoffs:
             turn = {k: v.format(job_id=self.s.config.job_id) if isinstance(v, str) else v for k, v in raw.items()}
             if turn["at"] == step and not Path(turn["touch"]).exists():

@@ -118,6 +118,7 @@ class StateDB:
     """
 
     def __init__(self, target: str | Path):
+        self.target = str(target)  # where it is, as given (a URL with its password: never printed)
         self.path = display_target(target)  # what errors name (a URL's password masked)
         self._db = connect(target)
         self.dialect = self._db.name
