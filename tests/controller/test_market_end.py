@@ -24,9 +24,16 @@ COMPLETED, PREEMPTED, STOPPED = AttemptState.COMPLETED, AttemptState.PREEMPTED, 
 class _Plan:
     """The planner's answers `ended` reads: the clock runs, and `left_s` of modeled work is left."""
 
-    def __init__(self, left_s: float):
+    def __init__(self, left_s: float, held: bool = False):
         self.left_s = left_s
         self.clock = SimpleNamespace(running=True)
+        self._held = held  # the clock stands at the team budgets' hold
+
+    def held(self, number: int) -> bool:
+        return self._held
+
+    def market_event(self, attempt: dict) -> None:
+        return None  # no tick ends it now
 
     def observe_end(self, attempt: dict, progress: dict) -> None:
         pass
@@ -53,3 +60,17 @@ def test_the_models_end_names_the_attempts_end(flags, process, trained_last, lef
     watch = MarketWatch(None, "job-1", _Plan(left_s), watches)  # type: ignore[arg-type]
     attempt = {"number": 1, "market": "spot", "zone": "us-west-2a", "trace_start_s": 0.0}
     assert watch.ended(attempt, process, {}, trained_last) == named
+
+
+@pytest.mark.parametrize(("flags", "named"), [((), STOPPED), (("notified",), STOPPED)])
+def test_a_process_that_ends_while_its_clock_is_held_at_its_allowance_is_stopped(flags, named):
+    """Its modeled instance stands at the trace second its team budgets' allowance was spent: the
+    process ran ahead of it, and the modeled rest is the next attempt's (rule_actions.py)."""
+    watches = AttemptWatches()
+    for flag in flags:
+        setattr(watches[1], flag, True)
+    watch = MarketWatch(None, "job-1", _Plan(600.0, held=True), watches)  # type: ignore[arg-type]
+    attempt = {"number": 1, "market": "spot", "zone": "us-west-2a", "trace_start_s": 0.0}
+    assert watch.ended(attempt, COMPLETED, {}, False) == named
+    assert MarketWatch(None, "job-1", _Plan(0.0, held=True), watches).ended(  # type: ignore[arg-type]
+        attempt, COMPLETED, {}, True) == COMPLETED  # the modeled work was done: it completed
