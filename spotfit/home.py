@@ -67,6 +67,12 @@ def default_registry_url() -> str:
     return f"file://{home() / 'registry'}"
 
 
+def export_scratch(job_id: str) -> Path:
+    """Where a job's exports write their formats before the upload (runtime/export.py); removed when
+    each export ends and when the job ends (controller/loop.py)."""
+    return home() / "exports" / job_id
+
+
 def default_cache_dir() -> Path:
     """The local data cache: `$SPOTFIT_CACHE_DIR`, else `$SPOTFIT_HOME/cache/data`."""
     if os.environ.get("SPOTFIT_CACHE_DIR"):

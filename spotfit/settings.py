@@ -10,6 +10,9 @@ notify:
   sinks:                                          # notifications of job events (docs/costs.md)
     - {slack: https://hooks.slack.com/services/..., events: [failed, preempted, paused, budget]}
     - {email: {to: [ops@example.com], sender: spotfit@example.com, host: smtp.example.com}, events: [failed]}
+paths:                           # where specs may name local folders (docs/job-spec.md#where-a-spec-may-write)
+  allow: [/data/experiments]     # besides the home, $SPOTFIT_HOME and the spec's folder (your own jobs)
+  shared: [/srv/spotfit/stores]  # a shared controller: besides its $SPOTFIT_HOME/store, registry, cache
 budgets:
   - name: nlp-monthly
     labels: {project: nlp}       # the jobs it covers: those with every label given ({} = every job)
@@ -61,10 +64,28 @@ class NotifySettings(_Section):
     _one_target = field_validator("sinks")(one_target)
 
 
+def _absolute(value: list[str]) -> list[str]:
+    for folder in value:
+        if not folder.startswith("/"):
+            raise ValueError(f"expected absolute folders, e.g. /data/experiments (received {folder[:120]!r})")
+    return value
+
+
+class PathSettings(_Section):
+    """Folders, besides the defaults, that a job spec's local paths may resolve inside (confine.py)."""
+
+    allow: list[str] = Field(default_factory=list, description="for jobs run by their owner")
+    shared: list[str] = Field(default_factory=list, description="for the jobs a shared controller runs")
+
+    _allow = field_validator("allow")(_absolute)
+    _shared = field_validator("shared")(_absolute)
+
+
 class Settings(_Section):
     """The whole file."""
 
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    paths: PathSettings = Field(default_factory=PathSettings)
     budgets: list[TeamBudget] = Field(default_factory=list)
 
     @field_validator("budgets")

@@ -82,9 +82,13 @@ def cli_built_once(monkeypatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def spotfit_home(tmp_path, monkeypatch) -> Path:
+def spotfit_home(tmp_path, reference_runs, monkeypatch) -> Path:
+    """Each test's own `$SPOTFIT_HOME`; `$HOME` is this pytest run's temporary folder (its workers'
+    and the reference runs' folders are inside), so the folders a test makes are inside "the home"
+    a job spec may write to (confine.py) and nothing reads or writes the real home."""
     home = tmp_path / "spotfit-home"
     monkeypatch.setenv("SPOTFIT_HOME", str(home))
+    monkeypatch.setenv("HOME", str(reference_runs.parent))
     return home
 
 

@@ -111,6 +111,9 @@ def open_base(monkeypatch):
 def test_another_uid_reads_nothing_and_gets_no_token(open_base):
     home, store = open_base / "home", open_base / "store"
     env = {**os.environ, "SPOTFIT_HOME": str(home)}
+    home.mkdir(mode=0o700)  # as spotfit makes it; the store outside it is opened to specs by `paths.allow`
+    (home / "config.yaml").write_text(f"paths: {{allow: ['{store}']}}\n")
+    (home / "config.yaml").chmod(0o600)
     job = write_spec(open_base / "job", f"name: private\nscript: rules_train.py\nargs: [--epochs, '2']\n"
                                         f"market: {{trace: null}}\ncheckpoint: {{store: 'file://{store}', "
                                         "interval: {steps: 20}}\n", script=RULES_SCRIPT)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from spotfit import crashpoints
 from spotfit.attempt import layout
 from spotfit.backends.base import Backend, LaunchRequest, backend_class, backend_options
-from spotfit.controller import attempt_config, crashpoints
+from spotfit.controller import attempt_config
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker
 from spotfit.controller.job_files import JobFiles

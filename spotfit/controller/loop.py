@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from spotfit import job_secrets
+from spotfit import confine, job_secrets
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result
@@ -34,6 +35,7 @@ from spotfit.controller.rule_actions import RuleActions
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
+from spotfit.home import export_scratch, state_is_shared
 from spotfit.spec.job import JobSpec
 from spotfit.state import lease
 from spotfit.state.db import StateDB
@@ -53,7 +55,7 @@ class Controller:
     """Drives one job to a terminal state."""
 
     def __init__(self, db: StateDB, job_id: str, backend: Backend[Any] | None = None,
-                 poll_s: float = 0.1, on_update: Callable[[], None] | None = None):
+                 poll_s: float = 0.1, on_update: Callable[[], None] | None = None, for_others: bool = False):
         self.db = db
         db.supervise_from_memory()  # a full disk under the home never stops its supervision
         self.job_id = job_id
@@ -68,6 +70,11 @@ class Controller:
         self.holder, self.lease_s = lease.this_process(), lease.ttl_s()  # the one controller of the job
         self.on_update = on_update or (lambda: None)
         try:
+            # Where the job may write on this host (confine.py): a shared controller, or a shared
+            # state's job, keeps to what its owner opened to every submitter (the row may never have
+            # passed `validate`). A job on its owner's private state passed the owner's check at submit.
+            if for_others or state_is_shared():
+                confine.check(self.spec, confine.shared_roots(), f"job {job_id}", job_url=self.job_url)
             classify.preflight(self.spec)
             self.plan = AttemptPlanner(self.spec, db, job_id)
         except UsageError as exc:
@@ -125,6 +132,7 @@ class Controller:
             state = JobState(job["state"])
             if state.is_terminal():
                 job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)
+                shutil.rmtree(export_scratch(self.job_id), ignore_errors=True)  # what a dead export left here
                 if self._config_error is not None:
                     raise self._config_error
                 return state

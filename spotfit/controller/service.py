@@ -88,7 +88,7 @@ class Service:
         self.log(f"{job_id}: leased, driving it")
         db = StateDB(self.target)
         try:
-            state = Controller(db, job_id, poll_s=self.poll_s).run()
+            state = Controller(db, job_id, poll_s=self.poll_s, for_others=True).run()
             self.log(f"{job_id}: {state}")
         except (lease.LeaseLost, lease.LeaseTaken) as exc:
             self.log(f"{job_id}: {exc.message}")

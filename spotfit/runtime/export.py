@@ -12,7 +12,10 @@ files, `If-None-Match: *` on S3): two exports of one name racing for a number ge
 A model trained in mixed precision is exported in float32 (its variables are float32 already;
 TFLite has no bf16 kernels), and compared within the trained policy's rounding. The model
 card, `model_card.json`, is written last: a version exists only once its card does
-(the checkpoint manifest rule), so a half-uploaded version is never taken for a model.
+(the checkpoint manifest rule), so a half-uploaded version is never taken for a model, and
+the job's next export takes back a version it claimed and never published
+(`registry.claim_version`): a crash anywhere leaves a whole version or nothing. The formats
+are written in the job's scratch folder (`scratch`), which goes on every path.
 
 Card fields: name, version, job id, spec hash, step, weights sha256, metrics of the last
 epoch, cost (previous attempts as billed by the controller plus this attempt at its launch
@@ -28,11 +31,14 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from spotfit.attempt.registry import CARD, claim_version
+from spotfit import crashpoints
+from spotfit.attempt.registry import CARD, claim_version, published_by
 from spotfit.stores import open_store
 
 TOLERANCE = {"savedmodel": 1e-5, "keras": 1e-6, "tflite": 1e-4}  # max |difference|, relative to max |y|
@@ -165,22 +171,52 @@ def _run_tflite(data: bytes, sample):
 
 
 def publish(registry_url: str, name: str, folder: Path, card: dict) -> dict:
-    """Upload `folder` as the next version of `name`, claimed first, card last; returns the card."""
+    """Upload `folder` as the next version of `name`, claimed first, card last; returns the card.
+
+    All or nothing: a version is published once its card is written, and an export that died
+    before (a claim, some files, no card) is taken back by the job's next one (`claim_version`).
+    A version the job already published with these weights is returned as it is.
+    """
     registry = open_store(registry_url)
-    version = claim_version(registry, name, card.get("job_id"))
+    job_id = card.get("job_id")
+    if job_id and (done := published_by(registry, name, job_id, card.get("weights_sha256"))) is not None:
+        return done
+    version = claim_version(registry, name, job_id)
+    crashpoints.hold("export_claimed")
     card = {**card, "name": name, "version": version, "published_at": time.time(),
             "url": f"{registry_url.rstrip('/')}/{name}/{version}"}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for i, path in enumerate(sorted(p for p in folder.rglob("*") if p.is_file())):
         registry.put_file(str(path), f"{name}/{version}/{path.relative_to(folder).as_posix()}")
+        if i == 0:
+            crashpoints.hold("export_uploading")
+    crashpoints.hold("export_uploaded")
     registry.write_bytes(f"{name}/{version}/{CARD}", json.dumps(card, indent=2, default=str).encode())
     return card
+
+
+@contextmanager
+def scratch(job_id: str) -> Iterator[Path]:
+    """A temporary folder for one export, in the job's own `$SPOTFIT_HOME/exports/<job id>/`.
+
+    What an export that died there left (a SavedModel copy) is removed first; the folder goes
+    when the export ends, however it ends, and the controller removes the job's when the job ends.
+    """
+    from spotfit.home import export_scratch
+
+    root = export_scratch(job_id)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        yield Path(tempfile.mkdtemp(prefix="export-", dir=root))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def export(model, options: dict, card: dict, sample=None) -> dict:
     """Write, verify and publish `model` as `options` (the runtime config's `export`) say."""
     formats = list(options.get("formats") or ["savedmodel"])
-    with tempfile.TemporaryDirectory(prefix="spotfit-export-") as tmp:
-        folder = Path(tmp)
+    with scratch(card.get("job_id") or "job") as folder:
+        crashpoints.hold("export_writing")
         card = {**card, "formats": write_formats(model, formats, folder, sample_inputs(model, sample))}
         return publish(options["registry"], options["name"], folder, card)
 

@@ -33,7 +33,18 @@ def validate(path: str, backend: str | None = None) -> JobSpec:
     if not spec.is_notebook:
         scriptcheck.check_syntax(spec.script_path, spec.script)
     check_data_volume(spec, backend or spec.backend)
+    check_paths(spec, path)
     return spec
+
+
+def check_paths(spec: JobSpec, source: str) -> None:
+    """The local paths the spec names are inside the roots its controller may write to (confine.py):
+    the owner's (the home, $SPOTFIT_HOME, the spec's folder, `paths.allow`), or on a shared state
+    a shared controller's (`paths.shared`); else one `SpecError` line naming the setting."""
+    from spotfit import confine
+
+    roots = confine.shared_roots() if state_is_shared() else confine.owner_roots(spec.base_dir)
+    confine.check(spec, roots, source)
 
 
 def check_data_volume(spec: JobSpec, backend: str) -> None:
@@ -81,7 +92,9 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None,
     """
     from spotfit.spec.job import load_spec
 
-    return submit_spec(load_spec(path), preempt_at=preempt_at, backend=backend, allow_duplicate=allow_duplicate)
+    spec = load_spec(path)
+    check_paths(spec, path)  # named by its file here; submit_spec checks again for the other callers
+    return submit_spec(spec, preempt_at=preempt_at, backend=backend, allow_duplicate=allow_duplicate)
 
 
 def duplicate_error(name: str, live: dict) -> UsageError:
@@ -119,6 +132,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
         )
     spec.backend = chosen  # checked against the registry above
     check_data_volume(spec, chosen)
+    check_paths(spec, f"job spec {spec.name!r}")
     if not allow_duplicate and (live := db().live_job_named(spec.name)) is not None:
         raise duplicate_error(spec.name, live)
     if not spec.is_notebook:  # a script that cannot compile fails every attempt: refuse it before any launch

@@ -193,7 +193,10 @@ class Postgres:
 
 
 def connect(target: str | Path) -> Sqlite | Postgres:
-    """The dialect for `target`: a `postgresql://` URL, else a SQLite file path."""
+    """The dialect for `target`: a `postgresql://` URL, else a SQLite file path (a `sqlite:` URL is
+    `home.state_target`'s to read: taken as a path here, it would make a folder named `sqlite:`)."""
+    if str(target).startswith("sqlite:"):
+        raise ValueError(f"a SQLite state is opened by its path, not by the URL {str(target)!r} (home.state_target)")
     return Postgres(str(target)) if is_postgres(target) else Sqlite(target)
 
 

@@ -19,6 +19,7 @@ from spotfit import sdk
 from spotfit.controller.budget_store import BudgetStore
 from spotfit.controller.loop import Controller
 from spotfit.errors import UsageError
+from spotfit.home import home
 from spotfit.settings import TeamBudget
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
@@ -47,7 +48,8 @@ def _billed(db: StateDB, job_id: str, usd: float, labels: dict) -> None:
 def _waiting_job(db: StateDB, job_id: str, tmp_path) -> None:
     spec = JobSpec.model_validate({"name": job_id, "script": "train.py", "labels": {"project": "nlp"}, "work_h": 1.0,
                                    "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
-    db.create_job(job_id, job_id, spec.model_dump_json(), f"file://{tmp_path}/store-{job_id}")
+    # In the controller's own store: a shared state's controller writes nowhere else (spotfit/confine.py).
+    db.create_job(job_id, job_id, spec.model_dump_json(), f"file://{home() / 'store' / 'jobs' / job_id}")
 
 
 def test_two_controllers_on_one_postgresql_do_not_both_launch_past_a_budget(shared_state, tmp_path):

@@ -109,17 +109,18 @@ def test_a_failed_export_completes_the_job_with_its_own_exit_code_and_says_so(tm
     src = tmp_path / "src" / "train.py"
     src.parent.mkdir()
     src.write_text(SCRIPT)
+    (tmp_path / "blocked").write_text("a file where the registry's folder would be\n")
     spec = job_spec("name: unexported\nscript: train.py\nmarket: {trace: null}\n"
-                    "export: {registry: 'file:///proc/nope', formats: [keras]}\n", script=src)
+                    f"export: {{registry: 'file://{tmp_path}/blocked/models', formats: [keras]}}\n", script=src)
     out = subprocess.run(spotfit_cmd("run", str(spec), "--json"), capture_output=True, text=True, timeout=300,
                          stdin=subprocess.DEVNULL, env=os.environ.copy())
     assert out.returncode == EXIT_EXPORT_FAILED == 4, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     assert doc["state"] == "completed" and doc["step"] == 16 and len(doc["weights_sha256"]) == 64
-    assert "/proc/nope" in doc["export"]["error"], doc["export"]
+    assert "blocked/models" in doc["export"]["error"], doc["export"]
     status = subprocess.run(spotfit_cmd("status", doc["id"]), capture_output=True, text=True, timeout=60,
                             stdin=subprocess.DEVNULL, env=os.environ.copy())
-    assert status.returncode == 0 and "export failed:" in status.stdout and "/proc/nope" in status.stdout, status
+    assert status.returncode == 0 and "export failed:" in status.stdout and "blocked/models" in status.stdout, status
     as_json = json.loads(subprocess.run(spotfit_cmd("status", doc["id"], "--json"), capture_output=True, text=True,
                                         timeout=60, stdin=subprocess.DEVNULL, env=os.environ.copy()).stdout)
     assert as_json["export"] == doc["export"]
