@@ -10,6 +10,16 @@ because retrying them without a bound launches (and bills) a new machine every t
 - `oom`: killed by SIGKILL (or exit 137, the shell's report of it) unasked, as the kernel's OOM
   killer does.
 
+A store failure is not the script's: an attempt whose runtime exited `EXIT_STORE` (its store was
+full, unreachable or refused a write where the attempt could not go on without it), or that
+failed while the controller found the store's disk full, is recorded with `failure: store`. It
+does not count toward `max_failures` and sets no backoff; the next launch waits until the store
+answers the controller (its launch files are written there first). A store that answers the
+controller but keeps failing the attempts (credentials or a network only the attempt's machine
+has) is bounded all the same: more store failures in a row, none of which trained a step, than
+`max_failures` or `STORE_ROW_LIMIT` (whichever is larger: `max_failures: 0` still rides out a
+store's moment) fail the job with a line that says so (`store_in_a_row`).
+
 A host crash is not a failure: an attempt that ended with no exit record after its runtime
 reported a step past the one it started from (the machine went away mid-training, the runtime
 with it) resumes from its checkpoint, as after a preemption, and its `failure` reads
@@ -33,6 +43,8 @@ Example:
 (None, None)
 >>> failure_kind("failed", 1, None, asked=False), failure_kind("failed", 137, None, asked=False)
 ('script', 'oom')
+>>> failure_kind("failed", 74, None, asked=False)
+'store'
 >>> [backoff_s(n, base_s=30.0) for n in (0, 1, 2, 3)]
 [0.0, 30.0, 60.0, 120.0]
 >>> repeated_error({2: ("ValueError: bad", 40), 3: ("ValueError: bad", 40)}, 3)
@@ -47,6 +59,7 @@ import signal as _signal
 from collections.abc import Callable
 from typing import Any
 
+from spotfit.attempt.exit_codes import EXIT_STORE
 from spotfit.backends.base import backend_class
 from spotfit.controller import waits
 from spotfit.spec.job import JobSpec
@@ -58,6 +71,7 @@ MAX_BACKOFF_S = 1800.0
 EXIT_SIGKILL_SHELL = 128 + _signal.SIGKILL  # how a shell (or an agent's wrapper) reports a SIGKILLed child
 KINDS = ("script", "launch", "boot_timeout", "no_exit_record", "oom", "store")
 HOST_CRASH = "host_crash"  # recorded as an attempt's `failure`, never counted as one
+STORE_ROW_LIMIT = 3  # store failures in a row that trained nothing, at the least, before the job fails
 UNCOUNTED = ("store", HOST_CRASH)  # recorded as failures, but not the script's: never toward max_failures
 
 
@@ -67,6 +81,8 @@ def failure_kind(result: str, exit_code: int | None, signal: int | None, asked: 
     `asked`: the controller asked the attempt to end (preemption, switch, rule, cancel, injection).
     """
     if result == AttemptState.FAILED:
+        if exit_code == EXIT_STORE:
+            return "store"
         return "oom" if exit_code == EXIT_SIGKILL_SHELL and not asked else "script"
     if result != AttemptState.KILLED or asked:
         return None
@@ -87,6 +103,19 @@ def counted(attempt: AttemptRecord) -> bool:
     """Whether a recorded attempt counted toward `max_failures`."""
     failure = (attempt.get("info") or {}).get("failure")
     return failure not in UNCOUNTED and (attempt["state"] == AttemptState.FAILED or bool(failure))
+
+
+def store_in_a_row(attempts: list[AttemptRecord]) -> int:
+    """Store failures since the last attempt that ended otherwise or trained a step (capacity errors aside)."""
+    n = 0
+    for attempt in reversed(attempts):
+        if attempt["state"] == AttemptState.NO_CAPACITY or AttemptState(attempt["state"]).is_live():
+            continue
+        trained = (attempt["end_step"] or 0) > (attempt["start_step"] or 0)
+        if (attempt.get("info") or {}).get("failure") != "store" or trained:
+            break
+        n += 1
+    return n
 
 
 def failures_in_a_row(attempts: list[AttemptRecord]) -> int:
@@ -132,7 +161,8 @@ def describe(kind: str, boot_timeout_s: float | None = None) -> str:
         "oom": "killed by SIGKILL without being asked, as the OOM killer does",
         HOST_CRASH: "its host went away mid-training without an exit record: not counted as a failure, the "
                     "next attempt resumes from the checkpoint",
-        "store": "it failed while the store's disk was full: a store failure, not counted toward max_failures",
+        "store": "its store was full, unreachable or refused a write: a store failure, not counted toward "
+                 "max_failures; the next launch waits until the store answers",
     }.get(kind, "")
 
 
@@ -202,6 +232,15 @@ class FailureTracker:
 
     def ended(self, number: int, kind: str | None, now: float) -> bool:
         """An attempt ended (not for lack of capacity): count it if it failed; True when the job must fail."""
+        limit = max(self.max_failures, STORE_ROW_LIMIT)
+        if kind == "store" and (row := store_in_a_row(self.db.attempts(self.job_id))) > limit:
+            why = (f"{row} attempts in a row failed on the store without training a step (the last: attempt "
+                   f"{number}), more than {limit}: the store answers the controller but "
+                   f"not the attempts' machines (credentials, network, a full or read-only disk there); see "
+                   f"`spotfit logs {self.job_id}`")
+            self.db.add_event(self.job_id, "store_failures", why, attempt=number, in_a_row=row)
+            self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
+            return True
         if kind is None or kind in UNCOUNTED:
             self.in_a_row = 0
             return False

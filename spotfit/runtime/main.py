@@ -28,10 +28,10 @@ from collections.abc import Callable
 
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
-from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
+from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED, EXIT_STORE, RESERVED
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result, encode_exit
-from spotfit.errors import NotFoundError, UsageError
+from spotfit.errors import NotFoundError, StoreError, UsageError
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.job_data import sync_job_data
 from spotfit.runtime.preemption import Preempted
@@ -367,7 +367,12 @@ def _run_script(config: RuntimeConfig, strategy=None) -> int:
     except SystemExit as exc:
         if exc.code in (None, 0):
             return EXIT_DONE
-        return exc.code if isinstance(exc.code, int) else 1
+        code = exc.code if isinstance(exc.code, int) else 1
+        if code in RESERVED:  # the runtime's own codes: a preemption, a stop, a store failure
+            sys.stderr.write(f"spotfit: the script exited {code}, a code spotfit's runtime keeps for itself "
+                             f"(preempted, stopped, store failure); the attempt records exit 1\n")
+            return 1
+        return code
     return EXIT_DONE
 
 
@@ -383,6 +388,10 @@ def main(argv: list[str] | None = None, trainer: Trainer | None = None) -> None:
     except UsageError as exc:  # the job's configuration: retrying cannot mend it (a missing object may)
         traceback.print_exc()
         code = 1 if isinstance(exc, NotFoundError) else EXIT_CONFIG
+    except StoreError:  # the store failed where the attempt cannot go on without it: not the script's fault
+        traceback.print_exc()
+        sys.stderr.flush()
+        code = EXIT_STORE
     except BaseException:  # noqa: BLE001 — any end of the script becomes an exit code and a record
         traceback.print_exc()
         sys.stderr.flush()

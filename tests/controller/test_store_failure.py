@@ -97,3 +97,34 @@ def test_an_attempt_that_fails_on_a_full_store_is_a_store_failure_not_counted(ti
     assert sdk.db().get_job("fills-1")["state"] != "failed"  # max_failures: 0, and still not failed
     assert FailureTracker(sdk.db(), "fills-1", spec).count == 0  # read back after a restart: not counted
     assert sdk.status("fills-1")["attempts"][0]["failure"] == "store"
+
+
+class _StoreFailsTheAttempt(_FillsTheDiskAndFails):
+    """A stand-in attempt whose runtime exits `EXIT_STORE` at once: its store refuses it, the controller's does not."""
+
+    def launch(self, request):
+        self.launches += 1
+        return _Handle(f"h{request.attempt}")
+
+    def status(self, handle) -> AttemptStatus:
+        return AttemptStatus(running=False, exit_code=74)
+
+
+def test_store_failures_that_train_nothing_are_bounded_though_never_counted(tmp_path):
+    """The store answers the controller but fails every attempt: not counted toward `max_failures`
+    (no backoff), yet not relaunched without end either: past `max_failures` store failures in a
+    row that trained nothing (`max_failures` or 3, the larger), the job fails with a line that names the store."""
+    spec = JobSpec.model_validate({"name": "refused", "script": "train.py", "max_failures": 0,
+                                   "market": {"trace": None}})
+    sdk.db().create_job("refused-1", "refused", spec.model_dump_json(), f"file://{tmp_path}/store/jobs/refused-1")
+    backend = _StoreFailsTheAttempt(tmp_path)
+    Controller(sdk.db(), "refused-1", backend=backend, poll_s=0.0).run()
+    job = sdk.db().get_job("refused-1")
+    assert job["state"] == "failed"
+    assert "4 attempts in a row failed on the store without training a step" in job["message"], job["message"]
+    attempts = sdk.db().attempts("refused-1")
+    assert backend.launches == 4 and [a["info"]["failure"] for a in attempts] == ["store"] * 4
+    assert {a["exit_code"] for a in attempts} == {74}
+    kinds = [e["kind"] for e in sdk.events("refused-1")]
+    assert "backoff" not in kinds and kinds.count("store_failures") == 1, kinds
+    assert FailureTracker(sdk.db(), "refused-1", spec).count == 0

@@ -104,3 +104,64 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
                                                           env=os.environ.copy()).stdout)["events"]]
     assert "store_unreachable" in kinds and "store_back" in kinds
     assert kinds.index("store_unreachable") < kinds.index("store_back")
+
+
+def _at_the_end_turns(marks: Path) -> list[dict]:
+    """The server goes away at step 185 and stays away: the end save and `result.json` cannot be written."""
+    return [{"at": 185, "touch": str(marks / "stop-request"), "wait_for": str(marks / "stopped")}]
+
+
+@pytest.mark.usefixtures("hollow")
+def test_an_attempt_the_store_fails_at_the_end_is_a_store_failure_and_the_job_waits_for_it(job_spec, tmp_path,
+                                                                                          own_seaweed):
+    """Issue 47: an attempt that cannot write its result because the store is away exits `EXIT_STORE`;
+    it is recorded `failure: store`, not the script's (under `max_failures: 0` the job goes on), and
+    attempt 2 launches only once the store answers again, then ends with the uninterrupted weights."""
+    server = own_seaweed
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    store = f", store: 's3://{BUCKET}/at-end-{uuid.uuid4().hex[:6]}'"
+    spec = write_job(job_spec, tmp_path, SCRIPT, "at-end", store, extra="max_failures: 0\n")
+    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=_at_the_end_turns(marks))
+    job = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, stdin=subprocess.DEVNULL, env={**os.environ, **CONTROLLER_ENV})
+    output: dict[str, str] = {}
+    reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
+                              daemon=True)
+    reader.start()
+
+    def first_attempt() -> dict:
+        return next(iter(status_or_empty("at-end").get("attempts") or []), {})
+
+    try:
+        wait_for(lambda: (marks / "stop-request").exists() or job.poll() is not None, 300,
+                 "the training to reach step 185, where it asks for the outage")
+        assert job.poll() is None, output
+        server.stop()
+        (marks / "stopped").touch()
+        wait_for(lambda: first_attempt().get("state") not in (None, "running", "launching") or job.poll() is not None,
+                 300, "attempt 1 to end without its store")
+        assert job.poll() is None, f"spotfit run ended while the store was away: {output}"
+        ended = first_attempt()
+        assert (ended["state"], ended["exit_code"], ended["failure"]) == ("failed", 74, "store"), ended
+        wait_for(lambda: "waiting for the store" in (status_or_empty("at-end").get("message") or ""), 120,
+                 "the job to wait for the store before attempt 2")
+        assert len(status_or_empty("at-end")["attempts"]) == 1  # nothing launched while the store is away
+        server.start()
+        wait_for(lambda: job.poll() is not None, 300, "the job to finish after the store came back")
+        reader.join(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode == 0, output.get("err", "")[-3000:]
+    doc = json.loads(output["out"])
+    uninterrupted = reference(MARKET_SCRIPT, [], seed=7)
+    assert doc["state"] == "completed"
+    assert [(a["state"], a["failure"]) for a in doc["attempts"]] == [("failed", "store"), ("completed", None)]
+    assert doc["step"] == uninterrupted["step"] == 188
+    assert doc["weights_sha256"] == uninterrupted["weights_sha256"] is not None
+    kinds = [e["kind"] for e in json.loads(subprocess.run(spotfit_cmd("logs", doc["id"], "--json"),
+                                                          capture_output=True, text=True,
+                                                          env=os.environ.copy()).stdout)["events"]]
+    assert "backoff" not in kinds, kinds  # not a counted failure: no backoff, and max_failures: 0 held

@@ -34,7 +34,7 @@ market: {{trace: aws-v100, zones: [us-west-2a], start: '2023-02-17T19:16:00', ti
 checkpoint: {{interval: {{steps: 10}}, keep: 2{store}}}
 training: {{seed: 7, deterministic: true}}
 env: {env}
-"""
+{extra}"""
 
 
 def digits_script(callback_source: str, callback: str) -> str:
@@ -44,11 +44,12 @@ def digits_script(callback_source: str, callback: str) -> str:
 
 
 def write_job(job_spec: Callable[..., Path], tmp_path: Path, script: str, name: str, store: str = "",
-              env: dict | None = None) -> Path:
-    """The spec of job `name` running `script` (in `tmp_path/src`); `store` is `, store: URL` or empty."""
+              env: dict | None = None, extra: str = "") -> Path:
+    """The spec of job `name` running `script` (in `tmp_path/src`); `store` is `, store: URL` or empty;
+    `extra`: more top-level lines of the spec (`max_failures: 0`)."""
     (tmp_path / "src").mkdir(exist_ok=True)
     (tmp_path / "src" / "train.py").write_text(script)
-    return job_spec(SPEC.format(name=name, store=store, env=json.dumps(env or {})), name,
+    return job_spec(SPEC.format(name=name, store=store, env=json.dumps(env or {}), extra=extra), name,
                     script=tmp_path / "src" / "train.py")
 
 
@@ -71,7 +72,7 @@ class Reference:
     def __init__(self, folder: Path, script: str):
         (folder / "src").mkdir(parents=True)
         (folder / "src" / "train.py").write_text(script)
-        spec = write_spec(folder / "reference", SPEC.format(name="reference", store="", env="{}"),
+        spec = write_spec(folder / "reference", SPEC.format(name="reference", store="", env="{}", extra=""),
                           script=folder / "src" / "train.py")
         self.home = folder / "spotfit-home"
         self.proc = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE,
