@@ -10,6 +10,7 @@ exists, at most `HOLD_LIMIT_S`; a test that kills it there never creates the rel
 
 - `launching`: the attempt is recorded (state `launching`, no handle); the backend is not called yet;
 - `launched`: the backend has started the attempt; its handle is not stored yet;
+- in the dashboard (ui/planning.py): `plan_running` (a plan's worker thread started, nothing simulated);
 - in the runtime's export (runtime/export.py): `export_writing` (the scratch folder made, nothing
   written), `export_claimed` (a version claimed, nothing uploaded), `export_uploading` (one file
   uploaded), `export_uploaded` (every file, no model card).

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from spotfit.errors import UsageError
+from spotfit.market import stopping
 from spotfit.market.policies.base import (
     DEFAULT_MAX_OVERPAY,
     NONE,
@@ -163,6 +164,8 @@ def simulate(policy: Policy | str, trace: Trace, job: Job, start_tick: int = 0,
     spot_s = od_s = 0.0
     limit = run_ticks(job, gap)
     for t in range(limit):
+        if t % stopping.EVERY == 0:
+            stopping.check()
         a = start_tick + t
         view.tick = a
         last = min(a, n_ticks - 1)

@@ -39,12 +39,12 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp
 
 from spotfit import arguments, sdk
 from spotfit.errors import NotFoundError, SpotfitError, UsageError
 from spotfit.home import home
+from spotfit.market.stopping import Stopped
 from spotfit.state.dialect import display_target
 from spotfit.state.states import JobState
 from spotfit.sweep.store import sweeps_target
@@ -123,7 +123,8 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
 
     @app.exception_handler(SpotfitError)
     async def spotfit_error(request: Request, err: SpotfitError) -> Response:
-        code = 404 if isinstance(err, NotFoundError) else 413 if isinstance(err, planning.TooLarge) else 400
+        code = (404 if isinstance(err, NotFoundError) else 413 if isinstance(err, planning.TooLarge)
+                else 503 if isinstance(err, Stopped) else 400)
         if request.url.path.startswith("/api/"):
             return _json({"error": err.message, "hint": err.hint}, code)
         return templates.TemplateResponse(request, "error.html", {"error": err}, status_code=code)
@@ -189,20 +190,21 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
         return page(request, "plan.html", plan=doc, figures={"plan": figure} if figure else {},
                     **{"content": "", "job": "", "trace": "", **form})
 
+    def job_plan(job: str, trace: str | None) -> dict:
+        with reading() as db:
+            return planning.plan_job(sdk.find_job(db, job), trace)
+
     @app.get("/plan", response_class=HTMLResponse)
-    def plan_page(request: Request, job: str = "", trace: str = "", spec: str | None = None) -> HTMLResponse:
+    async def plan_page(request: Request, job: str = "", trace: str = "", spec: str | None = None) -> HTMLResponse:
         if spec is not None:
             raise _no_paths()
-        doc = None
-        if job:
-            with reading() as db:
-                doc = planning.plan_job(sdk.find_job(db, job), trace or None)
+        doc = await planning.bounded(request, job_plan, job, trace or None) if job else None
         return plan_page_of(request, doc, job=job, trace=trace)
 
     @app.post("/plan", response_class=HTMLResponse)
     async def plan_posted(request: Request) -> HTMLResponse:
         content, trace = await planning.read_form(request)
-        doc = await run_in_threadpool(planning.plan_content, content.encode(), trace or None)
+        doc = await planning.bounded(request, planning.plan_content, content.encode(), trace or None)
         return plan_page_of(request, doc, content=content, trace=trace or "")
 
     def spend(since: str, by: str) -> dict:
@@ -314,16 +316,16 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
             return _json(sweepview.leaderboard(*dbs, ref))
 
     @app.get("/api/plan")
-    def api_plan_job(job: str | None = None, trace: str | None = None, spec: str | None = None) -> Response:
+    async def api_plan_job(request: Request, job: str | None = None, trace: str | None = None,
+                           spec: str | None = None) -> Response:
         if spec is not None or job is None:
             raise _no_paths()
-        with reading() as db:
-            return _json(planning.plan_job(sdk.find_job(db, job), trace))
+        return _json(await planning.bounded(request, job_plan, job, trace))
 
     @app.post("/api/plan")
     async def api_plan(request: Request, trace: str | None = None) -> Response:
         content = await planning.read_body(request, planning.MAX_SPEC_BYTES)
-        return _json(await run_in_threadpool(planning.plan_content, content, trace))
+        return _json(await planning.bounded(request, planning.plan_content, content, trace))
 
     return SecurityHeaders(TokenGate(CsrfGuard(app, token), token))
 

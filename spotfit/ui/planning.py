@@ -5,6 +5,11 @@ The plan page and `/api/plan` take the YAML itself in the request's body, at mos
 recorded spec). A trace, whether named in posted content, in a job's recorded spec or as `trace=`,
 must be a bundled one: the dashboard opens no file a request names, whoever sends it.
 
+A plan runs in a worker thread (`bounded`), within `PLAN_LIMIT_S` (`$SPOTFIT_UI_PLAN_LIMIT_S`), and
+stops when its client leaves: the simulator's tick loops check between ticks (market/stopping.py)
+and give up with `Stopped`, answered 503. The CLI's `spotfit plan` has no such limit (the spec's
+bounds keep it finite); anyone holding the token cannot tie the dashboard's host up.
+
 Example:
 
 >>> plan_content(b"name: d\\nscript: t.py\\nresources: {accelerator: V100}\\n")["accelerator"]
@@ -18,12 +23,22 @@ trace name (aws-v100, aws-v100-aug-16node, aws-v100-aug-4node): the dashboard op
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from spotfit import crashpoints
 from spotfit.errors import SpecError, UsageError
+from spotfit.market import stopping
 from spotfit.market.trace import BUNDLED
 from spotfit.sdk.market import plan_spec
 from spotfit.spec.file import parse_spec_text
@@ -31,6 +46,9 @@ from spotfit.spec.job import JobSpec, parse_spec
 from spotfit.state.records import JobRecord
 
 MAX_SPEC_BYTES = 256 * 1024  # a job spec is a few kilobytes
+PLAN_LIMIT_S = 60.0  # a plan of the largest spec validate accepts takes seconds; this is a guard, not a target
+LIMIT_ENV = "SPOTFIT_UI_PLAN_LIMIT_S"
+POLL_S = 0.25  # how often a running plan's client is asked whether it is still there
 SOURCE = "the posted spec"
 TRACES = tuple(sorted(BUNDLED))
 
@@ -100,3 +118,44 @@ def plan_job(job: JobRecord, trace: str | None = None) -> dict:
                          hint="Run `spotfit plan SPEC` with the job's spec file in a shell.") from None
     bundled_trace("market.trace", spec.market.trace, f" of job {job['id']}")
     return plan_spec(spec, bundled_trace("trace", trace))
+
+
+def plan_limit_s() -> float:
+    """The dashboard's time limit for one plan: `$SPOTFIT_UI_PLAN_LIMIT_S`, else `PLAN_LIMIT_S`."""
+    raw = os.environ.get(LIMIT_ENV, "")
+    try:
+        return float(raw) if raw else PLAN_LIMIT_S
+    except ValueError:
+        raise UsageError(f"Invalid {LIMIT_ENV}: received {raw!r}, expected a number of seconds.",
+                         hint=f"Unset it or set e.g. {LIMIT_ENV}=60.") from None
+
+
+async def bounded(request: Request, plan: Callable[..., dict], *args: Any) -> dict:
+    """`plan(*args)` in a worker thread, stopped (`stopping.Stopped`) at the time limit or when the client leaves."""
+    limit_s, gone = plan_limit_s(), threading.Event()
+    deadline = time.monotonic() + limit_s
+
+    def stop() -> str | None:
+        if gone.is_set():
+            return "The plan's client left before it was ready."
+        if time.monotonic() >= deadline:
+            return f"The plan took longer than the dashboard's limit of {limit_s:g} s."
+        return None
+
+    def work() -> dict:
+        crashpoints.hold("plan_running")
+        with stopping.stopping_when(stop, hint="Run `spotfit plan SPEC` in a shell, which has no time limit, or "
+                                                f"raise {LIMIT_ENV} where the dashboard runs."):
+            return plan(*args)
+
+    task = asyncio.ensure_future(run_in_threadpool(work))
+    while not task.done():
+        await asyncio.wait({task}, timeout=POLL_S)
+        if not task.done() and not gone.is_set() and await request.is_disconnected():
+            gone.set()
+            sys.stderr.write(f"spotfit ui: the client of a plan ({request.url.path}) left; stopping it\n")
+    try:
+        return task.result()
+    except stopping.Stopped as exc:
+        sys.stderr.write(f"spotfit ui: plan stopped: {exc.message}\n")
+        raise

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spotfit.market import stopping
 from spotfit.market.policies.base import BasePolicy, Context, Decision
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ def solve_block(trace: Trace, job: Job, start_tick: int, zones: Sequence[str]) -
     nxt_lo, _ = grid.band(grid.horizon)
     nxt = _empty_values(grid)
     for t in range(grid.horizon - 1, -1, -1):
+        if t % stopping.EVERY == 0:
+            stopping.check()
         lo, hi = grid.band(t)
         if hi < lo:  # no progress state can still finish in time
             nxt, nxt_lo = _empty_values(grid), lo
