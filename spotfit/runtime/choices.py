@@ -20,6 +20,7 @@ doing, so that the attempt runs the script again in place under the script's own
 
 from __future__ import annotations
 
+import functools
 import inspect
 import traceback
 from collections.abc import Callable
@@ -28,6 +29,7 @@ import keras
 
 from spotfit.runtime import precision
 
+_COMPILE_OWNER = next(k for k in keras.Model.__mro__ if "compile" in vars(k))  # keras.src's Trainer
 _original_compile = keras.Model.compile
 _COMPILE_SIGNATURE = inspect.signature(_original_compile)
 _POLICY_SETTERS = ((keras.mixed_precision, "set_global_policy"), (keras.mixed_precision, "set_dtype_policy"),
@@ -65,12 +67,16 @@ class ScriptChoices:
         for module, name in _POLICY_SETTERS:
             setattr(module, name, self._set_policy)
 
+        @functools.wraps(_original_compile)  # its name, doc and the markers Keras reads on it
         def compile(model, *args, **kwargs):
             bound = _COMPILE_SIGNATURE.bind(model, *args, **kwargs)
             model._spotfit_script_jit = bound.arguments.get("jit_compile", "auto")
             return _original_compile(model, *args, **kwargs)
 
-        keras.Model.compile = compile
+        # On the class that defines it (Keras's Trainer), not on `keras.Model`: Keras tells a custom
+        # `compile` by `model.__class__.compile != Trainer.compile` and then skips compiling a model
+        # `load_model` restores; patched on `keras.Model`, every model would look custom.
+        _COMPILE_OWNER.compile = compile
 
     def _set_policy(self, policy) -> None:
         name = _policy_name(policy)

@@ -17,6 +17,7 @@ offer.py, tensorboard.py), and the main callback (`instrument.SpotfitCallback`) 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -110,6 +111,7 @@ def install(session: Session) -> None:
     custom_loop.activate(session)
     apply_hook.install(session)  # unmodified GradientTape loops
 
+    @functools.wraps(_original_fit)  # its name, doc and the markers Keras reads on it
     def fit(self, *args, **kwargs):
         bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
         call = dict(bound.arguments)
