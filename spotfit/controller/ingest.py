@@ -61,6 +61,8 @@ class Ingest:
             self.db.add_event(self.job_id, doc["kind"], doc["message"], attempt=doc["attempt"], key=key, **doc["data"])
             if doc["kind"] in START_EVENTS and "step" in doc["data"] and doc["attempt"] is not None:
                 self.db.update_attempt(self.job_id, doc["attempt"], start_step=doc["data"]["step"])  # where it resumed
+            if doc["data"].get("replayed") and doc["attempt"] is not None:
+                self._replayed(doc["attempt"], int(doc["data"]["replayed"]))
         current = live_attempt(self.db, self.job_id)
         if current is not None:
             progress = self.files.progress(current["number"])
@@ -80,6 +82,14 @@ class Ingest:
         for publisher in self.publishers:
             if (problem := publisher.publish(progress, spent)) is not None:
                 self.db.add_event(self.job_id, publisher.failed_event, problem, attempt=attempt["number"])
+
+    def _replayed(self, number: int, steps: int) -> None:
+        """An unmodified loop ran `steps` steps again to reach the checkpoint: the ledger counts them redone."""
+        attempt = next((a for a in self.db.attempts(self.job_id) if a["number"] == number), None)
+        if attempt is not None:
+            info = attempt["info"]
+            self.db.update_attempt(self.job_id, number, info={**info, "replayed_steps": info.get("replayed_steps", 0)
+                                                               + steps})
 
     def _gpu(self, attempt: AttemptRecord, reading: dict[str, Any] | None) -> None:
         """Keep the attempt's latest GPU reading in its info (written only when a figure changed)."""

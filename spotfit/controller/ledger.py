@@ -7,6 +7,10 @@ A pure function of the attempts recorded in the state DB (trace time, trace pric
   start-up overhead plus every step once, at the rate the attempts measured;
 - waste: steps trained twice (work lost between the last checkpoint and a preemption) and the
   restart overhead of every launch after the first, with their cost at the spot price paid;
+  `steps_redone` also counts the steps an unmodified custom loop ran again to reach its
+  checkpoint (`info.replayed_steps`, from the runtime's `replaying` and `fit_skipped` events),
+  whose time is already in the attempt's restart overhead (its first step comes after them), so
+  their dollars are not counted twice;
 - work done: the trace seconds of the steps reached, at the rate the attempts measured (what
   `spotfit cost` replays every policy and the optimum on, see `hindsight`).
 
@@ -68,7 +72,7 @@ def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict[str, 
         if steps:
             productive_s += billed - overhead
             productive_steps += steps
-        redone += lost
+        redone += lost + int((a.get("info") or {}).get("replayed_steps") or 0)
         wasted = (overhead if i > 0 else 0.0) + lost * per_step
         if i > 0:
             restart_s += overhead
@@ -80,6 +84,7 @@ def ledger(attempts: list[AttemptRecord], total_steps: int | None) -> dict[str, 
             "start_s": a["trace_start_s"], "end_s": a["trace_end_s"], "billed_s": round(billed, 3),
             "price_usd_per_h": round(price, 6), "cost_usd": round(cost, 6),
             "start_step": a.get("start_step"), "end_step": a.get("end_step"),
+            "steps_replayed": int((a.get("info") or {}).get("replayed_steps") or 0),  # a custom loop's, run again
             "waste_usd": round(wasted / 3600.0 * price, 6),
             "failure": (a.get("info") or {}).get("failure"),  # what counted toward max_failures (not host_crash)
             "decision": (a.get("info") or {}).get("decision"),  # the policy's, as it launched: spot:ZONE, on_demand

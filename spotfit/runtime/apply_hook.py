@@ -143,7 +143,7 @@ class ApplyHook:
             s.reporter.progress(force=True, phase=Phase.REPLAYING, step=s.calls.base_step)
             s.reporter.event("replaying", f"loop {s.calls.index} runs its first {at} steps again to reach the "
                              f"checkpoint at step {start.checkpoint.meta['step']}: an unmodified loop draws its "  # type: ignore[union-attr]
-                             "data from the start (docs/resume.md)", fit_index=s.calls.index, steps=at)
+                             "data from the start (docs/resume.md)", fit_index=s.calls.index, steps=at, replayed=at)
         return loop
 
     def _callback(self, loop: _Loop, checkpoint: Checkpoint | None) -> SpotfitCallback:
@@ -178,9 +178,10 @@ def _skip(session: Session, loop: _Loop) -> None:
     model_state.restore(loop.model, loop.checkpoint.arrays, loop.checkpoint.meta)
     session.model = loop.model
     session.reporter.progress(step=loop.checkpoint.meta["step"])
-    session.reporter.event("fit_skipped", f"loop {index} finished before the checkpoint: ran again, then "
-                           f"restored its end state at step {loop.checkpoint.meta['step']}",
-                           fit_index=index, step=loop.checkpoint.meta["step"])
+    step = loop.checkpoint.meta["step"]
+    session.reporter.event("fit_skipped", f"loop {index} finished before the checkpoint: ran again "
+                           f"({loop.applied} steps), then restored its end state at step {step}",
+                           fit_index=index, step=step, replayed=loop.applied)
 
 
 def find_model(variables: list) -> keras.Model | None:

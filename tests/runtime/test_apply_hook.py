@@ -53,6 +53,11 @@ def test_an_unmodified_gradient_tape_loop_is_counted_checkpointed_and_resumed(tm
     assert [a["start_step"] for a in attempts] == [0, 20, 40, 80]  # the SIGKILL at 50 came before its save: back to 40
     assert [e["data"]["step"] for e in _events(doc, "restored")] == [20, 40, 80]
     assert [e["data"]["steps"] for e in _events(doc, "replaying")] == [20, 40 - 30, 80 - 30]
+    # steps_redone: the 10 lost to the SIGKILL (50 -> 40), and every step the script ran again to reach
+    # a checkpoint: attempt 2 replays 20 of loop 1; attempts 3 and 4 run loop 1 again (30) and replay loop 2.
+    ledger = sdk.cost(doc["id"])
+    assert [r["steps_replayed"] for r in ledger["rows"]] == [0, 20, 30 + 10, 30 + 50]
+    assert ledger["totals"]["steps_redone"] == 10 + 20 + 40 + 80
     # The data position is re-driven by the script's own epoch loop, so the run is exact.
     assert (doc["step"], doc["weights_sha256"]) == (base["step"], base["weights_sha256"])
     assert json.loads((job_dir / "summary.json").read_text()) == summary
