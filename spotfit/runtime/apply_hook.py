@@ -22,6 +22,14 @@ On resume the script runs from its start, so its loop draws its data again from 
 batch: a loop that ended before the checkpoint runs again and then ends with its recorded end
 state; the resumed loop runs again up to the checkpoint's step and the checkpoint is restored
 there (model and optimizer variables, RNG state), after which the steps count on.
+
+A script that restores its own checkpoint (`tf.train.CheckpointManager` in its folder, which the
+next local attempt finds) starts its loop past step 0: its optimizer's `iterations` before the
+loop's first apply (when no `fit` or earlier loop of this process counted them) is where its loop
+is. spotfit counts from there (`script_resumed_itself`): it replays only from there to its own
+checkpoint when that is further on, and when the script's checkpoint is the newer one it keeps
+the script's state and counts on (going back would leave the script's data position ahead of
+its weights).
 """
 
 from __future__ import annotations
@@ -73,6 +81,7 @@ class ApplyHook:
         self.disabled = False
         self.depth = 0  # nested applies (LossScaleOptimizer applies its inner optimizer)
         self.code: int | None = None  # the exit a Preempted inside a tf.function asked for
+        self.trained_by_fit: set[int] = set()  # optimizers `fit` or `spotfit.loop` applied: their steps counted
 
     def passive(self) -> bool:
         """Inside `fit`/`spotfit.loop` (their own callback counts), a nested apply, or switched off."""
@@ -132,21 +141,45 @@ class ApplyHook:
             self._unsupported("other_optimizer", f"model {model.name!r} is compiled with another optimizer than "
                               "the one its loop applies: its steps are not counted nor checkpointed")
             return None
+        own = self._own_start(optimizer)
         self.seen.add(id(optimizer))
         start = s.calls.begin()
-        loop = _Loop(optimizer, model, start.role, start.checkpoint)
+        loop = _Loop(optimizer, model, start.role, start.checkpoint, applied=own)
         self.loop = loop
+        if own:
+            s.reporter.event("script_resumed_itself", f"loop {s.calls.index} starts at the script's own iteration "
+                             f"{own} (it restored its own checkpoint): spotfit counts its steps from there, and "
+                             "replays to its own checkpoint only where that is further on", own_iterations=own,
+                             fit_index=s.calls.index)
         if start.role == "fresh":
-            loop.callback = self._callback(loop, None)
+            loop.callback = self._callback(loop, None, own)
         elif start.role == "resume":
             at = int(start.checkpoint.meta["batch"])  # type: ignore[union-attr]
-            s.reporter.progress(force=True, phase=Phase.REPLAYING, step=s.calls.base_step)
-            s.reporter.event("replaying", f"loop {s.calls.index} runs its first {at} steps again to reach the "
-                             f"checkpoint at step {start.checkpoint.meta['step']}: an unmodified loop draws its "  # type: ignore[union-attr]
-                             "data from the start (docs/resume.md)", fit_index=s.calls.index, steps=at, replayed=at)
+            if own >= at:  # its own checkpoint is newer than spotfit's: going back would lose its data position
+                loop.callback = self._callback(loop, None, own)
+                return loop
+            s.reporter.progress(force=True, phase=Phase.REPLAYING, step=s.calls.base_step + own)
+            start_words = f"its steps {own + 1} to {at}" if own else f"its first {at} steps"
+            s.reporter.event("replaying", f"loop {s.calls.index} runs {start_words} again to reach the checkpoint "
+                             f"at step {start.checkpoint.meta['step']}: an unmodified loop draws its data from "  # type: ignore[union-attr]
+                             "where the script starts it (docs/resume.md)", fit_index=s.calls.index,
+                             steps=at - own, replayed=at - own)
         return loop
 
-    def _callback(self, loop: _Loop, checkpoint: Checkpoint | None) -> SpotfitCallback:
+    def _own_start(self, optimizer) -> int:
+        """The iterations the script's optimizer had before this loop's first apply, when spotfit did not count
+        them: the script restored its own checkpoint (`tf.train.CheckpointManager`, `load_weights`). 0 otherwise."""
+        if id(optimizer) in self.trained_by_fit or id(optimizer) in self.seen:
+            return 0
+        try:
+            own = int(optimizer.iterations.numpy()) - 1  # this apply's is counted by the loop
+        except Exception:  # noqa: BLE001 — an optimizer without a readable count: nothing to learn
+            return 0
+        return max(own, 0)
+
+    def _callback(self, loop: _Loop, checkpoint: Checkpoint | None, own: int = 0) -> SpotfitCallback:
+        """The loop's callback (restoring `checkpoint`); `own`: steps the script's loop had done before it
+        started here, from its own checkpoint, which the count starts after."""
         from spotfit.runtime import instrument
 
         s = self.session
@@ -154,7 +187,19 @@ class ApplyHook:
         callback = instrument.SpotfitCallback(s, checkpoint, watched=[])
         callback.set_model(loop.model)
         callback.set_params({"steps": None, "epochs": 1, "verbose": 0})  # one "epoch" of unknown length
+        first = not s.calls.trained_here
+        if own:
+            s.calls.trained_here = True  # where the attempt began is said below, at the script's own step
         callback.on_train_begin()
+        if own:
+            callback.step += own
+            callback._last_save_step = callback.step
+            callback._holds = [at for at in callback._holds if at > callback.step]
+            s.reporter.progress(force=True, phase=Phase.TRAINING, step=callback.step)
+            if first:
+                s.reporter.event("started", f"trains from step {callback.step} (loop {s.calls.index}): the script's "
+                                 f"own checkpoint is at its iteration {own}", step=callback.step,
+                                 fit_index=s.calls.index)
         return callback
 
     def _unsupported(self, reason: str, message: str, disable: bool = False) -> None:
@@ -221,6 +266,8 @@ def _in_xla() -> bool:
 def _apply(self, grads, trainable_variables=None):
     hook = _hook[0] if _hook else None
     if hook is None or hook.passive():
+        if hook is not None and hook.depth == 0:
+            hook.trained_by_fit.add(id(self))  # (traced once in a tf.function: not on the hot path)
         return _original_apply(self, grads, trainable_variables)
     hook.depth += 1
     try:
