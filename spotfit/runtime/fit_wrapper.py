@@ -79,7 +79,7 @@ def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
     return callbacks
 
 
-def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watched: list):
+def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watched: list, call: dict):
     """An earlier fit call returns at once, ending with its recorded state; returns its History."""
     index = session.calls.index
     history = watched[0]
@@ -89,13 +89,46 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
         session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint; its end "
                                "state was not recorded, the next call restores the checkpoint")
         return history
-    restore(model, record.arrays, record.meta)
+    drawn = _advance_shared_data(model, call)
+    restore(model, record.arrays, record.meta)  # after the draws: the RNG states are the call's end ones
     instrument.restore_callbacks(session, watched, record.arrays)
     session.reporter.progress(step=record.meta["step"])
     model.history = history
+    data = f"; its data drawn again ({drawn} batches), as a later call sharing it expects" if drawn else ""
     session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint: restored its end "
-                           f"state at step {record.meta['step']}", fit_index=index, step=record.meta["step"])
+                           f"state at step {record.meta['step']}{data}", fit_index=index, step=record.meta["step"],
+                           data_batches=drawn)
     return history
+
+
+def _advance_shared_data(model: keras.Model, call: dict) -> int:
+    """A skipped call's epochs drawn from its `x` when `x` keeps state across calls: how many batches.
+
+    A `PyDataset` (its `on_epoch_end`, often a reshuffle) and a `tf.data.Dataset` (`shuffle`
+    reshuffles each iteration) advance with every epoch a call produces, and a later call that
+    shares the object starts where they stand. The skipped call's epochs are drawn without
+    training, through the epoch iterator `fit` builds (as an in-call resume draws its epochs,
+    resume.py), so the later call sees its data as uninterrupted. Arrays are rebuilt per call:
+    nothing to draw. Not replayed: RNG draws inside a `PyDataset.__getitem__` and a shared
+    validation pipeline's reshuffles (these change `val_*` metrics' last bits, not the weights).
+    """
+    import tensorflow as tf
+
+    x = call.get("x")
+    epochs = int(call.get("epochs") or 1) - int(call.get("initial_epoch") or 0)
+    if epochs <= 0 or not isinstance(x, (keras.utils.PyDataset, tf.data.Dataset)):
+        return 0
+    resume.arm(resume.Position(epoch=epochs))
+    try:
+        iterator = resume.ResumingEpochIterator(
+            x=x, y=call.get("y"), sample_weight=call.get("sample_weight"), batch_size=call.get("batch_size"),
+            steps_per_epoch=call.get("steps_per_epoch"), shuffle=call.get("shuffle", True),
+            class_weight=call.get("class_weight"), distribute_strategy=model.distribute_strategy,
+            steps_per_execution=model.steps_per_execution)
+        iterator.reset()
+    finally:
+        resume.disarm()
+    return int(iterator.replayed_batches)
 
 
 def _validation_x(validation_data):
@@ -129,7 +162,7 @@ def install(session: Session) -> None:
         start = session.calls.begin()
         if start.role == "skip":
             session.model = self  # a script whose calls all ended before the checkpoint ends with their state
-            return _skip(session, self, start.checkpoint, watched)
+            return _skip(session, self, start.checkpoint, watched, call)
         meta = None if start.checkpoint is None else start.checkpoint.meta
         initial_epoch = int(call.get("initial_epoch") or 0)
         if meta is not None:
