@@ -15,10 +15,15 @@ from spotfit.state.states import JobState
 @app.command()
 def validate(spec: SpecPath, json_: JsonFlag = False) -> None:
     """Check a job spec; exit 2 with one clear line if it is invalid."""
+    from spotfit import keras2
+
     job = sdk.validate(str(spec))
+    keras_2 = None if job.is_notebook else keras2.warning_for(job.script_path)
+    if keras_2 is not None:  # on stderr: --json keeps stdout one document
+        typer.echo(f"warning: {keras_2}", err=True)
     if json_:
         print_json({"valid": True, "name": job.name, "spec_hash": job.spec_hash(),
-                    "spec": job.model_dump(mode="json")})
+                    "keras2_code": keras_2, "spec": job.model_dump(mode="json")})
         return
     what = "a notebook (JupyterLab)" if job.is_notebook else f"script {job.script}"
     console.print(f"[green]valid[/] {spec}: job {job.name!r}, {what}, "
@@ -58,7 +63,7 @@ def run(
         return
     job_id = sdk.submit(str(spec), preempt_at=preempt_at, backend=backend, allow_duplicate=allow_duplicate)
     for event in sdk.events(job_id):  # said at once, on stderr: --json keeps stdout one document
-        if event["kind"] in ("nothing_checkpointed", "backend_note"):
+        if event["kind"] in ("nothing_checkpointed", "keras2_code", "backend_note"):
             typer.echo(f"warning: {event['message']}", err=True)
     if detach:
         if sdk.start_detached(job_id) is None and not sdk.live_controllers():  # a shared state: no controller here

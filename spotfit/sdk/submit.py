@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from spotfit import job_secrets, scriptcheck
+from spotfit import job_secrets, keras2, scriptcheck
 from spotfit.attempt import layout
 from spotfit.errors import UsageError
 from spotfit.home import default_store_url, state_is_shared
@@ -168,6 +168,9 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     warning = None if spec.is_notebook else scriptcheck.warning_for(spec.script_path)
     if warning is not None:
         db().add_event(job_id, "nothing_checkpointed", warning)
+    keras_2 = None if spec.is_notebook else keras2.warning_for(spec.script_path)
+    if keras_2 is not None:
+        db().add_event(job_id, "keras2_code", keras_2)
     for note in notes:
         db().add_event(job_id, "backend_note", note)
     return job_id
