@@ -49,11 +49,23 @@ def _outage_turns(marks: Path) -> list[dict]:
             {"at": 41, "touch": str(marks / "start-request"), "wait_for": str(marks / "started")}]
 
 
-def _start(job_spec, tmp_path, name: str, store: str, marks: Path, controller_env: dict) -> subprocess.Popen:
-    spec = write_job(job_spec, tmp_path, SCRIPT, name, store)
-    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=_outage_turns(marks))
-    return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, stdin=subprocess.DEVNULL, env={**os.environ, **controller_env})
+def _start(job_spec, tmp_path, name: str, store: str, turns: list[dict],
+           extra: str = "") -> tuple[subprocess.Popen, dict[str, str], threading.Thread]:
+    """`spotfit run --json` of the job, its scenario taking `turns`; its output is read into the dict by the thread."""
+    spec = write_job(job_spec, tmp_path, SCRIPT, name, store, extra=extra)
+    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=turns)
+    job = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, stdin=subprocess.DEVNULL, env={**os.environ, **CONTROLLER_ENV})
+    output: dict[str, str] = {}
+    reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
+                              daemon=True)
+    reader.start()
+    return job, output, reader
+
+
+def _event_kinds(job_id: str) -> list[str]:
+    logs = subprocess.run(spotfit_cmd("logs", job_id, "--json"), capture_output=True, text=True, env=os.environ.copy())
+    return [e["kind"] for e in json.loads(logs.stdout)["events"]]
 
 
 @pytest.mark.usefixtures("hollow")
@@ -62,11 +74,7 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
     marks = tmp_path / "marks"
     marks.mkdir()
     store = f", store: 's3://{BUCKET}/outage-{uuid.uuid4().hex[:6]}'"
-    job = _start(job_spec, tmp_path, "outage", store, marks, CONTROLLER_ENV)
-    output: dict[str, str] = {}
-    reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
-                              daemon=True)
-    reader.start()
+    job, output, reader = _start(job_spec, tmp_path, "outage", store, _outage_turns(marks))
     try:
         wait_for(lambda: (marks / "stop-request").exists() or job.poll() is not None, 300,
                  "the training to reach step 30, where it asks for the outage")
@@ -99,9 +107,7 @@ def test_the_job_survives_a_60s_s3_outage_with_the_uninterrupted_weights(job_spe
     assert doc["step"] == uninterrupted["step"] == 188
     assert doc["weights_sha256"] == uninterrupted["weights_sha256"] is not None
     assert doc["store_problem"] is None
-    kinds = [e["kind"] for e in json.loads(subprocess.run(spotfit_cmd("logs", doc["id"], "--json"),
-                                                          capture_output=True, text=True,
-                                                          env=os.environ.copy()).stdout)["events"]]
+    kinds = _event_kinds(doc["id"])
     assert "store_unreachable" in kinds and "store_back" in kinds
     assert kinds.index("store_unreachable") < kinds.index("store_back")
 
@@ -121,14 +127,8 @@ def test_an_attempt_the_store_fails_at_the_end_is_a_store_failure_and_the_job_wa
     marks = tmp_path / "marks"
     marks.mkdir()
     store = f", store: 's3://{BUCKET}/at-end-{uuid.uuid4().hex[:6]}'"
-    spec = write_job(job_spec, tmp_path, SCRIPT, "at-end", store, extra="max_failures: 0\n")
-    write_scenario(spec.parent, MARKET_SCRIPT, handoffs=_at_the_end_turns(marks))
-    job = subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, stdin=subprocess.DEVNULL, env={**os.environ, **CONTROLLER_ENV})
-    output: dict[str, str] = {}
-    reader = threading.Thread(target=lambda: output.update(zip(("out", "err"), job.communicate(), strict=True)),
-                              daemon=True)
-    reader.start()
+    job, output, reader = _start(job_spec, tmp_path, "at-end", store, _at_the_end_turns(marks),
+                                 extra="max_failures: 0\n")
 
     def first_attempt() -> dict:
         return next(iter(status_or_empty("at-end").get("attempts") or []), {})
@@ -161,7 +161,5 @@ def test_an_attempt_the_store_fails_at_the_end_is_a_store_failure_and_the_job_wa
     assert [(a["state"], a["failure"]) for a in doc["attempts"]] == [("failed", "store"), ("completed", None)]
     assert doc["step"] == uninterrupted["step"] == 188
     assert doc["weights_sha256"] == uninterrupted["weights_sha256"] is not None
-    kinds = [e["kind"] for e in json.loads(subprocess.run(spotfit_cmd("logs", doc["id"], "--json"),
-                                                          capture_output=True, text=True,
-                                                          env=os.environ.copy()).stdout)["events"]]
+    kinds = _event_kinds(doc["id"])
     assert "backoff" not in kinds, kinds  # not a counted failure: no backoff, and max_failures: 0 held

@@ -11,13 +11,10 @@ file, loads it and fits again, and writes what Keras sees; under spotfit it must
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.jobs import run_inline_job
+from tests.support.jobs import run_inline_job, run_plain_script
 
 pytestmark = pytest.mark.slow
 
@@ -62,12 +59,7 @@ training: {seed: 0}
 
 
 def test_a_model_loaded_inside_an_attempt_comes_back_compiled_as_in_a_plain_run(tmp_path):
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    (plain / "train.py").write_text(SCRIPT)
-    subprocess.run([sys.executable, "train.py"], cwd=plain, check=True, capture_output=True, timeout=300,
-                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, stdin=subprocess.DEVNULL)
-    expected = json.loads((plain / "out.json").read_text())
+    expected = run_plain_script(tmp_path / "plain", SCRIPT, deterministic=False)
     assert expected["compiled"] and expected["has_optimizer"] and not expected["custom_compile_warning"], expected
 
     doc = run_inline_job(tmp_path, SPEC, SCRIPT)

@@ -15,15 +15,12 @@ the script's 66 steps with the weights of `python train.py` (op determinism on i
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from spotfit import sdk
-from tests.support.jobs import run_inline_job
+from tests.support.jobs import run_inline_job, run_plain_script
 
 pytestmark = pytest.mark.slow
 
@@ -37,13 +34,7 @@ training: {seed: 0, deterministic: true, mixed_precision: "off"}
 
 
 def test_a_loop_that_restores_its_own_checkpoint_resumes_exactly_through_a_notice_and_a_sigkill(tmp_path):
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    (plain / "train.py").write_text(SCRIPT.read_text())
-    subprocess.run([sys.executable, "train.py"], cwd=plain, check=True, capture_output=True, timeout=300,
-                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_DETERMINISTIC_OPS": "1"},
-                   stdin=subprocess.DEVNULL)
-    expected = json.loads((plain / "out.json").read_text())
+    expected = run_plain_script(tmp_path / "plain", SCRIPT.read_text())
     assert expected["iterations"] == 66
 
     doc = run_inline_job(tmp_path, SPEC, SCRIPT.read_text(), "--preempt-at", "31:5,47:0")

@@ -11,15 +11,12 @@ other weights than `python train.py`.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from spotfit import sdk
-from tests.support.jobs import run_inline_job
+from tests.support.jobs import run_inline_job, run_plain_script
 
 pytestmark = pytest.mark.slow
 
@@ -35,15 +32,10 @@ training: {seed: 0, deterministic: true}
 @pytest.mark.parametrize("script", ["shared_pydataset.py", "shared_tf_data.py"])
 def test_a_second_fit_call_on_the_first_calls_dataset_resumes_exactly(tmp_path, script):
     text = (SCRIPTS / script).read_text()
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    (plain / "train.py").write_text(text)
-    subprocess.run([sys.executable, "train.py"], cwd=plain, check=True, capture_output=True, timeout=300,
-                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_DETERMINISTIC_OPS": "1"},
-                   stdin=subprocess.DEVNULL)
+    expected = run_plain_script(tmp_path / "plain", text)
     doc = run_inline_job(tmp_path, SPEC, text, "--preempt-at", "27:5")
     assert [(a["state"], a["start_step"]) for a in doc["attempts"]] == [("preempted", 0), ("completed", 27)]
     assert doc["state"] == "completed" and doc["step"] == 40
-    assert json.loads((tmp_path / "job" / "out.json").read_text()) == json.loads((plain / "out.json").read_text())
+    assert json.loads((tmp_path / "job" / "out.json").read_text()) == expected
     [skipped] = [e for e in sdk.events(doc["id"]) if e["kind"] == "fit_skipped"]
     assert skipped["attempt"] == 2 and skipped["data"]["data_batches"] == 20  # the first call's 2 epochs of 10
