@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[tf-cpu,gcp,test,lint]'
+	# Keras 2 for `training.keras: 2`, beside tensorflow-cpu: its own requirement is the `tensorflow`
+	# package, a second TensorFlow (pyproject.toml, tf-cpu).
+	$(BIN)/python -m pip install -q --no-deps 'tf-keras==2.21.*'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,9 +1,10 @@
-"""Keras 2 code in a training script: the lines that only `tf.keras` 2 runs, read from the syntax tree.
+"""Which Keras a script runs on: `training.keras: 3 | 2 | auto`, and the Keras 2 lines that decide `auto`.
 
-spotfit runs scripts under Keras 3 (`keras==3.15.*`, the `tf-cpu` / `tf-gpu` extras). Much
-TensorFlow 2.x code was written for `tf.keras` 2 and uses what Keras 3 removed; such a script
-fails on its first launch, billed. `spotfit validate` and `spotfit run` read the script (no
-import, no TensorFlow) and name each such line before anything is launched:
+spotfit runs scripts under Keras 3 (`keras==3.15.*`) or, for `tf.keras` 2 code, under Keras 2:
+`tf-keras` with `TF_USE_LEGACY_KERAS=1`, so that the script's `tf.keras` is the Keras 2 code base
+(runtime/keras2/). With `auto` (the default) spotfit reads the script (its syntax tree: no import,
+no TensorFlow) before anything is launched, and picks Keras 2 when it has a line only `tf.keras`
+2 runs:
 
 - `ModelCheckpoint(..., period=N)`: Keras 3 has no `period` (`save_freq` in steps or "epoch");
 - `fit_generator`, `evaluate_generator`, `predict_generator`: `fit`, `evaluate`, `predict` take
@@ -14,8 +15,10 @@ import, no TensorFlow) and name each such line before anything is launched:
   `.weights.h5`: Keras 3 refuses it;
 - `import tf_keras`, or `TF_USE_LEGACY_KERAS` set in the script: it asks for Keras 2 itself.
 
-Keras 2 is not a runtime spotfit offers yet (issue 48: `training.keras: 2`, with `tf-keras`); until
-then the script is refused with these lines and the Keras 3 spelling of each.
+`spotfit validate` and `spotfit run` say the choice and why in one line (`choice_line`); a
+script that keeps such lines under `training.keras: 3` gets a warning naming them with their
+Keras 3 spelling (`warning_for`). On Keras 2 spotfit applies no speed-up of its own: a spec that
+asks for one is refused before the launch (`keras2_conflict`).
 
 Example:
 
@@ -24,6 +27,8 @@ Example:
 [1, 1]
 >>> reasons("model.save_weights('w.weights.h5'); opt = keras.optimizers.Adam(learning_rate=1e-3)")
 []
+>>> decide("auto", "model.fit_generator(gen, epochs=2)").version, decide("auto", "model.fit(x, y)").version
+('2', '3')
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from spotfit.errors import SpecError
 
 OPTIMIZERS = frozenset({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Nadam", "Ftrl"})
 GENERATOR_METHODS = {"fit_generator": "fit", "evaluate_generator": "evaluate", "predict_generator": "predict"}
@@ -106,15 +114,70 @@ def _not_weights_h5(path: ast.expr | None) -> bool:
     return False
 
 
-def warning_for(script: Path) -> str | None:
-    """The warning `spotfit validate` and `spotfit run` give for Keras 2 code in the script, or None."""
+@dataclass(frozen=True)
+class KerasChoice:
+    """The Keras a script runs on ("2" or "3"), why, and the Keras-2-only lines found."""
+
+    version: str
+    why: str
+    found: tuple[Reason, ...] = ()
+
+
+def decide(setting: str, source: str) -> KerasChoice:
+    """`training.keras` (`auto`, `2` or `3`) applied to a script's source."""
+    found = tuple(reasons(source))
+    if setting in ("2", "3"):
+        return KerasChoice(setting, f"`training.keras: {setting}` in the spec", found)
+    if found:
+        return KerasChoice("2", f"`training.keras: auto` found Keras-2-only code: {_listed(found)}", found)
+    return KerasChoice("3", "`training.keras: auto` found no Keras-2-only code", found)
+
+
+def choose(setting: str, script: Path) -> KerasChoice:
+    """`decide` on the script's file; an unreadable script gets Keras 3 by `auto` (its own check reports it)."""
     try:
         source = script.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
+        source = ""
+    return decide(setting, source)
+
+
+def choice_line(choice: KerasChoice, script_name: str) -> str:
+    """The one line `validate` and `run` say: which Keras, and why."""
+    if choice.version == "2":
+        return (f"{script_name} runs on Keras 2 (tf.keras from tf-keras, TF_USE_LEGACY_KERAS=1): {choice.why}; "
+                "`training.keras: 3` once it is ported")
+    return f"{script_name} runs on Keras 3: {choice.why}"
+
+
+def warning_for(choice: KerasChoice, script_name: str) -> str | None:
+    """The warning for Keras 2 code that will run under Keras 3 (`training.keras: 3`), or None."""
+    if choice.version != "3" or not choice.found:
         return None
-    found = reasons(source)
-    if not found:
+    return (f"{script_name} has tf.keras 2 code, which fails under Keras 3 when the line runs: "
+            f"{_listed(choice.found)}. Port those lines as each says, or set `training.keras: 2` "
+            "(or `auto`) to run it on Keras 2.")
+
+
+def keras2_conflict(spec: Any) -> SpecError | None:
+    """A setting of the job spec that spotfit cannot honour on Keras 2 (its speed-ups, strategies and
+    exports are Keras 3's), or None."""
+    training = spec.training
+    asked = [(f"training.{name}", getattr(training, name)) for name in ("mixed_precision", "xla")
+             if getattr(training, name) != "auto"]
+    asked += [("training.strategy", training.strategy)] if training.strategy in ("mirrored", "multi_worker") else []
+    asked += [("resources.workers", spec.resources.workers)] if spec.resources.workers > 1 else []
+    asked += [("export", "a section")] if spec.export is not None else []
+    if not asked:
         return None
-    listed = "; ".join(str(r) for r in found[:4]) + (f"; and {len(found) - 4} more" if len(found) > 4 else "")
-    return (f"{script.name} has tf.keras 2 code, which fails under the Keras 3 spotfit runs when the line runs: "
-            f"{listed}. Port those lines as each says (spotfit does not run Keras 2, `tf-keras`, yet).")
+    setting, value = asked[0]
+    return SpecError(
+        f"Invalid `{setting}` for Keras 2: received {value!r}, expected it left out or at its default; "
+        f"{spec.script_path.name} runs on Keras 2, where spotfit applies no dtype policy, XLA, strategy or export of "
+        "its own (docs/resume.md#keras-2).",
+        hint="Set it in the script (tf.keras.mixed_precision.set_global_policy, jit_compile=, "
+             "tf.distribute.MirroredStrategy(), model.save), or port the script and set `training.keras: 3`.")
+
+
+def _listed(found: tuple[Reason, ...]) -> str:
+    return "; ".join(str(r) for r in found[:4]) + (f"; and {len(found) - 4} more" if len(found) > 4 else "")

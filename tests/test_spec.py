@@ -60,7 +60,7 @@ def test_minimal_spec_gets_defaults():
     assert spec.market.max_overpay == 0.1
     assert spec.checkpoint.model_dump() == {"store": None, "interval": "auto", "keep": 2, "full_wait_s": 600.0}
     assert spec.training.model_dump() == {
-        "strategy": "auto", "mixed_precision": "auto", "xla": "auto", "auto_apply": False, "seed": 0,
+        "keras": "auto", "strategy": "auto", "mixed_precision": "auto", "xla": "auto", "auto_apply": False, "seed": 0,
         "deterministic": False,
         "tensorboard": True, "histogram_freq": 0, "tensorboard_update_freq": "auto",
     }

@@ -46,6 +46,7 @@ class RuntimeConfig:
     data_verify: str = "etag"  # or "md5": see spotfit/stores/datacache.py
     data_mode: str = "copy"  # or "mount": see spotfit/runtime/datamount.py
     # Speed-ups (runtime/strategy.py, precision.py, xla.py) and outputs (tensorboard.py, export.py).
+    keras: str = "3"  # "3" (keras 3) or "2" (tf.keras 2: tf-keras under TF_USE_LEGACY_KERAS=1, runtime/keras2/)
     strategy: str = "auto"  # auto | none | mirrored | multi_worker
     mixed_precision: str = "auto"  # auto | off | mixed_float16 | mixed_bfloat16
     xla: str = "auto"  # auto | on | off

@@ -18,17 +18,21 @@ def validate(spec: SpecPath, json_: JsonFlag = False) -> None:
     from spotfit import keras2
 
     job = sdk.validate(str(spec))
-    keras_2 = None if job.is_notebook else keras2.warning_for(job.script_path)
+    choice = None if job.is_notebook else keras2.choose(job.training.keras, job.script_path)
+    keras_2 = None if choice is None else keras2.warning_for(choice, job.script_path.name)
     if keras_2 is not None:  # on stderr: --json keeps stdout one document
         typer.echo(f"warning: {keras_2}", err=True)
     if json_:
-        print_json({"valid": True, "name": job.name, "spec_hash": job.spec_hash(),
+        keras = None if choice is None else {"version": choice.version, "why": choice.why}
+        print_json({"valid": True, "name": job.name, "spec_hash": job.spec_hash(), "keras": keras,
                     "keras2_code": keras_2, "spec": job.model_dump(mode="json")})
         return
     what = "a notebook (JupyterLab)" if job.is_notebook else f"script {job.script}"
     console.print(f"[green]valid[/] {spec}: job {job.name!r}, {what}, "
                   f"{job.resources.count}x{job.resources.accelerator} × {job.resources.workers} worker(s), "
-                  f"{'spot' if job.resources.spot else 'on-demand'}")
+                  f"{'spot' if job.resources.spot else 'on-demand'}", soft_wrap=True)
+    if choice is not None:
+        console.print(f"keras: {keras2.choice_line(choice, job.script_path.name)}", soft_wrap=True, markup=False)
 
 
 @app.command()
@@ -65,6 +69,8 @@ def run(
     for event in sdk.events(job_id):  # said at once, on stderr: --json keeps stdout one document
         if event["kind"] in ("nothing_checkpointed", "keras2_code", "backend_note"):
             typer.echo(f"warning: {event['message']}", err=True)
+        elif event["kind"] == "keras" and event["data"].get("version") == "2":  # Keras 3 is the quiet default
+            typer.echo(f"keras: {event['message']}", err=True)
     if detach:
         if sdk.start_detached(job_id) is None and not sdk.live_controllers():  # a shared state: no controller here
             typer.echo(f"warning: no `spotfit controller` has been seen on this state in the last minute: "

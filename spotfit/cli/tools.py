@@ -35,10 +35,12 @@ def doctor(
     store: Annotated[str | None, typer.Option(
         "--store", help="Object store URL to probe (default: the home's).")] = None,
     registry: Annotated[str | None, typer.Option("--registry", help="Model registry URL to probe.")] = None,
+    spec: Annotated[str | None, typer.Option(
+        "--spec", help="A job spec: also say which Keras its script runs on, why, and whether it is here.")] = None,
     json_: JsonFlag = False,
 ) -> None:
-    """Check TensorFlow, CUDA, devices, mixed precision, XLA and store access; print each fix."""
-    report = sdk.doctor(store, registry)
+    """Check TensorFlow, Keras 3 and 2, CUDA, devices, mixed precision, XLA and store access; print each fix."""
+    report = sdk.doctor(store, registry, spec)
     if json_:
         print_json(report)
     else:

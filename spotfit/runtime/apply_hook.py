@@ -2,7 +2,8 @@
 
 A script with its own `tf.GradientTape` loop calls `optimizer.apply(grads, variables)` or
 `optimizer.apply_gradients(zip(grads, variables))` (which calls `apply`) once per step. The
-runtime wraps Keras 3's `BaseOptimizer.apply` for the rest of the process; after each apply
+runtime wraps Keras 3's `BaseOptimizer.apply` for the rest of the process (on Keras 2, the
+`apply_gradients` of its optimizers and of the legacy ones: `install_keras2`); after each apply
 outside `fit` and `spotfit.loop` it drives the same `SpotfitCallback` that `spotfit.loop` drives
 (custom_loop.py): progress, periodic saves, holds for `--preempt-at`, stop requests, and on a
 notice a save followed by the "preempted" exit. Inside a `tf.function` the step's work runs in
@@ -71,10 +72,15 @@ class _Loop:
 
 
 class ApplyHook:
-    """The state of instrumented applies in this process (one per session)."""
+    """The state of instrumented applies in this process (one per session).
 
-    def __init__(self, session: Session):
+    `model_class` and `callback_class`: the Keras version's `Model` and main callback (Keras 3's by
+    default; Keras 2's from runtime/keras2/)."""
+
+    def __init__(self, session: Session, model_class: type | None = None, callback_class: type | None = None):
         self.session = session
+        self.model_class = model_class or keras.Model
+        self.callback_class = callback_class
         self.loop: _Loop | None = None
         self.seen: set[int] = set()  # optimizers that drove a loop in this process
         self.unsupported: set[str] = set()  # reasons already reported
@@ -130,7 +136,7 @@ class ApplyHook:
 
     def _begin(self, optimizer, variables: list) -> _Loop | None:
         s = self.session
-        model = find_model(variables)
+        model = find_model(variables, self.model_class)
         if model is None:
             self._unsupported("no_model", "no Keras model holds the variables an optimizer applies: its steps "
                               "are not counted nor checkpointed")
@@ -184,7 +190,7 @@ class ApplyHook:
 
         s = self.session
         s.model = loop.model
-        callback = instrument.SpotfitCallback(s, checkpoint, watched=[])
+        callback = (self.callback_class or instrument.SpotfitCallback)(s, checkpoint, watched=[])
         callback.set_model(loop.model)
         callback.set_params({"steps": None, "epochs": 1, "verbose": 0})  # one "epoch" of unknown length
         first = not s.calls.trained_here
@@ -229,28 +235,30 @@ def _skip(session: Session, loop: _Loop) -> None:
                            fit_index=index, step=step, replayed=loop.applied)
 
 
-def find_model(variables: list) -> keras.Model | None:
-    """The model whose trainable variables are exactly `variables`, else the smallest that holds them all.
+def find_model(variables: list, model_class: type = keras.Model) -> Any:
+    """The model (a `model_class`) whose trainable variables are exactly `variables`, else the smallest
+    that holds them all.
 
     Of models holding the same variables, the outer one: a `Sequential` rather than the functional
     model it keeps inside, a wrapper model rather than the model it holds as an attribute.
     """
     wanted = {id(v) for v in variables}
-    candidates: list[tuple[int, keras.Model]] = []  # (variables held, model)
+    candidates: list[tuple[int, Any]] = []  # (variables held, model)
     for obj in gc.get_objects():
-        if not isinstance(obj, keras.Model):
+        if not isinstance(obj, model_class):
             continue
+        model: Any = obj
         try:
-            held = {id(v) for v in obj.trainable_variables}
+            held = {id(v) for v in model.trainable_variables}
         except Exception:  # noqa: BLE001 — a half-built model of the script's: not the one training
             continue
         if wanted <= held:
-            candidates.append((len(held), obj))
+            candidates.append((len(held), model))
     if not candidates:
         return None
     size = min(n for n, _ in candidates)
     smallest = [m for n, m in candidates if n == size]
-    inner = {id(v) for m in smallest for v in vars(m).values() if isinstance(v, keras.Model)}
+    inner = {id(v) for m in smallest for v in vars(m).values() if isinstance(v, model_class)}
     return next((m for m in smallest if id(m) not in inner), smallest[0])
 
 
@@ -277,33 +285,72 @@ def _apply(self, grads, trainable_variables=None):
     if len(grads) == 0:
         return result
     variables = list(self._trainable_variables if trainable_variables is None else trainable_variables)
+    _after(hook, self, variables, [*variables, *self.variables])
+    return result
+
+
+def _after(hook: ApplyHook, optimizer, variables: list, written: list) -> None:
+    """After an apply outside `fit`: the loop's step, eagerly or from inside the graph (`written`:
+    what the update wrote, which the step's work must see written)."""
     if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
         hook._unsupported("replicas", "steps applied on several replicas (`strategy.run`) are not counted nor "
                           "checkpointed; use spotfit.loop")
     elif not tf.inside_function():
-        hook.after_apply(self, variables)
+        hook.after_apply(optimizer, variables)
     elif _in_xla():
         hook._unsupported("xla", "steps inside a `jit_compile=True` function are not counted nor checkpointed "
                           "(a py_function cannot run in XLA)")
     else:
         def step():
-            hook.after_apply(self, variables)
+            hook.after_apply(optimizer, variables)
             return []
 
         # The step's work saves (or, on resume, restores) these variables from Python, on another
         # thread: it must run once the update has written them. A py_function touches no resource,
         # so automatic control dependencies alone do not order it after the assignments; reads of
         # every written variable do (they follow the writes), and the py_function waits for them.
-        written = [*variables, *self.variables]
         with tf.control_dependencies([tf.convert_to_tensor(v) for v in written]):
             tf.py_function(step, [], [])
-    return result
+
+
+def _wrap_apply_gradients(original):
+    """Keras 2's `apply_gradients(grads_and_vars, ...)` (its optimizers, and the legacy ones), instrumented
+    as Keras 3's `apply` is: each call outside `fit` is a step of the script's loop."""
+    from spotfit.runtime.model_state import optimizer_variables
+
+    @functools.wraps(original)
+    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+        hook = _hook[0] if _hook else None
+        if hook is None or hook.passive():
+            if hook is not None and hook.depth == 0:
+                hook.trained_by_fit.add(id(self))
+            return original(self, grads_and_vars, *args, **kwargs)
+        pairs = list(grads_and_vars)  # often a `zip`: read once
+        hook.depth += 1
+        try:
+            result = original(self, pairs, *args, **kwargs)
+        finally:
+            hook.depth -= 1
+        variables = [v for g, v in pairs if g is not None]
+        if variables:
+            _after(hook, self, variables, [*variables, *optimizer_variables(self)])
+        return result
+
+    return apply_gradients
 
 
 def install(session: Session) -> None:
     """Instrument `apply` for the rest of this process (called by `fit_wrapper.install`)."""
     _hook[:] = [ApplyHook(session)]
     _BaseOptimizer.apply = functools.wraps(_original_apply)(_apply)  # the markers Keras reads on it kept
+    _relay_sigterm()
+
+
+def install_keras2(session: Session, model_class: type, callback_class: type, optimizer_classes: tuple) -> None:
+    """Instrument Keras 2's `apply_gradients` on `optimizer_classes` (runtime/keras2/fit.py)."""
+    _hook[:] = [ApplyHook(session, model_class, callback_class)]
+    for cls in optimizer_classes:
+        cls.apply_gradients = _wrap_apply_gradients(cls.apply_gradients)
     _relay_sigterm()
 
 

@@ -28,7 +28,7 @@ def prepare(watched: list, start_ckpt: Checkpoint | None, event: Callable[..., N
     """
     meta = None if start_ckpt is None else start_ckpt.meta
     for position, cb in enumerate(watched):  # positions as in the saved callback state
-        if isinstance(cb, keras.callbacks.BackupAndRestore):
+        if callback_state.is_keras(cb, "BackupAndRestore"):
             # Two restores would disagree (its backup is per epoch, and it sets the initial epoch
             # without the data replay): spotfit's checkpoint is the one resumed.
             cb.on_train_begin = _no_restore
@@ -36,9 +36,9 @@ def prepare(watched: list, start_ckpt: Checkpoint | None, event: Callable[..., N
                   "checkpoints every step exactly; its restore is turned off, its backups are still written")
         if meta is None:
             continue
-        if isinstance(cb, keras.callbacks.CSVLogger):
+        if callback_state.is_keras(cb, "CSVLogger"):
             prepare_csv_logger(cb, meta["epoch"])
-        if isinstance(cb, keras.callbacks.TensorBoard) and start_ckpt is not None and "callbacks" in start_ckpt.arrays:
+        if callback_state.is_keras(cb, "TensorBoard") and start_ckpt is not None and "callbacks" in start_ckpt.arrays:
             batches = callback_state.saved_attribute(start_ckpt.arrays["callbacks"], position, "_global_train_batch")
             prepare_tensorboard(cb, meta["epoch"], batches)
         if meta["batch"]:

@@ -39,7 +39,9 @@ import numpy as np
 BUILTIN_STATE: dict[str, tuple[str, ...]] = {
     "EarlyStopping": ("wait", "best", "best_weights", "best_epoch", "stopped_epoch"),
     "ReduceLROnPlateau": ("wait", "best", "cooldown_counter"),
-    "ModelCheckpoint": ("best", "_current_epoch", "_batches_seen_since_last_saving", "_last_batch_seen"),
+    # `epochs_since_last_save`: Keras 2's count toward its `period`.
+    "ModelCheckpoint": ("best", "_current_epoch", "_batches_seen_since_last_saving", "_last_batch_seen",
+                        "epochs_since_last_save"),
     "TensorBoard": ("_global_train_batch", "_global_test_batch", "_train_accumulated_time"),
     "History": ("history", "epoch"),
     "LearningRateScheduler": (),  # the rate it set is the optimizer's `learning_rate` variable
@@ -51,15 +53,24 @@ BUILTIN_STATE: dict[str, tuple[str, ...]] = {
     "RemoteMonitor": (),
     "SwapEMAWeights": (),
 }
-_BASE_ATTRIBUTES = frozenset(vars(keras.callbacks.Callback())) | {"model", "validation_data"}
+# What every callback has from its base class (Keras 3's, and Keras 2's: `_chief_worker_only`,
+# `_supports_tf_logs`): configuration, not state.
+_BASE_ATTRIBUTES = frozenset(vars(keras.callbacks.Callback())) | {
+    "model", "validation_data", "_chief_worker_only", "_supports_tf_logs"}
+KERAS_MODULES = ("keras.", "tf_keras.")  # Keras 3's and Keras 2's (`tf-keras`) packages
 
 
 def _builtin(callback: keras.callbacks.Callback) -> str | None:
     """The Keras class name whose state list applies, or None for a user's own class."""
     cls = type(callback)
-    if cls.__module__.startswith("keras.") and cls.__name__ in BUILTIN_STATE:
+    if cls.__module__.startswith(KERAS_MODULES) and cls.__name__ in BUILTIN_STATE:
         return cls.__name__
     return None
+
+
+def is_keras(callback: object, name: str) -> bool:
+    """Whether `callback` is an instance of Keras's (3's or 2's) callback class `name`, or of a subclass."""
+    return any(c.__name__ == name and c.__module__.startswith(KERAS_MODULES) for c in type(callback).__mro__)
 
 
 def _picklable(value: Any) -> bool:

@@ -1,6 +1,8 @@
 """`spotfit doctor`: what this machine can train with, and each problem with its fix.
 
 Checks: TensorFlow and Keras versions and the CUDA/cuDNN versions TensorFlow was built with;
+whether Keras 2 (`tf-keras`, for `training.keras: 2`) is installed, and with `--spec`, which
+Keras the spec's script runs on and why (spotfit/keras2.py);
 visible devices; each GPU's compute capability and what it means for mixed precision (the
 choice `training.mixed_precision: auto` makes here); whether XLA compiles a function; the
 TensorBoard package; and whether the object store and the model registry can be written,
@@ -18,6 +20,10 @@ import platform
 import secrets
 import time
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spotfit.keras2 import KerasChoice
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -30,12 +36,18 @@ class Check:
     fix: str = ""
 
 
-def run(store_url: str | None = None, registry_url: str | None = None) -> dict:
-    """All checks; returns {"checks": [...], "ok": bool} (the `--json` document)."""
+def run(store_url: str | None = None, registry_url: str | None = None,
+        keras_choice: tuple[str, KerasChoice] | None = None) -> dict:
+    """All checks; returns {"checks": [...], "ok": bool} (the `--json` document).
+
+    `keras_choice`: a spec's script name and the Keras it runs on (`--spec`)."""
     from spotfit.home import default_registry_url, default_store_url
 
     checks: list[Check] = [Check("python", OK, f"Python {platform.python_version()} on {platform.system()}")]
     tf = _tensorflow(checks)
+    keras_2 = _keras2(checks)
+    if keras_choice is not None:
+        checks.append(_script_keras(*keras_choice, keras_2))
     if tf is not None:
         _devices(tf, checks)
         _xla(tf, checks)
@@ -59,6 +71,37 @@ def _tensorflow(checks: list[Check]):
     build = f"CUDA {cuda}, cuDNN {info.get('cudnn_version')}" if info.get("is_cuda_build") else "CPU-only build"
     checks.append(Check("tensorflow", OK, f"TensorFlow {tf.__version__}, Keras {keras.__version__} ({build})"))
     return tf
+
+
+def _keras2(checks: list[Check]) -> bool:
+    """Whether Keras 2 (`tf-keras`, of the supported version) is installed; read from its metadata, not imported."""
+    from importlib import metadata
+
+    supported = "2.21"  # runtime/keras2/internals.py's SUPPORTED (importing it would import tf_keras)
+    fix = f"pip install --no-deps 'tf-keras=={supported}.*' (beside tensorflow-cpu; spotfit[tf-gpu] has it)"
+    try:
+        version = metadata.version("tf-keras")
+    except metadata.PackageNotFoundError:
+        checks.append(Check("keras 2", WARN, "tf-keras is not installed: a script of tf.keras 2 code "
+                            "(`training.keras: 2`) cannot run here", fix))
+        return False
+    if not version.startswith(supported + "."):
+        checks.append(Check("keras 2", WARN, f"tf-keras {version}: spotfit's Keras 2 runtime expects {supported}.x",
+                            fix))
+        return False
+    checks.append(Check("keras 2", OK, f"tf-keras {version}: scripts of tf.keras 2 code run here "
+                        "(`training.keras: 2`, TF_USE_LEGACY_KERAS=1)"))
+    return True
+
+
+def _script_keras(script: str, choice: KerasChoice, keras_2: bool) -> Check:
+    """Which Keras the spec's script runs on, why, and whether this machine has it."""
+    from spotfit.keras2 import choice_line
+
+    if choice.version == "2" and not keras_2:
+        return Check(f"keras ({script})", FAIL, choice_line(choice, script) + "; tf-keras is not installed here",
+                     "pip install --no-deps 'tf-keras==2.21.*'")
+    return Check(f"keras ({script})", OK, choice_line(choice, script))
 
 
 def _devices(tf, checks: list[Check]) -> None:

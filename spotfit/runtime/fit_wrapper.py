@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from spotfit.runtime.session import Session
 
 _original_fit = keras.Model.fit
-_FIT_SIGNATURE = inspect.signature(_original_fit)
 
 
 def _prepare(session: Session, model: keras.Model, call: dict) -> None:
@@ -55,14 +55,17 @@ def _prepare(session: Session, model: keras.Model, call: dict) -> None:
         session.sample_x = x[: export.SAMPLE_ROWS]
 
 
-def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
-               initial_epoch: int) -> list[keras.callbacks.Callback]:
+def _callbacks(session: Session, flavor: Flavor, start_ckpt: Checkpoint | None, watched: list,
+               initial_epoch: int) -> list:
     """spotfit's callbacks of one fit call: the speed-ups' where they have work, then the main one.
 
     The main callback comes last: it may end training at a step, after the others saw it, and
     it puts the other callbacks' state back after their own `on_train_begin` reset it.
     """
-    callbacks: list[keras.callbacks.Callback] = []
+    main = flavor.main_callback(session, start_ckpt, watched, initial_epoch)
+    if not flavor.speedups:
+        return [main]
+    callbacks: list = []
     if session.precision is not None and session.precision.measuring:
         callbacks.append(session.precision)
     if session.xla is not None and session.xla.measuring:
@@ -75,11 +78,13 @@ def _callbacks(session: Session, start_ckpt: Checkpoint | None, watched: list,
         state = session.reporter.state
         callbacks.append(TensorBoardLogger(session.tensorboard, start, gpu=lambda: state.get("gpu")))
         after_save = (session.tensorboard.flush,)
-    callbacks.append(instrument.SpotfitCallback(session, start_ckpt, watched, initial_epoch, after_save))
+    main.after_save = after_save
+    callbacks.append(main)
     return callbacks
 
 
-def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watched: list, call: dict):
+def _skip(session: Session, flavor: Flavor, model: keras.Model, record: Checkpoint | None, watched: list,
+          call: dict):
     """An earlier fit call returns at once, ending with its recorded state; returns its History."""
     index = session.calls.index
     history = watched[0]
@@ -89,7 +94,7 @@ def _skip(session: Session, model: keras.Model, record: Checkpoint | None, watch
         session.reporter.event("fit_skipped", f"fit call {index} finished before the checkpoint; its end "
                                "state was not recorded, the next call restores the checkpoint")
         return history
-    drawn = _advance_shared_data(model, call)
+    drawn = flavor.advance_shared_data(model, call)
     restore(model, record.arrays, record.meta)  # after the draws: the RNG states are the call's end ones
     instrument.restore_callbacks(session, watched, record.arrays)
     session.reporter.progress(step=record.meta["step"])
@@ -138,31 +143,53 @@ def _validation_x(validation_data):
     return validation_data
 
 
-def install(session: Session) -> None:
-    """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
-    resume.install()
-    custom_loop.activate(session)
-    apply_hook.install(session)  # unmodified GradientTape loops
+@dataclass(frozen=True)
+class Flavor:
+    """What differs between the Keras versions around one `fit` call (runtime/keras2/ has Keras 2's).
 
-    @functools.wraps(_original_fit)  # its name, doc and the markers Keras reads on it
+    `original_fit`: the class's own `fit`. `history`: its `History` class. `main_callback`: the
+    class of spotfit's main callback on its `Callback` base. `arm(position, validation_x,
+    validations)` / `disarm()`: the resuming data position of the next call. `advance_shared_data(
+    model, call)`: a skipped call's epochs drawn from data it shares with later calls (batches
+    drawn). `speedups`: whether the call gets spotfit's speed-up and TensorBoard callbacks.
+    """
+
+    original_fit: Callable
+    history: type
+    main_callback: type
+    arm: Callable[..., None]
+    disarm: Callable[[], None]
+    advance_shared_data: Callable[[Any, dict], int]
+    speedups: bool = True
+
+
+KERAS3 = Flavor(_original_fit, keras.callbacks.History, instrument.SpotfitCallback, resume.arm, resume.disarm,
+                _advance_shared_data)
+
+
+def make_fit(session: Session, flavor: Flavor) -> Callable:
+    """`flavor`'s `Model.fit`, instrumented: each call checkpoints and resumes exactly."""
+    signature = inspect.signature(flavor.original_fit)
+
+    @functools.wraps(flavor.original_fit)  # its name, doc and the markers Keras reads on it
     def fit(self, *args, **kwargs):
-        bound = _FIT_SIGNATURE.bind(self, *args, **kwargs)
+        bound = signature.bind(self, *args, **kwargs)
         call = dict(bound.arguments)
         call.pop("self")
         call.update(call.pop("kwargs", {}))
         user = list(call.get("callbacks") or [])
-        history = next((cb for cb in user if isinstance(cb, keras.callbacks.History)), None)
+        history = next((cb for cb in user if isinstance(cb, flavor.history)), None)
         if history is None:  # ours, so that its state is saved too (Keras uses a History it is given)
             # Last of the script's callbacks, where Keras puts its own: it then records what
             # they add to an epoch's logs (ReduceLROnPlateau's `learning_rate`).
-            history = keras.callbacks.History()
+            history = flavor.history()
             user.append(history)
         watched = [history, *(cb for cb in user if cb is not history)]
         apply_hook.finish()  # a custom loop before this call ends here
         start = session.calls.begin()
         if start.role == "skip":
             session.model = self  # a script whose calls all ended before the checkpoint ends with their state
-            return _skip(session, self, start.checkpoint, watched, call)
+            return _skip(session, flavor, self, start.checkpoint, watched, call)
         meta = None if start.checkpoint is None else start.checkpoint.meta
         initial_epoch = int(call.get("initial_epoch") or 0)
         if meta is not None:
@@ -170,17 +197,25 @@ def install(session: Session) -> None:
             # The pipeline produced `epoch - initial_epoch` epochs in this call before the checkpoint.
             done = meta["epoch"] - initial_epoch
             validation_x = _validation_x(call.get("validation_data"))
-            resume.arm(resume.Position(epoch=done, batch=meta["batch"]), validation_x,
+            flavor.arm(resume.Position(epoch=done, batch=meta["batch"]), validation_x,
                        resume.validations_done(done, initial_epoch, call.get("validation_freq") or 1))
         session.model = self
         _prepare(session, self, call)
         callback_logs.prepare(watched, start.checkpoint, session.reporter.event)
-        call["callbacks"] = [*user, *_callbacks(session, start.checkpoint, watched, initial_epoch)]
+        call["callbacks"] = [*user, *_callbacks(session, flavor, start.checkpoint, watched, initial_epoch)]
         try:
-            return _original_fit(self, **call)
+            return flavor.original_fit(self, **call)
         finally:
-            resume.disarm()
+            flavor.disarm()
             self._initial_epoch = None
             session.watcher.in_training = False
 
-    keras.Model.fit = fit
+    return fit
+
+
+def install(session: Session) -> None:
+    """Replace `keras.Model.fit` for the rest of this process; `spotfit.loop` checkpoints too."""
+    resume.install()
+    custom_loop.activate(session)
+    apply_hook.install(session)  # unmodified GradientTape loops
+    keras.Model.fit = make_fit(session, KERAS3)

@@ -18,7 +18,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -44,14 +44,23 @@ TARGET_ENDS_KEPT = 8  # epoch ends meeting a stopping target whose weights an ex
 SAVE_RETRY_S = 10.0  # `interval: auto` before any save succeeded: wait this long after a failure
 
 
-class SpotfitCallback(keras.callbacks.Callback):
+class SpotfitHooks:
     """Restores, reports, checkpoints and reacts to preemption notices inside one `fit` call.
+
+    The hooks of the main callback, on no Keras base class: `SpotfitCallback` puts them on Keras
+    3's `Callback`, runtime/keras2/ on Keras 2's (`tf_keras`), which calls them the same way.
 
     `watched`: the call's other stateful callbacks (its History first, then the script's),
     whose state each checkpoint carries. `initial_epoch`: the script's own `initial_epoch`.
     `planned_steps`: the call's steps when Keras's params do not say (`spotfit.loop`).
     `after_save`: called after each checkpoint is saved (the TensorBoard log flushes then).
     """
+
+    model: Any  # set by Keras (`set_model`), as `params` (`set_params`)
+    params: dict
+    # Keras 3 draws a resumed epoch's batch order after `on_epoch_begin`, which puts Python's RNG
+    # back for it; Keras 2 draws it before (its data replay sees to it: runtime/keras2/resume.py).
+    epoch_order_at_begin = True
 
     def __init__(self, session: Session, resume_ckpt: Checkpoint | None, watched: list,
                  initial_epoch: int = 0, after_save: tuple[Callable[[], None], ...] = (),
@@ -132,7 +141,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         self.epoch = epoch
         self.batch_in_epoch = 0
         saved_rng = None if self._metrics_pending is None else (self.resume_meta or {}).get("python_rng_epoch")
-        if saved_rng is not None:
+        if saved_rng is not None and self.epoch_order_at_begin:
             # The epoch's batch order (a PyDataset's `shuffle`) is drawn from Python's RNG once
             # the epoch's data starts, just after this: as it was when the epoch first began.
             _set_python_rng(saved_rng)
@@ -142,7 +151,7 @@ class SpotfitCallback(keras.callbacks.Callback):
         # The hot path: memory only. Progress is written by the reporter's heartbeat thread and
         # `control/stop` is read by the session's polling thread; here only flags are checked.
         s = self.session
-        self.step += self.model.steps_per_execution
+        self.step += steps_per_execution(self.model)
         self.batch_in_epoch = batch + 1
         if self._metrics_pending is not None:
             self._add_saved_metrics()
@@ -335,6 +344,18 @@ class SpotfitCallback(keras.callbacks.Callback):
         s.reporter.progress(force=True, phase=Phase.HOLDING, step=self.step)
         s.reporter.event("hold", f"holding at step {self.step} for the injected preemption", step=self.step)
         s.watcher.notice.wait(s.config.hold_timeout_s)
+
+
+class SpotfitCallback(SpotfitHooks, keras.callbacks.Callback):
+    """The main callback on Keras 3 (`SpotfitHooks`)."""
+
+
+def steps_per_execution(model) -> int:
+    """Batches per call of the model's train function: Keras 3's int, Keras 2's variable (None uncompiled: 1)."""
+    value = model.steps_per_execution
+    if value is None:
+        return 1
+    return int(value.numpy()) if hasattr(value, "numpy") else int(value)
 
 
 def _finite(arrays: dict[str, np.ndarray]) -> bool:

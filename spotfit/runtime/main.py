@@ -114,18 +114,31 @@ def train_script(session: Session) -> int | Result:
     config, rep = session.config, session.reporter
     t0 = time.perf_counter()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import keras
+    keras_2 = config.keras == "2"
+    if keras_2:  # before TensorFlow is imported: the script's `tf.keras` is then Keras 2 (runtime/keras2/)
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tensorflow as tf
 
+    if keras_2:
+        from spotfit.runtime.keras2.internals import tf_keras as keras  # checked: one line when it is missing
+    else:
+        import keras  # type: ignore[no-redef]
     rep.timing("tf_import_s", time.perf_counter() - t0)
-    strategy = _speedups(session)  # before any other TF op: a multi-worker strategy needs that
+    if keras_2:
+        _keras2_speedups(session)
+    strategy = None if keras_2 else _speedups(session)  # before any other TF op
     keras.utils.set_random_seed(config.seed)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     session.load_checkpoint()
     from spotfit.runtime import apply_hook, fit_wrapper, model_state
 
-    fit_wrapper.install(session)
+    if keras_2:
+        from spotfit.runtime.keras2 import fit as keras2_fit
+
+        keras2_fit.install(session)
+    else:
+        fit_wrapper.install(session)
     sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
     rep.progress(force=True, phase=Phase.RUNNING_SCRIPT)
     code = _run_with_fallback(session, strategy)
@@ -143,6 +156,15 @@ def train_script(session: Session) -> int | Result:
         if config.export and session.is_chief:
             result["export"] = _export(session, result)
     return result
+
+
+def _keras2_speedups(session: Session) -> None:
+    """On Keras 2 the script's own dtype policy, `jit_compile` and strategy run: spotfit adds none (no strategy)."""
+    session.reporter.event(
+        "keras", "Keras 2 (tf-keras): the script's own dtype policy, jit_compile and strategy; spotfit measures and "
+        "applies speed-ups, and writes its TensorBoard log, on Keras 3 only", version="2", strategy="none")
+    os.environ["SPOTFIT_NUM_REPLICAS"] = "1"
+    os.environ["SPOTFIT_WORKER_INDEX"] = str(session.cluster.index)
 
 
 def _no_gpu(rep, why: str) -> None:
@@ -340,7 +362,7 @@ def _run_with_fallback(session: Session, strategy) -> int:
     session.resume_checkpoint = resume_checkpoint
     session.calls = FitCalls(session.store, resume_checkpoint)
     session.model, session.fit_inputs, session.sample_x = None, [], None
-    keras.utils.set_random_seed(config.seed)
+    keras.utils.set_random_seed(config.seed)  # the fallback is a Keras 3 policy's: Keras 2 has none
     return _run_script(config, strategy)
 
 

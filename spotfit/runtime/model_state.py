@@ -9,12 +9,19 @@ are saved too, with the positions in `model.variables` of the variables each was
 that a restore before the first step (they build lazily, at their first `apply`) builds them over
 the same variables. `model.optimizer` is then often never used and never built: a restore builds
 it only when it was built at the save.
+
+The same functions serve a Keras 2 model (`tf_keras`, runtime/keras2/): its variables are
+`tf.Variable`s named by `name` (Keras 3's have a `path`), its optimizer lists its variables with
+`variables()` (legacy) or `variables`, says it is built with `_built`, and its metrics keep their
+variables on each metric. A Keras 2 model's own optimizers are not saved (Keras 3 only).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import random
+from typing import Any
 
 import keras
 import numpy as np
@@ -25,14 +32,20 @@ def weights_sha256(model: keras.Model) -> str:
     h = hashlib.sha256()
     for v in model.weights:
         value = np.ascontiguousarray(_numpy(v))
-        h.update(f"{v.path}:{value.dtype}:{value.shape};".encode())
+        h.update(f"{getattr(v, 'path', None) or v.name}:{value.dtype}:{value.shape};".encode())
         h.update(value.tobytes())
     return h.hexdigest()
 
 
+def _backing(variable):
+    """The TensorFlow variable behind a Keras 3 variable (its `value`); a Keras 2 variable is one."""
+    value = variable.value
+    return variable if callable(value) else value  # tf.Variable.value is a method
+
+
 def _numpy(variable) -> np.ndarray:
     """A variable's value; a distributed variable's is its first local copy (all are equal)."""
-    value = variable.value
+    value = _backing(variable)
     components = getattr(value, "values", None)  # tf.distribute's MirroredVariable and kin
     if isinstance(components, tuple) and components:
         value = components[0]
@@ -41,15 +54,64 @@ def _numpy(variable) -> np.ndarray:
 
 def _components(variable) -> tuple:
     """A distributed variable's local copies (one per replica on this machine); () when not distributed."""
-    components = getattr(variable.value, "values", None)
+    components = getattr(_backing(variable), "values", None)
     return components if isinstance(components, tuple) and len(components) > 1 else ()
+
+
+def optimizer_variables(optimizer) -> list:
+    """An optimizer's variables in creation order: Keras 3's and Keras 2's `variables`, a legacy one's
+    `variables()`; a Keras 2 `LossScaleOptimizer` lists its inner optimizer's, and its loss scale
+    and counter are added (Keras 3's lists its own)."""
+    found = optimizer.variables
+    variables = list(found() if inspect.ismethod(found) else found)
+    scale: Any = getattr(optimizer, "_loss_scale", None)  # Keras 2's dynamic loss scale state
+    if hasattr(scale, "_current_loss_scale") and hasattr(scale, "_counter"):
+        variables += [scale._current_loss_scale, scale._counter]
+    return variables
+
+
+def _unwrapped(optimizer):
+    """The optimizer that holds the slots: a Keras 2 `LossScaleOptimizer`'s inner one (Keras 3's builds itself)."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    return inner if inner is not None and not hasattr(optimizer, "built") else optimizer
+
+
+def _legacy(optimizer) -> bool:
+    """A Keras 2 legacy optimizer (`tf.keras.optimizers.legacy`, OptimizerV2): it creates its slots itself."""
+    return hasattr(_unwrapped(optimizer), "_create_all_weights")
+
+
+def _built(optimizer) -> bool:
+    """Whether the optimizer has its slots (Keras 3: `built`; Keras 2: `_built`; legacy: any variable)."""
+    optimizer = _unwrapped(optimizer)
+    if _legacy(optimizer):
+        return bool(optimizer_variables(optimizer))
+    if hasattr(optimizer, "built"):
+        return bool(optimizer.built)
+    return bool(getattr(optimizer, "_built", False))
+
+
+def _build(optimizer, variables: list) -> None:
+    """Create the optimizer's slots for `variables` (a legacy one: those it lacks, as its first step would)."""
+    optimizer = _unwrapped(optimizer)
+    if _legacy(optimizer):
+        optimizer._create_all_weights(variables)
+    else:
+        optimizer.build(variables)
+
+
+def metrics_variables(model) -> list:
+    """The metrics' accumulators: Keras 3's `metrics_variables`, or each Keras 2 metric's `variables`."""
+    if hasattr(model, "metrics_variables"):
+        return list(model.metrics_variables)
+    return [v for metric in model.metrics for v in metric.variables]
 
 
 def _state_variables(model: keras.Model) -> list:
     """Everything that must come back on resume: weights, seed states, optimizer slots."""
     variables = list(model.variables)
     if model.optimizer is not None:
-        variables += list(model.optimizer.variables)
+        variables += optimizer_variables(model.optimizer)
     return variables
 
 
@@ -95,17 +157,27 @@ def _restore_own_optimizers(model: keras.Model, arrays: dict[str, np.ndarray]) -
             var.assign(arrays[key])
 
 
+def _generators(model) -> list:
+    """Keras 2 layers' `tf.random.Generator`s (runtime/keras2/random.py): their state is training state.
+    Keras 3's seed generators are among `model.variables` already."""
+    layers = model._flatten_layers(include_self=False) if hasattr(model, "_flatten_layers") else []
+    found = (getattr(getattr(layer, "_random_generator", None), "_generator", None) for layer in layers)
+    return [g for g in found if g is not None]
+
+
 def capture(model: keras.Model) -> dict[str, np.ndarray]:
     """Variables (`v…`), metric accumulators (`m…`, the epoch's running means) and NumPy's RNG;
     the model's own optimizers (`o…`) and whether `model.optimizer` was built."""
     arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
-    arrays["optimizer_built"] = np.asarray([model.optimizer is not None and model.optimizer.built])
+    arrays["optimizer_built"] = np.asarray([model.optimizer is not None and _built(model.optimizer)])
     _capture_own_optimizers(model, arrays)
-    for i, v in enumerate(model.metrics_variables):
+    for i, v in enumerate(metrics_variables(model)):
         arrays[f"m{i:05d}"] = _numpy(v)
         parts = _components(v)
         if parts:  # under a strategy each replica sums its own share: keep every local share
             arrays[f"p{i:05d}"] = np.stack([keras.ops.convert_to_numpy(c) for c in parts])
+    for i, generator in enumerate(_generators(model)):
+        arrays[f"r{i:05d}"] = _numpy(generator.state)
     keys, pos = np.random.get_state()[1:3]  # type: ignore[index]  # the legacy tuple form
     arrays["numpy_rng_keys"] = np.asarray(keys)
     arrays["numpy_rng_pos"] = np.asarray([pos])
@@ -116,7 +188,7 @@ def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
     """Add the checkpoint's running metric sums to the metrics' (the resumed batches'); False if
     they do not match. Keras's metric accumulators (totals, counts, confusion counts) are sums."""
     saved = sorted(k for k in arrays if k.startswith("m"))
-    variables = list(model.metrics_variables)
+    variables = metrics_variables(model)
     if len(saved) != len(variables) or any(np.shape(arrays[k]) != tuple(v.shape)
                                            for k, v in zip(saved, variables, strict=True)):
         return False
@@ -132,9 +204,10 @@ def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
 
 def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> None:
     built = arrays.get("optimizer_built")  # absent from checkpoints of earlier versions: it was built
-    if model.optimizer is not None and not model.optimizer.built and (built is None or bool(built[0])):
+    legacy = model.optimizer is not None and _legacy(model.optimizer)  # idempotent: its slots may be missing
+    if model.optimizer is not None and (legacy or not _built(model.optimizer)) and (built is None or bool(built[0])):
         # Keras builds the optimizer lazily at the first step; its slots must exist to restore.
-        model.optimizer.build(model.trainable_variables)
+        _build(model.optimizer, model.trainable_variables)
     variables = _state_variables(model)
     saved = sorted(k for k in arrays if k.startswith("v"))
     if len(saved) != len(variables):
@@ -145,6 +218,11 @@ def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> No
     for key, var in zip(saved, variables, strict=True):
         var.assign(arrays[key])
     _restore_own_optimizers(model, arrays)
+    generators = _generators(model)
+    saved_generators = sorted(k for k in arrays if k.startswith("r"))
+    if len(saved_generators) == len(generators):
+        for key, generator in zip(saved_generators, generators, strict=True):
+            generator.state.assign(arrays[key])
     np.random.set_state(("MT19937", arrays["numpy_rng_keys"], int(arrays["numpy_rng_pos"][0]), 0, 0.0))
     if meta.get("python_rng") is not None:
         _set_python_rng(meta["python_rng"])

@@ -32,9 +32,18 @@ def validate(path: str, backend: str | None = None) -> JobSpec:
     spec = load_spec(path)
     if not spec.is_notebook:
         scriptcheck.check_syntax(spec.script_path, spec.script)
+        keras_choice(spec)
     check_data_volume(spec, backend or spec.backend)
     check_paths(spec, path)
     return spec
+
+
+def keras_choice(spec: JobSpec) -> keras2.KerasChoice:
+    """The Keras the spec's script runs on (`training.keras`); a setting Keras 2 cannot honour raises `SpecError`."""
+    choice = keras2.choose(spec.training.keras, spec.script_path)
+    if choice.version == "2" and (error := keras2.keras2_conflict(spec)) is not None:
+        raise error
+    return choice
 
 
 def check_paths(spec: JobSpec, source: str) -> None:
@@ -131,6 +140,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
             hint=f"Use --backend with one of {', '.join(registered_backends())}; local is the embedded default.",
         )
     spec.backend = chosen  # checked against the registry above
+    choice = None if spec.is_notebook else keras_choice(spec)
     check_data_volume(spec, chosen)
     check_paths(spec, f"job spec {spec.name!r}")
     if not allow_duplicate and (live := db().live_job_named(spec.name)) is not None:
@@ -168,9 +178,11 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     warning = None if spec.is_notebook else scriptcheck.warning_for(spec.script_path)
     if warning is not None:
         db().add_event(job_id, "nothing_checkpointed", warning)
-    keras_2 = None if spec.is_notebook else keras2.warning_for(spec.script_path)
-    if keras_2 is not None:
-        db().add_event(job_id, "keras2_code", keras_2)
+    if choice is not None:
+        name = spec.script_path.name
+        db().add_event(job_id, "keras", keras2.choice_line(choice, name), version=choice.version, why=choice.why)
+        if (keras_2 := keras2.warning_for(choice, name)) is not None:
+            db().add_event(job_id, "keras2_code", keras_2)
     for note in notes:
         db().add_event(job_id, "backend_note", note)
     return job_id

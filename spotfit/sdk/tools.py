@@ -128,15 +128,25 @@ def _ended_with_secrets(job: str | None, backend: str) -> dict[str, str]:
     return ended
 
 
-def doctor(store: str | None = None, registry: str | None = None) -> dict:
-    """What this machine can train with, each problem with its fix (`spotfit doctor`; imports TensorFlow)."""
+def doctor(store: str | None = None, registry: str | None = None, spec: str | None = None) -> dict:
+    """What this machine can train with, each problem with its fix (`spotfit doctor`; imports TensorFlow).
+
+    With `spec`, also which Keras its script runs on and why, and whether that Keras is installed here."""
     from spotfit.runtime import doctor as checks
 
     for flag, url in (("--store", store), ("--registry", registry)):
         if url is not None:
             arguments.text(flag, url, pattern=r"[a-z0-9]+://\S*", expected="a URL such as file:///path or s3://bucket/prefix",
                            hint=f"Leave {flag} out to probe the home's.")
-    return checks.run(store, registry)
+    choice = None
+    if spec is not None:
+        from spotfit import keras2
+        from spotfit.spec.job import load_spec
+
+        job = load_spec(spec)
+        if not job.is_notebook:
+            choice = (job.script_path.name, keras2.choose(job.training.keras, job.script_path))
+    return checks.run(store, registry, keras_choice=choice)
 
 
 def tensorboard(ref: str | None, port: int = 6006,

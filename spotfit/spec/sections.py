@@ -134,6 +134,10 @@ def _on_off(value: Any) -> Any:
 class Training(_Section):
     """Speed-ups and reproducibility."""
 
+    keras: Literal["auto", "2", "3"] = Field(
+        "auto", description="the Keras the script runs on: 3 (keras 3.15), 2 (tf.keras 2: tf-keras with "
+                            "TF_USE_LEGACY_KERAS=1), or auto (2 when the script has Keras-2-only code, else 3; "
+                            "said in one line at submission)")
     strategy: Literal["auto", "none", "mirrored", "multi_worker"] = "auto"
     mixed_precision: Literal["auto", "off", "mixed_float16", "mixed_bfloat16"] = "auto"
     xla: Literal["auto", "on", "off"] = "auto"
@@ -150,6 +154,12 @@ class Training(_Section):
     @classmethod
     def _xla(cls, value: Any) -> Any:
         return _on_off(value)
+
+    @field_validator("keras", mode="before")
+    @classmethod
+    def _keras(cls, value: Any) -> Any:
+        """YAML reads `keras: 2` as a number."""
+        return str(value) if type(value) is int else value
 
     @field_validator("mixed_precision", mode="before")
     @classmethod

@@ -61,12 +61,13 @@ def _final_line(log: str) -> str:
     return lines[0]
 
 
-def _start_plain_run(tmp_path: Path, script: Path) -> subprocess.Popen:
-    """The script run by plain `python` (at `nice -n 10`), started; `_plain_result` waits for it."""
+def _start_plain_run(tmp_path: Path, script: Path, keras_2: bool = False) -> subprocess.Popen:
+    """The script run by plain `python` (at `nice -n 10`; on Keras 2 with `keras_2`), started;
+    `_plain_result` waits for it."""
     work = tmp_path / "plain"
     work.mkdir()
     shutil.copy(script, work / "train.py")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **({"TF_USE_LEGACY_KERAS": "1"} if keras_2 else {})}
     # Its output goes to files: a pipe nobody reads until the job ends would stall a chatty script.
     with (work / "stdout.txt").open("w") as out, (work / "stderr.txt").open("w") as err:
         return subprocess.Popen(["nice", "-n", "10", sys.executable, "-m", "tests.support.plain_run", "train.py",

@@ -62,3 +62,15 @@ def test_an_unreachable_store_fails_with_a_fix():
     store = next(c for c in doc["checks"] if c["name"] == "store")
     assert code == 1 and not doc["ok"]
     assert store["status"] == "fail" and store["fix"]
+
+
+def test_doctor_says_which_keras_a_spec_needs_and_whether_it_is_here(tmp_path):
+    (tmp_path / "train.py").write_text("import tensorflow as tf\nm = tf.keras.models.Sequential()\n"
+                                       "m.fit_generator(gen, steps_per_epoch=2)\n")
+    (tmp_path / "spotfit.yaml").write_text("name: old\nscript: train.py\n")
+    code, doc = _doctor("--spec", str(tmp_path / "spotfit.yaml"))
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert code == 0 and checks["keras 2"]["status"] == "ok" and "tf-keras 2.21." in checks["keras 2"]["detail"]
+    assert checks["keras (train.py)"]["status"] == "ok"
+    assert checks["keras (train.py)"]["detail"].startswith("train.py runs on Keras 2"), checks["keras (train.py)"]
+    assert "line 3: `fit_generator`" in checks["keras (train.py)"]["detail"]

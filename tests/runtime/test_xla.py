@@ -53,7 +53,7 @@ def test_the_tuner_is_a_callback_of_fit_only_while_it_measures():
         tuner.before_fit(model)
         session = SimpleNamespace(xla=tuner, precision=None, offer=None, tensorboard=None,
                                   calls=FitCalls(None, None))
-        kinds = [type(c) for c in fit_wrapper._callbacks(session, None, [], 0)]
+        kinds = [type(c) for c in fit_wrapper._callbacks(session, fit_wrapper.KERAS3, None, [], 0)]
         assert kinds == ([xla.XlaTuner] if installed else []) + [instrument.SpotfitCallback], mode
         assert tuner.measuring is installed and model.jit_compile is (mode == "on")
 

@@ -43,12 +43,14 @@ def run_inline_job(tmp_path: Path, spec_text: str, script_text: str, *args: str,
     return json.loads(out.stdout)
 
 
-def run_plain_script(folder: Path, script_text: str, deterministic: bool = True) -> dict:
+def run_plain_script(folder: Path, script_text: str, deterministic: bool = True, keras_2: bool = False) -> dict:
     """`python train.py` of `script_text` in `folder`, as a user runs it (with TensorFlow's op determinism,
-    as `training: {deterministic: true}` sets it, unless not `deterministic`); the `out.json` it writes."""
+    as `training: {deterministic: true}` sets it, unless not `deterministic`; on Keras 2, `tf-keras` with
+    `TF_USE_LEGACY_KERAS=1`, with `keras_2`); the `out.json` it writes."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "train.py").write_text(script_text)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **({"TF_DETERMINISTIC_OPS": "1"} if deterministic else {})}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **({"TF_DETERMINISTIC_OPS": "1"} if deterministic else {}),
+           **({"TF_USE_LEGACY_KERAS": "1"} if keras_2 else {})}
     subprocess.run([sys.executable, "train.py"], cwd=folder, check=True, capture_output=True, timeout=300,
                    env=env, stdin=subprocess.DEVNULL)
     return json.loads((folder / "out.json").read_text())
