@@ -17,8 +17,9 @@ no TensorFlow) before anything is launched, and picks Keras 2 when it has a line
 
 `spotfit validate` and `spotfit run` say the choice and why in one line (`choice_line`); a
 script that keeps such lines under `training.keras: 3` gets a warning naming them with their
-Keras 3 spelling (`warning_for`). On Keras 2 spotfit applies no speed-up of its own: a spec that
-asks for one is refused before the launch (`keras2_conflict`).
+Keras 3 spelling (`warning_for`). On Keras 2 spotfit applies no dtype policy, XLA or export of
+its own: a spec that asks for one is refused before the launch (`keras2_conflict`); strategies
+(`tf.distribute`) are the attempt's on both.
 
 Example:
 
@@ -165,18 +166,16 @@ def keras2_conflict(spec: Any) -> SpecError | None:
     training = spec.training
     asked = [(f"training.{name}", getattr(training, name)) for name in ("mixed_precision", "xla")
              if getattr(training, name) != "auto"]
-    asked += [("training.strategy", training.strategy)] if training.strategy in ("mirrored", "multi_worker") else []
-    asked += [("resources.workers", spec.resources.workers)] if spec.resources.workers > 1 else []
     asked += [("export", "a section")] if spec.export is not None else []
     if not asked:
         return None
     setting, value = asked[0]
     return SpecError(
         f"Invalid `{setting}` for Keras 2: received {value!r}, expected it left out or at its default; "
-        f"{spec.script_path.name} runs on Keras 2, where spotfit applies no dtype policy, XLA, strategy or export of "
-        "its own (docs/resume.md#keras-2).",
-        hint="Set it in the script (tf.keras.mixed_precision.set_global_policy, jit_compile=, "
-             "tf.distribute.MirroredStrategy(), model.save), or port the script and set `training.keras: 3`.")
+        f"{spec.script_path.name} runs on Keras 2, where spotfit applies no dtype policy, XLA or export of its own "
+        "(docs/resume.md#keras-2).",
+        hint="Set it in the script (tf.keras.mixed_precision.set_global_policy, jit_compile=, model.save), or "
+             "port the script and set `training.keras: 3`.")
 
 
 def _listed(found: tuple[Reason, ...]) -> str:

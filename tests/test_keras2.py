@@ -125,10 +125,8 @@ def test_keras_3_by_the_spec_names_the_lines_that_will_fail(tmp_path):
 @pytest.mark.parametrize(("setting", "named"), [
     ("training: {mixed_precision: mixed_float16}", "`training.mixed_precision`"),
     ("training: {xla: 'on'}", "`training.xla`"),
-    ("training: {strategy: mirrored}", "`training.strategy`"),
-    ("resources: {workers: 2}", "`resources.workers`"),
     ("export: {formats: [savedmodel]}", "`export`"),
-], ids=["mixed_precision", "xla", "strategy", "workers", "export"])
+], ids=["mixed_precision", "xla", "export"])
 def test_a_setting_keras_2_cannot_honour_is_refused_in_one_line(tmp_path, setting, named):
     done = _validate(tmp_path, f"name: k2\nscript: train.py\ntraining: {{keras: 2}}\n{setting}\n"
                      if not setting.startswith("training") else

@@ -124,9 +124,7 @@ def train_script(session: Session) -> int | Result:
     else:
         import keras  # type: ignore[no-redef]
     rep.timing("tf_import_s", time.perf_counter() - t0)
-    if keras_2:
-        _keras2_speedups(session)
-    strategy = None if keras_2 else _speedups(session)  # before any other TF op
+    strategy = _keras2_speedups(session) if keras_2 else _speedups(session)  # before any other TF op
     keras.utils.set_random_seed(config.seed)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -158,13 +156,15 @@ def train_script(session: Session) -> int | Result:
     return result
 
 
-def _keras2_speedups(session: Session) -> None:
-    """On Keras 2 the script's own dtype policy, `jit_compile` and strategy run: spotfit adds none (no strategy)."""
+def _keras2_speedups(session: Session):
+    """On Keras 2 the script's own dtype policy and `jit_compile` run: spotfit measures and applies none,
+    and writes no TensorBoard log of its own. The strategy is the attempt's, as on Keras 3 (a
+    `tf.distribute` strategy: Keras 2's `fit` runs under `MultiWorkerMirroredStrategy` as it is)."""
     session.reporter.event(
-        "keras", "Keras 2 (tf-keras): the script's own dtype policy, jit_compile and strategy; spotfit measures and "
-        "applies speed-ups, and writes its TensorBoard log, on Keras 3 only", version="2", strategy="none")
-    os.environ["SPOTFIT_NUM_REPLICAS"] = "1"
-    os.environ["SPOTFIT_WORKER_INDEX"] = str(session.cluster.index)
+        "keras", "Keras 2 (tf-keras): the script's own dtype policy and jit_compile; spotfit measures and applies "
+        "speed-ups, and writes its TensorBoard log, on Keras 3 only", version="2")
+    strategy, _ = _strategy(session)
+    return strategy
 
 
 def _no_gpu(rep, why: str) -> None:
@@ -216,10 +216,21 @@ def _held_target(session: Session) -> dict:
 
 def _speedups(session: Session):
     """Strategy, precision policy, XLA tuner and TensorBoard log of this attempt; returns the strategy."""
+    from spotfit.runtime.tensorboard import TensorBoardLog
+
+    config = session.config
+    strategy, gpus = _strategy(session)
+    _precision_and_xla(session, strategy is not None, bool(gpus))
+    if config.tensorboard and session.is_chief:
+        session.tensorboard = TensorBoardLog(session.store, config.histogram_freq, config.tensorboard_update_freq)
+    return strategy
+
+
+def _strategy(session: Session):
+    """The attempt's `tf.distribute` strategy (None: the default) and the GPUs this machine has."""
     import tensorflow as tf
 
     from spotfit.runtime import strategy as dist
-    from spotfit.runtime.tensorboard import TensorBoardLog
 
     config, rep, cluster = session.config, session.reporter, session.cluster
     logical_cpus = int(os.environ.get(dist.LOGICAL_CPUS_ENV) or 0)
@@ -243,11 +254,7 @@ def _speedups(session: Session):
         session.stop = dist.StopAgreement(cluster, config.attempt)
     rep.event("strategy", f"strategy {name}: {replicas} replica(s) in sync on {cluster.workers} worker(s)",
               strategy=name, replicas=replicas, workers=cluster.workers, worker=cluster.index)
-
-    _precision_and_xla(session, strategy is not None, bool(gpus))
-    if config.tensorboard and session.is_chief:
-        session.tensorboard = TensorBoardLog(session.store, config.histogram_freq, config.tensorboard_update_freq)
-    return strategy
+    return strategy, gpus
 
 
 def _precision_and_xla(session: Session, distributed: bool, has_gpu: bool) -> None:

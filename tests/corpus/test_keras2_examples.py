@@ -36,7 +36,7 @@ CASES = [
     (SCRIPTS / "custom_train_step.py", 30, 70),
     (SCRIPTS / "transfer_learning.py", 40, 65),
     (SCRIPTS / "tf_data_pipeline.py", 50, 100),
-    (SCRIPTS / "sequence_fit_generator.py", 30, 60),
+    (SCRIPTS / "sequence_fit_generator.py", 30, 110),
     (SCRIPTS / "gradient_tape_checkpoint.py", 20, 50),
     (EXAMPLES / "mnist_dropout.py", 60, 180),
     (EXAMPLES / "checkpoint_period.py", 40, 100),

@@ -1,4 +1,5 @@
-"""Two real worker processes on 127.0.0.1 (MultiWorkerMirroredStrategy under unmodified Keras `fit`).
+"""Two real worker processes on 127.0.0.1 (MultiWorkerMirroredStrategy under unmodified Keras `fit`),
+on Keras 3 and on Keras 2 (the same script in tf.keras 2, `training.keras: 2`).
 
 The local backend starts one process per worker with `TF_CONFIG`; a SIGTERM to one worker (not
 the chief) makes both stop after the same step, the chief save, and the job resume with both
@@ -68,16 +69,19 @@ script: train.py
 resources: {workers: 2}
 market: {trace: null}
 checkpoint: {interval: {steps: 20}}
-training: {seed: 0, deterministic: true}
+training: {seed: 0, deterministic: true, keras: KERAS}
 """
+# Keras 2's Dropout draws from a tf.random.Generator only when asked (docs/resume.md#keras-2).
+KERAS_2 = ("import tensorflow as tf\nkeras = tf.keras\n"
+           "tf.keras.backend.experimental.enable_tf_random_generator()\n")
 TOTAL = 96  # 16 global batches x 6 epochs
 
 
-def _start(folder: Path) -> subprocess.Popen:
+def _start(folder: Path, keras: str) -> subprocess.Popen:
     script = folder / "src" / "train.py"
     script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_text(SCRIPT)
-    spec = write_spec(folder, SPEC, script=script)
+    script.write_text(SCRIPT if keras == "3" else SCRIPT.replace("import keras\n", KERAS_2))
+    spec = write_spec(folder, SPEC.replace("KERAS", keras), script=script)
     return subprocess.Popen(spotfit_cmd("run", str(spec), "--json"), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
 
@@ -100,17 +104,17 @@ def _events(job: Path, kind: str) -> list[dict]:
     return [d for d in docs if d["kind"] == kind]
 
 
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory, request) -> tuple[dict, Path]:
+@pytest.fixture(scope="module", params=["3", "2"], ids=["keras3", "keras2"])
+def baseline(tmp_path_factory, request) -> tuple[dict, Path, str]:
     home = tmp_path_factory.mktemp("mw-home")
     report_also(request, home)
     with spotfit_home_at(home):
-        doc = _finish(_start(tmp_path_factory.mktemp("mw-base")))
-        return doc, _job_folder(home)
+        doc = _finish(_start(tmp_path_factory.mktemp("mw-base"), request.param))
+        return doc, _job_folder(home), request.param
 
 
 def test_two_workers_train_in_sync_to_the_same_weights(baseline):
-    doc, job = baseline
+    doc, job, _ = baseline
     strategy = _events(job, "strategy")
     assert strategy and strategy[0]["data"]["replicas"] == 2 and strategy[0]["data"]["workers"] == 2
     worker1 = json.loads((job / "workers" / "1" / "result.json").read_text())
@@ -124,7 +128,7 @@ def test_sigterm_to_one_worker_stops_both_and_resumes_exactly(tmp_path, spotfit_
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("MW_MARKS", str(marks))
-    proc = _start(tmp_path / "job")
+    proc = _start(tmp_path / "job", baseline[2])
     try:
         wait_for(lambda: (marks / "holding").exists() or proc.poll() is not None, 300,
                  "worker 1 to reach step 30 and hold")

@@ -8,8 +8,9 @@ does Keras 3's (runtime/fit_wrapper.py, with this package's `Flavor`): the same 
 state, and a data position put back by drawing the batches of the interrupted call again
 (resume.py). What Keras 2 internals it touches is checked at import (internals.py).
 
-Not on Keras 2 (said before the launch, spotfit/keras2.py, or in events): spotfit's own dtype
-policy, XLA, strategies and offers, its TensorBoard log, the instrumented `GradientTape` loops
-and `spotfit.loop`, the replay of a reshuffling validation set, and the state of the legacy
-stateful random ops that Keras 2 layers use by default (random.py).
+Unmodified `GradientTape` loops are counted at Keras 2's `apply_gradients` (apply_hook.py), and
+the attempt's strategy is created as on Keras 3 (`tf.distribute`). Not on Keras 2 (said before the
+launch, spotfit/keras2.py, or in events): spotfit's own dtype policy, XLA and offers, its
+TensorBoard log, exports, `spotfit.loop`, the replay of a reshuffling validation set, and the
+state of the legacy stateful random ops that Keras 2 layers use by default (random.py).
 """

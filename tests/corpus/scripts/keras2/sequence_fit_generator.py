@@ -1,7 +1,8 @@
 # Written for spotfit's tests in the style of TensorFlow 2.0-era code that fed `fit_generator` from a
 # `tf.keras.utils.Sequence` (the `keras.utils.Sequence` docstring's example), with a legacy optimizer
 # and ModelCheckpoint(period=1) to `.h5` weights: everything here is Keras 2's API. Data generated here.
-"""`fit_generator` on a Sequence that reshuffles in `on_epoch_end`, legacy SGD(lr=, momentum=), period=1."""
+"""`fit_generator` on a Sequence that reshuffles in `on_epoch_end`, legacy SGD(lr=, momentum=), period=1;
+then `fit` on a Python generator that draws its batches from NumPy's global RNG."""
 import math
 
 import numpy as np
@@ -35,4 +36,13 @@ model.compile(optimizer=tf.keras.optimizers.legacy.SGD(lr=0.05, momentum=0.9), l
               metrics=["accuracy"])
 checkpoint = tf.keras.callbacks.ModelCheckpoint("weights-{epoch:02d}.h5", save_weights_only=True, period=1)
 history = model.fit_generator(ShuffledSequence(x_all, y_all, 25), epochs=4, callbacks=[checkpoint], verbose=2)
-print(f"final: loss={history.history['loss']!r} acc={history.history['accuracy']!r}")
+
+
+def batches(batch_size=50):
+    while True:
+        rows = np.random.choice(len(x_all), batch_size, replace=False)
+        yield x_all[rows], y_all[rows]
+
+
+more = model.fit(batches(), steps_per_epoch=12, epochs=2, verbose=2)
+print(f"final: loss={history.history['loss']!r} acc={history.history['accuracy']!r} more={more.history['loss']!r}")
