@@ -1,9 +1,10 @@
 """The `keras.Model.fit` wrapper that makes unmodified scripts checkpoint and resume exactly.
 
-`install(session)` replaces `keras.Model.fit` for the rest of the process. Each call binds the
-script's arguments as Keras would, adds a `History` of spotfit's own when the script gave none (so
-that its state is checkpointed too), and asks the job's fit-call bookkeeping (fit_calls.py) what
-this call is:
+`install(session)` replaces `keras.Model.fit` for the rest of the process. The wrapper is built
+by `make_fit` from a `Flavor`, what differs between Keras 3 and Keras 2 (runtime/keras2/ wraps
+Keras 2's `fit` the same way). Each call binds the script's arguments as Keras would, adds a
+`History` of spotfit's own when the script gave none (so that its state is checkpointed too), and
+asks the job's fit-call bookkeeping (fit_calls.py) what this call is:
 - an earlier call that ended before the checkpoint returns at once with its recorded end state;
 - the call the checkpoint was taken in arms the resuming epoch iterator (resume.py) at the saved
   epoch and batch, with the validation runs already done;
