@@ -55,3 +55,29 @@ def test_importing_the_runtime_against_a_keras_without_a_patched_name_fails_at_i
     assert re.fullmatch(r"spotfit\.runtime\.keras_internals\.UnsupportedKeras: Unsupported Keras \S+: .*"
                         r"`keras\.src\.backend\.tensorflow\.trainer\.TFEpochIterator`.*expected Keras 3\.15\.x.*",
                         last), done.stderr[-2000:]
+
+
+def test_the_installed_tf_keras_has_every_patched_name_and_is_the_pinned_minor_version():
+    """Keras 2's room (runtime/keras2/internals.py): checked at its import, pinned in tf-gpu and the Makefile."""
+    import tf_keras
+
+    from spotfit.runtime.keras2 import internals
+
+    assert keras_internals.missing(internals.NAMES) == []
+    assert tf_keras.__version__.startswith(internals.SUPPORTED + ".")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert f"tf-keras=={internals.SUPPORTED}.*" in extras["tf-gpu"]
+    assert f"--no-deps 'tf-keras=={internals.SUPPORTED}.*'" in (ROOT / "Makefile").read_text()
+
+
+def test_a_missing_tf_keras_name_fails_the_check_with_one_line(monkeypatch):
+    from spotfit.errors import UsageError
+    from spotfit.runtime.keras2 import internals
+
+    monkeypatch.delattr(internals.training.Model, "_maybe_load_initial_counters_from_ckpt")
+    with pytest.raises(UsageError) as caught:
+        internals.check()
+    message = str(caught.value)
+    assert "\n" not in message and f"expected tf-keras {internals.SUPPORTED}.x" in message
+    assert "tf_keras.src.engine.training.Model._maybe_load_initial_counters_from_ckpt" in message
+    assert caught.value.hint is not None and f"--no-deps 'tf-keras=={internals.SUPPORTED}.*'" in caught.value.hint
