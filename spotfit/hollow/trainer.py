@@ -2,7 +2,7 @@
 
 `train(session)` is handed to `spotfit.runtime.main.run`, which does everything around it as
 for a real attempt. Inside, each `fit` call of the scenario runs the loop that the real
-runtime's `SpotfitCallback` (runtime/instrument.py) drives inside Keras, step for step: the same
+runtime's main callback (`SpotfitHooks`, runtime/hooks.py) drives inside Keras, step for step: the same
 restore and start events, the same held steps, stop agreement, periodic, epoch-end, notice and
 end saves through the same `CheckpointStore` and `FitCalls`, the same progress and epoch
 events. What the script would do at a step (stand still for the market, pause for the test,
@@ -30,7 +30,7 @@ from spotfit.runtime.job_data import sync_job_data
 from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.session import Session
 
-SAVE_RETRY_S = 10.0  # as runtime/instrument.py
+SAVE_RETRY_S = 10.0  # as runtime/hooks.py
 
 
 def train(session: Session) -> int | Result:
@@ -263,7 +263,7 @@ class _FitCall:
                         raise SystemExit(f"the test never created {folder / 'go'}")
                     time.sleep(0.05)
 
-    # -- spotfit's part: as runtime/instrument.py ---------------------------------------------
+    # -- spotfit's part: as runtime/hooks.py ---------------------------------------------
 
     def _check_stop(self) -> None:
         s = self.s

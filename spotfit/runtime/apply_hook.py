@@ -43,11 +43,9 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import keras
 import tensorflow as tf
 
 from spotfit.attempt.progress import Phase
-from spotfit.runtime.keras_internals import base_optimizer
 from spotfit.runtime.preemption import Preempted
 
 if TYPE_CHECKING:
@@ -55,8 +53,26 @@ if TYPE_CHECKING:
     from spotfit.runtime.instrument import SpotfitCallback
     from spotfit.runtime.session import Session
 
-_BaseOptimizer = base_optimizer.BaseOptimizer
-_original_apply = _BaseOptimizer.apply
+_keras3_apply: list[tuple[Any, Any]] = []  # Keras 3's BaseOptimizer and its own `apply`, once asked for
+
+
+def _keras3() -> tuple[Any, Any]:
+    """Keras 3's `BaseOptimizer` and its original `apply`, imported when first needed (a Keras 2 attempt never
+    needs them, and does not load Keras 3)."""
+    if not _keras3_apply:
+        from spotfit.runtime.keras_internals import base_optimizer
+
+        _keras3_apply.append((base_optimizer.BaseOptimizer, base_optimizer.BaseOptimizer.apply))
+    return _keras3_apply[0]
+
+
+def __getattr__(name: str) -> Any:
+    """`_BaseOptimizer` and `_original_apply`, Keras 3's, loaded on first use (PEP 562)."""
+    if name == "_BaseOptimizer":
+        return _keras3()[0]
+    if name == "_original_apply":
+        return _keras3()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -79,7 +95,7 @@ class ApplyHook:
 
     def __init__(self, session: Session, model_class: type | None = None, callback_class: type | None = None):
         self.session = session
-        self.model_class = model_class or keras.Model
+        self.model_class = model_class
         self.callback_class = callback_class
         self.loop: _Loop | None = None
         self.seen: set[int] = set()  # optimizers that drove a loop in this process
@@ -235,13 +251,17 @@ def _skip(session: Session, loop: _Loop) -> None:
                            fit_index=index, step=step, replayed=loop.applied)
 
 
-def find_model(variables: list, model_class: type = keras.Model) -> Any:
-    """The model (a `model_class`) whose trainable variables are exactly `variables`, else the smallest
-    that holds them all.
+def find_model(variables: list, model_class: type | None = None) -> Any:
+    """The model (a `model_class`, Keras 3's `Model` by default) whose trainable variables are exactly
+    `variables`, else the smallest that holds them all.
 
     Of models holding the same variables, the outer one: a `Sequential` rather than the functional
     model it keeps inside, a wrapper model rather than the model it holds as an attribute.
     """
+    if model_class is None:
+        import keras
+
+        model_class = keras.Model
     wanted = {id(v) for v in variables}
     candidates: list[tuple[int, Any]] = []  # (variables held, model)
     for obj in gc.get_objects():
@@ -272,14 +292,15 @@ def _in_xla() -> bool:
 
 
 def _apply(self, grads, trainable_variables=None):
+    original_apply = _keras3()[1]
     hook = _hook[0] if _hook else None
     if hook is None or hook.passive():
         if hook is not None and hook.depth == 0:
             hook.trained_by_fit.add(id(self))  # (traced once in a tf.function: not on the hot path)
-        return _original_apply(self, grads, trainable_variables)
+        return original_apply(self, grads, trainable_variables)
     hook.depth += 1
     try:
-        result = _original_apply(self, grads, trainable_variables)
+        result = original_apply(self, grads, trainable_variables)
     finally:
         hook.depth -= 1
     if len(grads) == 0:
@@ -342,7 +363,8 @@ def _wrap_apply_gradients(original):
 def install(session: Session) -> None:
     """Instrument `apply` for the rest of this process (called by `fit_wrapper.install`)."""
     _hook[:] = [ApplyHook(session)]
-    _BaseOptimizer.apply = functools.wraps(_original_apply)(_apply)  # the markers Keras reads on it kept
+    base, original_apply = _keras3()
+    base.apply = functools.wraps(original_apply)(_apply)  # the markers Keras reads on it kept
     _relay_sigterm()
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-
-import keras
+from typing import Any
 
 from spotfit.runtime import callback_state
 from spotfit.runtime.checkpoint import Checkpoint
@@ -49,7 +48,7 @@ def _no_restore(logs=None) -> None:
     """BackupAndRestore's `on_train_begin` under spotfit: nothing to load."""
 
 
-def skip_next_epoch_begin(callback: keras.callbacks.Callback) -> None:
+def skip_next_epoch_begin(callback: Any) -> None:
     """The resumed epoch already began before the checkpoint (its effects are in the restored state)."""
     def on_epoch_begin(epoch, logs=None):
         del callback.on_epoch_begin  # the class's own hook from the next epoch on
@@ -57,7 +56,7 @@ def skip_next_epoch_begin(callback: keras.callbacks.Callback) -> None:
     callback.on_epoch_begin = on_epoch_begin
 
 
-def prepare_csv_logger(callback: keras.callbacks.CSVLogger, resume_epoch: int) -> None:
+def prepare_csv_logger(callback: Any, resume_epoch: int) -> None:
     """Before a resumed `fit`: append to the log, without the rows of epochs that will run again.
 
     A SIGKILL after an epoch's row was written but before the next checkpoint would otherwise
@@ -85,7 +84,7 @@ def _epoch(row: str, sep: str, column: int) -> float:
         return float("inf")
 
 
-def prepare_tensorboard(callback: keras.callbacks.TensorBoard, resume_epoch: int, train_batches: int | None) -> None:
+def prepare_tensorboard(callback: Any, resume_epoch: int, train_batches: int | None) -> None:
     """Before a resumed `fit`: drop from earlier attempts' event files what will be logged again.
 
     After a SIGKILL the epochs and batches between the last checkpoint and the kill were logged

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from spotfit.errors import UsageError
+from spotfit.runtime import internal_names
 
 SUPPORTED = "3.15"  # the `keras==3.15.*` pin of pyproject.toml's tf-cpu and tf-gpu extras
 
@@ -50,19 +51,7 @@ class UnsupportedKeras(UsageError):
 
 def missing(names: Iterable[tuple[str, str]] = NAMES) -> list[str]:
     """The dotted names among `names` that the installed Keras does not have."""
-    absent = []
-    for module_name, path in names:
-        try:
-            obj: object = importlib.import_module(module_name)
-        except ImportError:
-            absent.append(f"{module_name}.{path}")
-            continue
-        for part in path.split("."):
-            if not hasattr(obj, part):
-                absent.append(f"{module_name}.{path}")
-                break
-            obj = getattr(obj, part)
-    return absent
+    return internal_names.missing(names)
 
 
 def check(names: Iterable[tuple[str, str]] = NAMES) -> None:

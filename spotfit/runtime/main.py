@@ -129,13 +129,15 @@ def train_script(session: Session) -> int | Result:
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     session.load_checkpoint()
-    from spotfit.runtime import apply_hook, fit_wrapper, model_state
+    from spotfit.runtime import apply_hook, model_state
 
-    if keras_2:
+    if keras_2:  # nothing of Keras 3 is imported in a Keras 2 attempt (tests/runtime/test_keras2_resume.py)
         from spotfit.runtime.keras2 import fit as keras2_fit
 
         keras2_fit.install(session)
     else:
+        from spotfit.runtime import fit_wrapper
+
         fit_wrapper.install(session)
     sync_job_data(config, rep)  # sets SPOTFIT_DATA_DIR for the script
     rep.progress(force=True, phase=Phase.RUNNING_SCRIPT)
@@ -241,7 +243,7 @@ def _strategy(session: Session):
     if cluster.multi and name != "multi_worker":
         raise ValueError(f"Invalid `training.strategy`: received {config.strategy!r} with {cluster.workers} "
                          "workers, expected `multi_worker` or `auto` (each worker would train alone).")
-    strategy = dist.create(name)
+    strategy = dist.create(name, keras_3=config.keras != "2")
     session.strategy_name = name
     if strategy is not None:
         from spotfit.runtime.adopt import adopt
@@ -349,10 +351,6 @@ def _export(session: Session, result: Result) -> dict:
 def _run_with_fallback(session: Session, strategy) -> int:
     """Run the script; when a dtype policy spotfit applied breaks it before its first step, run it
     again in place under the script's own policy (choices.py), instead of failing the attempt."""
-    import keras
-
-    from spotfit.runtime import precision
-
     config, rep = session.config, session.reporter
     resume_checkpoint = session.resume_checkpoint
     try:
@@ -362,6 +360,10 @@ def _run_with_fallback(session: Session, strategy) -> int:
         if choices is None or not choices.fallback_allowed(exc, session.stepped, session.cluster.multi):
             raise
         applied = choices.fall_back()
+        import keras  # a policy spotfit applied: Keras 3's (on Keras 2 there is none, and no fallback)
+
+        from spotfit.runtime import precision
+
         rep.event("speedup_fallback", f"dtype policy {applied} made the script fail before its first step "
                   f"({type(exc).__name__}: {precision.error_line(exc)}); running it again with "
                   "its own policy", setting="mixed_precision", applied=applied, error=type(exc).__name__)
@@ -369,7 +371,7 @@ def _run_with_fallback(session: Session, strategy) -> int:
     session.resume_checkpoint = resume_checkpoint
     session.calls = FitCalls(session.store, resume_checkpoint)
     session.model, session.fit_inputs, session.sample_x = None, [], None
-    keras.utils.set_random_seed(config.seed)  # the fallback is a Keras 3 policy's: Keras 2 has none
+    keras.utils.set_random_seed(config.seed)
     return _run_script(config, strategy)
 
 

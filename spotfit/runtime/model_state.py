@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import inspect
 import random
+import sys
 from typing import Any
 
-import keras
 import numpy as np
 
 
-def weights_sha256(model: keras.Model) -> str:
+def weights_sha256(model: Any) -> str:
     """sha256 over the model's weights in their fixed order (names, shapes, dtypes, values)."""
     h = hashlib.sha256()
     for v in model.weights:
@@ -49,7 +49,7 @@ def _numpy(variable) -> np.ndarray:
     components = getattr(value, "values", None)  # tf.distribute's MirroredVariable and kin
     if isinstance(components, tuple) and components:
         value = components[0]
-    return keras.ops.convert_to_numpy(value)
+    return np.array(value)
 
 
 def _components(variable) -> tuple:
@@ -107,7 +107,7 @@ def metrics_variables(model) -> list:
     return [v for metric in model.metrics for v in metric.variables]
 
 
-def _state_variables(model: keras.Model) -> list:
+def _state_variables(model: Any) -> list:
     """Everything that must come back on resume: weights, seed states, optimizer slots."""
     variables = list(model.variables)
     if model.optimizer is not None:
@@ -115,17 +115,24 @@ def _state_variables(model: keras.Model) -> list:
     return variables
 
 
-def _own_optimizers(model: keras.Model) -> list:
+def _keras3_optimizer() -> type | tuple:
+    """Keras 3's `Optimizer` class when Keras 3 is loaded (a Keras 2 attempt does not load it), else ()."""
+    keras = sys.modules.get("keras")
+    optimizers = getattr(keras, "optimizers", None)
+    return getattr(optimizers, "Optimizer", ())
+
+
+def _own_optimizers(model: Any) -> list:
     """Optimizers the model holds as attributes besides `model.optimizer`, in attribute order."""
     seen, found = {id(model.optimizer)}, []
     for value in vars(model).values():
-        if isinstance(value, keras.optimizers.Optimizer) and id(value) not in seen:
+        if isinstance(value, _keras3_optimizer()) and id(value) not in seen:
             seen.add(id(value))
             found.append(value)
     return found
 
 
-def _capture_own_optimizers(model: keras.Model, arrays: dict[str, np.ndarray]) -> None:
+def _capture_own_optimizers(model: Any, arrays: dict[str, np.ndarray]) -> None:
     """`oKK_for`: positions in `model.variables` of what optimizer KK updates; `oKK_NNNNN`: its variables."""
     position = {id(v): i for i, v in enumerate(model.variables)}
     for k, optimizer in enumerate(_own_optimizers(model)):
@@ -138,7 +145,7 @@ def _capture_own_optimizers(model: keras.Model, arrays: dict[str, np.ndarray]) -
             arrays[f"o{k:02d}_{i:05d}"] = _numpy(v)
 
 
-def _restore_own_optimizers(model: keras.Model, arrays: dict[str, np.ndarray]) -> None:
+def _restore_own_optimizers(model: Any, arrays: dict[str, np.ndarray]) -> None:
     variables = model.variables
     for k, optimizer in enumerate(_own_optimizers(model)):
         prefix = f"o{k:02d}_"
@@ -165,7 +172,7 @@ def _generators(model) -> list:
     return [g for g in found if g is not None]
 
 
-def capture(model: keras.Model) -> dict[str, np.ndarray]:
+def capture(model: Any) -> dict[str, np.ndarray]:
     """Variables (`v…`), metric accumulators (`m…`, the epoch's running means) and NumPy's RNG;
     the model's own optimizers (`o…`) and whether `model.optimizer` was built."""
     arrays = {f"v{i:05d}": _numpy(v) for i, v in enumerate(_state_variables(model))}
@@ -175,7 +182,7 @@ def capture(model: keras.Model) -> dict[str, np.ndarray]:
         arrays[f"m{i:05d}"] = _numpy(v)
         parts = _components(v)
         if parts:  # under a strategy each replica sums its own share: keep every local share
-            arrays[f"p{i:05d}"] = np.stack([keras.ops.convert_to_numpy(c) for c in parts])
+            arrays[f"p{i:05d}"] = np.stack([np.array(c) for c in parts])
     for i, generator in enumerate(_generators(model)):
         arrays[f"r{i:05d}"] = _numpy(generator.state)
     keys, pos = np.random.get_state()[1:3]  # type: ignore[index]  # the legacy tuple form
@@ -184,7 +191,7 @@ def capture(model: keras.Model) -> dict[str, np.ndarray]:
     return arrays
 
 
-def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
+def restore_metrics(model: Any, arrays: dict[str, np.ndarray]) -> bool:
     """Add the checkpoint's running metric sums to the metrics' (the resumed batches'); False if
     they do not match. Keras's metric accumulators (totals, counts, confusion counts) are sums."""
     saved = sorted(k for k in arrays if k.startswith("m"))
@@ -196,13 +203,13 @@ def restore_metrics(model: keras.Model, arrays: dict[str, np.ndarray]) -> bool:
         parts, shares = _components(var), arrays.get("p" + key[1:])
         if parts and shares is not None and len(shares) == len(parts):
             for part, share in zip(parts, shares, strict=True):
-                part.assign(keras.ops.convert_to_numpy(part) + share)
+                part.assign(np.array(part) + share)
         else:
             var.assign(_numpy(var) + arrays[key].astype(_numpy(var).dtype))
     return True
 
 
-def restore(model: keras.Model, arrays: dict[str, np.ndarray], meta: dict) -> None:
+def restore(model: Any, arrays: dict[str, np.ndarray], meta: dict) -> None:
     built = arrays.get("optimizer_built")  # absent from checkpoints of earlier versions: it was built
     legacy = model.optimizer is not None and _legacy(model.optimizer)  # idempotent: its slots may be missing
     if model.optimizer is not None and (legacy or not _built(model.optimizer)) and (built is None or bool(built[0])):

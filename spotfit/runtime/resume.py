@@ -22,19 +22,11 @@ last bits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from spotfit.runtime.keras_internals import trainer as tf_trainer
+from spotfit.runtime.position import Position as Position  # where `arm` is told to resume
+from spotfit.runtime.position import validations_done as validations_done
 
 _KerasTFEpochIterator = tf_trainer.TFEpochIterator
-
-
-@dataclass
-class Position:
-    """Where training stands: epochs completed, and batches done in the current epoch."""
-
-    epoch: int = 0
-    batch: int = 0
 
 
 _armed: list[Position] = []
@@ -53,20 +45,6 @@ def arm(position: Position, validation_x: object = None, validations: int = 0) -
 def disarm() -> None:
     _armed.clear()
     _armed_validation.clear()
-
-
-def validations_done(epochs: int, initial_epoch: int, validation_freq) -> int:
-    """How many of a call's first `epochs` epochs validated, as Keras's `_should_eval` decides.
-
-    >>> validations_done(3, 0, 1), validations_done(5, 0, 2), validations_done(3, 1, [2, 4])
-    (3, 2, 2)
-    """
-    def validates(epoch: int) -> bool:
-        if isinstance(validation_freq, int):
-            return (epoch + 1) % validation_freq == 0
-        return epoch + 1 in validation_freq
-
-    return sum(validates(e) for e in range(initial_epoch, initial_epoch + epochs))
 
 
 class ResumingEpochIterator(_KerasTFEpochIterator):  # type: ignore[misc,valid-type]  # resolved at import

@@ -130,13 +130,15 @@ def local_devices() -> list[str]:
     return [d.name for d in tf.config.list_logical_devices("CPU")]
 
 
-def create(name: str):
-    """A `tf.distribute.Strategy` for `name`, or None for `none` (the default strategy)."""
+def create(name: str, keras_3: bool = True):
+    """A `tf.distribute.Strategy` for `name`, or None for `none` (the default strategy); Keras 3's `fit` is
+    patched for it (`patch_keras`) unless the attempt runs on Keras 2 (not `keras_3`), which needs no patch."""
     import tensorflow as tf
 
     if name == "none":
         return None
-    patch_keras()
+    if keras_3:
+        patch_keras()
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=local_devices())
     if name == "multi_worker":

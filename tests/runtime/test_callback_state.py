@@ -58,3 +58,13 @@ def test_backup_and_restore_is_said_redundant_and_does_not_restore(tmp_path):
     callback_logs.prepare([keras.callbacks.History(), backup], None, lambda kind, message, **data: events.append(kind))
     assert events == ["backup_and_restore_redundant"]
     backup.on_train_begin()  # would load its backup (and fail: no model is set); turned off
+
+
+def test_what_every_callback_has_from_its_base_class_is_not_saved_on_either_keras():
+    import keras
+    import tf_keras
+
+    from spotfit.runtime import callback_state
+
+    for base in (keras.callbacks.Callback, tf_keras.callbacks.Callback):
+        assert set(vars(base())) <= callback_state._BASE_ATTRIBUTES, base

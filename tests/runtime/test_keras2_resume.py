@@ -5,7 +5,8 @@ The script (tests/runtime/scripts/keras2_fit.py) is tf.keras 2 code that Keras 3
 from those lines. One job meets a notice at step 27 (inside the second fit call, mid-epoch, on a
 tf.data pipeline that reshuffles each epoch: the first call is skipped and the data drawn again)
 and a SIGKILL at step 33 (back to the checkpoint at 27). It must end at 40 steps with the weights
-and the History of `python train.py` on Keras 2 (op determinism on in both).
+and the History of `python train.py` on Keras 2 (op determinism on in both); like the plain run,
+its attempts load nothing of Keras 3.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ training: {seed: 0, deterministic: true}
 def test_tf_keras_2_code_resumes_exactly_through_a_notice_and_a_sigkill(tmp_path):
     expected = run_plain_script(tmp_path / "plain", SCRIPT.read_text(), keras_2=True)
     assert expected["iterations"] == 40 and expected["model"].startswith("tf_keras."), expected
+    assert expected["keras_3_loaded"] is False  # nor in the job's attempts: out.json must be the same
 
     doc = run_inline_job(tmp_path, SPEC, SCRIPT.read_text(), "--preempt-at", "27:5,33:0")
     assert [a["state"] for a in doc["attempts"]] == ["preempted", "killed", "completed"], doc["attempts"]

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import keras
 import pytest
 
-from spotfit.runtime import fit_wrapper, instrument, trial, xla
+from spotfit.runtime import fit_call, fit_wrapper, instrument, trial, xla
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.reporter import Reporter
 from spotfit.stores import open_store
@@ -53,7 +53,7 @@ def test_the_tuner_is_a_callback_of_fit_only_while_it_measures():
         tuner.before_fit(model)
         session = SimpleNamespace(xla=tuner, precision=None, offer=None, tensorboard=None,
                                   calls=FitCalls(None, None))
-        kinds = [type(c) for c in fit_wrapper._callbacks(session, fit_wrapper.KERAS3, None, [], 0)]
+        kinds = [type(c) for c in fit_call.callbacks(session, fit_wrapper.KERAS3, None, [], 0)]
         assert kinds == ([xla.XlaTuner] if installed else []) + [instrument.SpotfitCallback], mode
         assert tuner.measuring is installed and model.jit_compile is (mode == "on")
 

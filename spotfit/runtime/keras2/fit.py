@@ -1,4 +1,4 @@
-"""Keras 2's `Model.fit`, instrumented as Keras 3's is (runtime/fit_wrapper.py, `Flavor`)."""
+"""Keras 2's `Model.fit`, instrumented as Keras 3's is (runtime/fit_call.py, with Keras 2's `Flavor`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import tensorflow as tf
 import tf_keras
 
-from spotfit.runtime import apply_hook, fit_wrapper
-from spotfit.runtime.instrument import SpotfitHooks
+from spotfit.runtime import apply_hook, fit_call
+from spotfit.runtime.hooks import SpotfitHooks
 from spotfit.runtime.keras2 import resume
 from spotfit.runtime.keras2.internals import data_adapter
 from spotfit.runtime.keras2.random import legacy_random_layers
@@ -60,8 +60,8 @@ def advance_shared_data(model, call: dict) -> int:
     return int(handler.replayed_batches)
 
 
-FLAVOR = fit_wrapper.Flavor(_original_fit, tf_keras.callbacks.History, SpotfitCallback, resume.arm, resume.disarm,
-                            advance_shared_data, speedups=False)
+FLAVOR = fit_call.Flavor(_original_fit, tf_keras.callbacks.History, SpotfitCallback, resume.arm, resume.disarm,
+                         advance_shared_data)
 
 
 def install(session: Session) -> None:
@@ -70,5 +70,5 @@ def install(session: Session) -> None:
     resume.install()
     apply_hook.install_keras2(session, tf_keras.Model, SpotfitCallback,
                              (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Optimizer))
-    fit: Any = fit_wrapper.make_fit(session, FLAVOR)
+    fit: Any = fit_call.make_fit(session, FLAVOR)
     tf_keras.Model.fit = fit

@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 from spotfit.errors import UsageError
-from spotfit.runtime import keras_internals
+from spotfit.runtime import internal_names
 
 SUPPORTED = "2.21"  # the `tf-keras==2.21.*` pin: the Keras 2 of TensorFlow 2.21
 
@@ -36,7 +36,7 @@ def check() -> None:
     except ImportError:
         raise UsageError("Keras 2 is not installed: the job runs on Keras 2 (`training.keras`), which needs the "
                          f"`tf-keras` package ({SUPPORTED}.x, matching TensorFlow 2.21).", hint=hint) from None
-    absent = keras_internals.missing(NAMES)
+    absent = internal_names.missing(NAMES)
     if absent:
         raise UsageError(f"Unsupported tf-keras {tf_keras.__version__}: spotfit's runtime patches `{absent[0]}`, "
                          f"which it does not have; expected tf-keras {SUPPORTED}.x.", hint=hint)

@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from spotfit.runtime.keras2.internals import data_adapter, training
-from spotfit.runtime.resume import Position
+from spotfit.runtime.position import Position
 
 _KerasDataHandler = data_adapter.DataHandler
 _original_counters = training.Model._maybe_load_initial_counters_from_ckpt

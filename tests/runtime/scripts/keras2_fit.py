@@ -3,6 +3,7 @@ Dropout on a tf.random.Generator, ReduceLROnPlateau and EarlyStopping, and two f
 tf.data pipeline that reshuffles each epoch). 40 steps."""
 import hashlib
 import json
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -27,5 +28,5 @@ weights = hashlib.sha256(b"".join(np.asarray(w).tobytes() for w in model.get_wei
 with open("out.json", "w") as f:
     json.dump({"weights": weights, "iterations": int(model.optimizer.iterations.numpy()),
                "history": {k: [float(v) for v in vs] for k, vs in history.history.items()},
-               "model": type(model).__module__}, f)
+               "model": type(model).__module__, "keras_3_loaded": "keras" in sys.modules}, f)
 print("done", weights[:12])
