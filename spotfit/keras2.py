@@ -178,26 +178,5 @@ def keras2_conflict(spec: Any) -> SpecError | None:
              "port the script and set `training.keras: 3`.")
 
 
-def tf_keras_installed() -> bool:
-    """Whether Keras 2 (`tf-keras`) is installed in this environment (read from its metadata, not imported)."""
-    from importlib import metadata
-
-    try:
-        metadata.version("tf-keras")
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-def missing_here(script_name: str, backend: str) -> SpecError | None:
-    """A Keras 2 job the local backend would run here, where `tf-keras` is not installed, or None."""
-    if backend != "local" or tf_keras_installed():
-        return None
-    return SpecError(
-        f"Keras 2 is not installed here: {script_name} runs on Keras 2 (`training.keras`), and the local backend runs "
-        "it on this machine, which has no `tf-keras`.",
-        hint="Install it: pip install --no-deps 'tf-keras==2.21.*' (beside tensorflow-cpu; spotfit[tf-gpu] has it).")
-
-
 def _listed(found: tuple[Reason, ...]) -> str:
     return "; ".join(str(r) for r in found[:4]) + (f"; and {len(found) - 4} more" if len(found) > 4 else "")

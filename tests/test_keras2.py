@@ -135,18 +135,3 @@ def test_a_setting_keras_2_cannot_honour_is_refused_in_one_line(tmp_path, settin
     first, hint = done.stderr.splitlines()
     assert first.startswith(f"error: Invalid {named} for Keras 2") and "train.py runs on Keras 2" in first, first
     assert hint.startswith("hint: ")
-
-
-def test_a_keras_2_job_the_local_backend_would_run_without_tf_keras_is_refused(tmp_path, monkeypatch):
-    from spotfit import keras2, sdk
-    from spotfit.errors import SpecError
-
-    (tmp_path / "train.py").write_text(_OLD_SCRIPT)
-    (tmp_path / "spotfit.yaml").write_text("name: k2\nscript: train.py\n")
-    assert sdk.validate(str(tmp_path / "spotfit.yaml")).name == "k2"  # tf-keras is installed here
-    monkeypatch.setattr(keras2, "tf_keras_installed", lambda: False)
-    with pytest.raises(SpecError, match=r"^Keras 2 is not installed here: train.py runs on Keras 2") as raised:
-        sdk.validate(str(tmp_path / "spotfit.yaml"))
-    assert "pip install --no-deps 'tf-keras==2.21.*'" in (raised.value.hint or "")
-    (tmp_path / "spotfit.yaml").write_text("name: k2\nscript: train.py\ntraining: {keras: 3}\n")
-    assert sdk.validate(str(tmp_path / "spotfit.yaml")).training.keras == "3"  # Keras 3 needs no tf-keras

@@ -32,20 +32,17 @@ def validate(path: str, backend: str | None = None) -> JobSpec:
     spec = load_spec(path)
     if not spec.is_notebook:
         scriptcheck.check_syntax(spec.script_path, spec.script)
-        keras_choice(spec, backend or spec.backend)
+        keras_choice(spec)
     check_data_volume(spec, backend or spec.backend)
     check_paths(spec, path)
     return spec
 
 
-def keras_choice(spec: JobSpec, backend: str) -> keras2.KerasChoice:
-    """The Keras the spec's script runs on (`training.keras`); a setting Keras 2 cannot honour, or Keras 2
-    missing where the `backend` would run it, raises `SpecError`."""
+def keras_choice(spec: JobSpec) -> keras2.KerasChoice:
+    """The Keras the spec's script runs on (`training.keras`); a setting Keras 2 cannot honour raises `SpecError`."""
     choice = keras2.choose(spec.training.keras, spec.script_path)
-    if choice.version == "2":
-        error = keras2.keras2_conflict(spec) or keras2.missing_here(spec.script_path.name, backend)
-        if error is not None:
-            raise error
+    if choice.version == "2" and (error := keras2.keras2_conflict(spec)) is not None:
+        raise error
     return choice
 
 
@@ -143,7 +140,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
             hint=f"Use --backend with one of {', '.join(registered_backends())}; local is the embedded default.",
         )
     spec.backend = chosen  # checked against the registry above
-    choice = None if spec.is_notebook else keras_choice(spec, chosen)
+    choice = None if spec.is_notebook else keras_choice(spec)
     check_data_volume(spec, chosen)
     check_paths(spec, f"job spec {spec.name!r}")
     if not allow_duplicate and (live := db().live_job_named(spec.name)) is not None:
