@@ -19,7 +19,7 @@ from spotfit.controller.loop import Controller
 from spotfit.home import state_target
 from spotfit.spec.job import load_spec
 from spotfit.state.db import StateDB
-from tests.support.jobs import DIGITS, spotfit_cmd
+from tests.support.jobs import DIGITS, place_script, spotfit_cmd
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def place(tmp_path, monkeypatch, spotfit_home):
     home = tmp_path / "home"
     job = home / "job"
     job.mkdir(parents=True)
-    (job / "train.py").write_text((DIGITS / "train.py").read_text())
+    place_script(job / "train.py", (DIGITS / "train.py").read_text())
     outside = tmp_path / "outside"
     outside.mkdir()
     (job / "out").symlink_to(outside)

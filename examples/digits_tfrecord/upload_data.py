@@ -4,7 +4,7 @@
     python examples/digits_tfrecord/upload_data.py --create-bucket s3://my-bucket/...  # a new local server
 
 Writes `train-0000-of-0004.tfrecord` ... (1,500 images) and `test-0000-of-0001.tfrecord`
-(297 images) of scikit-learn's bundled 8x8 digits (no download), then uploads them with
+(297 images) of the 8x8 digits of examples/digits/digits.npz (no download), then uploads them with
 spotfit's store layer: S3 settings and credentials come from the environment (docs/storage.md).
 `--create-bucket` makes the URL's bucket first, waiting up to 2 minutes for a server that is
 still starting (docs/local-s3.md).
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from sklearn.datasets import load_digits
 
 from spotfit.stores import open_store
 
@@ -35,9 +34,9 @@ def _example(image: np.ndarray, label: int) -> bytes:
 
 def write_shards(folder: Path, train_shards: int = 4) -> list[Path]:
     """The TFRecord files of the example, written into `folder`."""
-    digits = load_digits()
-    x = (digits.images.astype("float32") / 16.0).reshape(len(digits.images), 64)
-    y = digits.target
+    digits = np.load(Path(__file__).resolve().parents[1] / "digits" / "digits.npz")
+    x = (digits["images"].astype("float32") / 16.0).reshape(len(digits["images"]), 64)
+    y = digits["target"]
     splits = {"train": (x[:TRAIN_ROWS], y[:TRAIN_ROWS], train_shards), "test": (x[TRAIN_ROWS:], y[TRAIN_ROWS:], 1)}
     paths = []
     for split, (images, labels, shards) in splits.items():

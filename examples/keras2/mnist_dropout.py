@@ -1,21 +1,23 @@
 """The source documents' first model: an MNIST `Sequential` with Dropout, in tf.keras 2.
 
-As the documents wrote it, with two changes: the data are scikit-learn's bundled 8x8 digits
-(MNIST's `tf.keras.datasets.mnist.load_data()` downloads, and spotfit downloads nothing), and
+As the documents wrote it, with two changes: the data are the 8x8 digits in digits.npz beside it
+(scikit-learn's copy; MNIST's `tf.keras.datasets.mnist.load_data()` downloads, and spotfit downloads nothing), and
 the first line after the imports makes Dropout draw from a `tf.random.Generator`. Keras 2's
 default (legacy stateful random ops) keeps its position inside TensorFlow's kernels, where no
 checkpoint can reach it: without that line the job still resumes at the exact step with the
 exact data, but its Dropout masks after a resume differ from an uninterrupted run's
 (docs/resume.md#keras-2).
 """
+from pathlib import Path
+
+import numpy as np
 import tensorflow as tf
-from sklearn.datasets import load_digits
 
 tf.keras.backend.experimental.enable_tf_random_generator()  # see the header
 
-digits = load_digits()
-x_train, y_train = digits.images[:1500] / 16.0, digits.target[:1500]
-x_test, y_test = digits.images[1500:] / 16.0, digits.target[1500:]
+digits = np.load(Path(__file__).with_name("digits.npz"))  # images, target
+x_train, y_train = digits["images"][:1500] / 16.0, digits["target"][:1500]
+x_test, y_test = digits["images"][1500:] / 16.0, digits["target"][1500:]
 
 model = tf.keras.models.Sequential([
     tf.keras.layers.Flatten(input_shape=(8, 8)),

@@ -5,9 +5,10 @@ Plain Keras; it does not import spotfit. `spotfit sweep sweep.yaml` runs it once
 """
 
 import argparse
+from pathlib import Path
 
 import keras
-from sklearn.datasets import load_digits
+import numpy as np
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, default=1e-3)
@@ -16,7 +17,8 @@ parser.add_argument("--dropout", type=float, default=0.0)
 parser.add_argument("--epochs", type=int, default=9)
 args = parser.parse_args()
 
-x, y = load_digits(return_X_y=True)
+digits = np.load(Path(__file__).with_name("digits.npz"))  # 8x8 digits (examples/digits/train.py)
+x, y = digits["images"].reshape(-1, 64), digits["target"]
 x, y = (x / 16.0).astype("float32"), y.astype("int32")
 keras.utils.set_random_seed(7)
 model = keras.Sequential([

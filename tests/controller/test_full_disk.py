@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 
 # The job's script: the digits fit of tests/support/store_faults.py (4 epochs of 47 steps). A hollow
 # attempt trains its shape instead (hollow.json, MARKET_SCRIPT's shape) and takes the turns of the test.
-SCRIPT = digits_script('import keras\nfrom sklearn.datasets import load_digits\n\n\n'
+SCRIPT = digits_script('import keras\n\n\n'
                        'class Plain(keras.callbacks.Callback):\n    """Nothing: the turns are hollow.json\'s."""\n',
                        "Plain")
 MARKET_SCRIPT = CONTROLLER_SCRIPTS / "market_train.py"  # the same shape: 4 epochs of 47 steps

@@ -30,7 +30,6 @@ SCRIPT = digits_script('''
 import os, time
 from pathlib import Path
 import keras
-from sklearn.datasets import load_digits
 
 
 class Hold(keras.callbacks.Callback):

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from spotfit import sdk
-from tests.corpus.test_keras_examples import SEED, _final_line, _plain_result, _start_plain_run
-from tests.support.jobs import REPO, run_inline_job
+from tests.support.corpus import SEED, check_notice_and_kill
+from tests.support.jobs import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -50,19 +49,5 @@ CASES = [
                          ids=[f"{c[0].parent.name}/{c[0].stem}" for c in CASES])
 def test_a_keras_2_script_ends_as_its_plain_run_after_a_notice_and_a_sigkill(tmp_path, script, notice_step,
                                                                                kill_step):
-    name = script.stem
-    plain = _start_plain_run(tmp_path, script, keras_2=True)
-    try:
-        doc = run_inline_job(tmp_path / "spotfit", SPEC.format(name=name.replace("_", "-")), script.read_text(),
-                             "--preempt-at", f"{notice_step}:5,{kill_step}:0")
-        final, weights = _plain_result(plain, tmp_path)
-    finally:
-        if plain.poll() is None:
-            plain.kill()
-            plain.wait()
-    assert doc["state"] == "completed", doc
-    attempts = doc["attempts"]
-    assert [a["state"] for a in attempts] == ["preempted", "killed", "completed"]
-    assert [a["end_step"] for a in attempts[:2]] == [notice_step, kill_step]
-    assert doc["weights_sha256"] == weights
-    assert _final_line(sdk.logs(doc["id"])["log"]) == final
+    check_notice_and_kill(tmp_path, script, SPEC.format(name=script.stem.replace("_", "-")), notice_step, kill_step,
+                          keras_2=True)

@@ -17,12 +17,15 @@ from pathlib import Path
 
 from spotfit import sdk
 from spotfit.errors import NotFoundError
-from tests.support.jobs import spotfit_cmd, write_spec
+from tests.support.jobs import place_script, spotfit_cmd, write_spec
 
 _FIT = '''
-digits = load_digits()
-x = (digits.images.astype("float32") / 16.0)[..., None][:1500]
-y = digits.target.astype("int32")[:1500]
+import numpy as np
+from pathlib import Path
+
+digits = np.load(Path(__file__).with_name("digits.npz"))  # tests/support/jobs.py: place_script
+x = (digits["images"].astype("float32") / 16.0)[..., None][:1500]
+y = digits["target"].astype("int32")[:1500]
 model = keras.Sequential([keras.Input(shape=(8, 8, 1)), keras.layers.Flatten(),
                           keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10, activation="softmax")])
 model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
@@ -38,7 +41,7 @@ env: {env}
 
 
 def digits_script(callback_source: str, callback: str) -> str:
-    """The training script: `callback_source` (its imports, `keras`, `load_digits` and the class `callback`),
+    """The training script: `callback_source` (its imports, `keras` and the class `callback`),
     then a seeded digits fit with that callback."""
     return callback_source + _FIT.format(callback=callback)
 
@@ -47,8 +50,7 @@ def write_job(job_spec: Callable[..., Path], tmp_path: Path, script: str, name: 
               env: dict | None = None, extra: str = "") -> Path:
     """The spec of job `name` running `script` (in `tmp_path/src`); `store` is `, store: URL` or empty;
     `extra`: more top-level lines of the spec (`max_failures: 0`)."""
-    (tmp_path / "src").mkdir(exist_ok=True)
-    (tmp_path / "src" / "train.py").write_text(script)
+    place_script(tmp_path / "src" / "train.py", script)
     return job_spec(SPEC.format(name=name, store=store, env=json.dumps(env or {}), extra=extra), name,
                     script=tmp_path / "src" / "train.py")
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from spotfit.hollow import HOLLOW_ENV, SCENARIO_FILE
 from tests.support.hollow_jobs import write_scenario
+from tests.support.jobs import place_script
 
 SCRIPT = Path(__file__).parent / "scripts" / "tiny_train.py"
 SPEC = """name: {name}
@@ -89,8 +90,7 @@ def job_folder(folder: Path, name: str, args: list[str], env: dict[str, str] | N
                hollow: dict[str, Any] | None = None) -> Path:
     """The tiny job's spec (named `name`, the script's `args` and `env`) in `folder`, the script beside it;
     with `hollow` (fields over the script's shape), a job of hollow attempts."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / SCRIPT.name).write_text(SCRIPT.read_text())
+    place_script(folder / SCRIPT.name, SCRIPT.read_text())
     if hollow is not None:
         write_scenario(folder, SCRIPT, **hollow)
         env = {**(env or {}), HOLLOW_ENV: "1"}

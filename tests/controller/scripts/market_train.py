@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import keras
-from sklearn.datasets import load_digits
+import numpy as np
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=4)
@@ -73,9 +73,9 @@ class PauseAt(keras.callbacks.Callback):
             time.sleep(0.05)
 
 
-digits = load_digits()
-x = (digits.data / 16.0).astype("float32")
-y = digits.target.astype("int32")
+digits = np.load(Path(__file__).with_name("digits.npz"))
+x = (digits["images"].reshape(-1, 64) / 16.0).astype("float32")
+y = digits["target"].astype("int32")
 keras.utils.set_random_seed(5)
 model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(32, activation="relu"),
                           keras.layers.Dense(10, activation="softmax")])

@@ -9,10 +9,11 @@ hold. Holding changes nothing in the training: the weights are those of a run wi
 
 import argparse
 import time
+from pathlib import Path
 
 import keras
+import numpy as np
 import tensorflow as tf
-from sklearn.datasets import load_digits
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, default=1e-2)
@@ -48,9 +49,9 @@ class WaitForStop(keras.callbacks.Callback):
         if not active_session().stop_asked.wait(self.timeout_s):
             raise SystemExit(f"timed out after {self.timeout_s:g}s waiting for a stop request at step {step}")
 
-digits = load_digits()
-x = (digits.data / 16.0).astype("float32")
-y = digits.target.astype("int32")
+digits = np.load(Path(__file__).with_name("digits.npz"))
+x = (digits["images"].reshape(-1, 64) / 16.0).astype("float32")
+y = digits["target"].astype("int32")
 keras.utils.set_random_seed(11)
 model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(32, activation="relu"),
                           keras.layers.Dense(10, activation="softmax")])

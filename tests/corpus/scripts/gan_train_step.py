@@ -3,7 +3,7 @@
 #
 # Adapted from keras-io, guides/custom_train_step_in_tensorflow.py, section "Wrapping up: an
 # end-to-end GAN example" of "Customizing what happens in `fit()` with TensorFlow", by fchollet.
-# Changed: the data (scikit-learn's bundled 8x8 digits, each pixel repeated 3x3 and padded into
+# Changed: the data (scikit-learn's 8x8 digits, in digits.npz, each pixel repeated 3x3 and padded into
 # a 28x28 image, instead of the MNIST download), the sizes (batches of 16, 16 of them instead of
 # 64 and 100), and a last `final:` line with the last epoch's losses for the tests. The two
 # Sequential networks, the GAN model with its own `compile` and `train_step`, the two optimizers
@@ -14,11 +14,12 @@ import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
+from pathlib import Path  # noqa: E402
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
 
 # Create the discriminator
 discriminator = keras.Sequential(
@@ -131,7 +132,8 @@ class GAN(keras.Model):
 
 # Prepare the dataset: the digits, 8x8 -> 24x24 -> 28x28 (with a 2-pixel border).
 batch_size = 16
-all_digits = np.pad(np.kron(load_digits().images, np.ones((3, 3))), ((0, 0), (2, 2), (2, 2)))
+digits = np.load(Path(__file__).with_name("digits.npz"))
+all_digits = np.pad(np.kron(digits["images"], np.ones((3, 3))), ((0, 0), (2, 2), (2, 2)))
 all_digits = all_digits.astype("float32") / 16.0
 all_digits = np.reshape(all_digits, (-1, 28, 28, 1))
 dataset = tf.data.Dataset.from_tensor_slices(all_digits)

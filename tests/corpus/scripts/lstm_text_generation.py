@@ -2,28 +2,29 @@
 # (http://www.apache.org/licenses/LICENSE-2.0).
 #
 # Adapted from keras-io, examples/generative/lstm_character_level_text_generation.py:
-# "Character-level text generation with LSTM", by fchollet. Changed: the text (the descriptions
-# that scikit-learn bundles with its toy datasets, lower-cased and cut to 6,000 characters, instead
-# of the Nietzsche download), the sizes (3 epochs instead of 40, steps of 9 characters instead of 3
+# "Character-level text generation with LSTM", by fchollet. Changed: the text (the docstrings of
+# four modules of Python's standard library, lower-cased and cut to 6,000 characters, instead of
+# the Nietzsche download), the sizes (3 epochs instead of 40, steps of 9 characters instead of 3
 # between sequences, two diversities of 20 generated characters instead of four of 400), and a
 # last `final:` line with the loss of each `fit` and all generated text for the tests. The model,
 # the optimizer, the sampling function and the loop of one-epoch `fit` calls, each followed by
 # generation with Python's and NumPy's random numbers, are the example's.
 """Three `fit` calls in a loop, with random text generation between them."""
 
+import argparse
+import difflib
+import heapq
+import json
 import random
 import sys
 
 import numpy as np
-from sklearn import datasets
 from tensorflow import keras
 from tensorflow.keras import layers
 
 # ## Prepare the data
 
-loaders = (datasets.load_iris, datasets.load_digits, datasets.load_wine, datasets.load_breast_cancer,
-           datasets.load_diabetes)
-text = "\n".join(load().DESCR for load in loaders).lower()[:6000]
+text = "\n".join(module.__doc__ for module in (argparse, difflib, heapq, json)).lower()[:6000]
 print("corpus length:", len(text))
 
 chars = sorted(list(set(text)))

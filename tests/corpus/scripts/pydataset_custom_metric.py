@@ -3,7 +3,7 @@
 #
 # Adapted from keras-io, guides/keras_core/training_with_built_in_methods.py: "Training &
 # evaluation with the built-in methods", by fchollet, sections "Custom metrics" and "Using a
-# `PyDataset` object as input". Changed: the data (scikit-learn's bundled 8x8 digits, 64 inputs,
+# `PyDataset` object as input". Changed: the data (scikit-learn's 8x8 digits, in digits.npz, 64 inputs,
 # instead of the MNIST download; 1000 train / 200 validation samples), the sizes (inputs of 64
 # instead of 784, 3 epochs), the two sections joined: the `CategoricalTruePositives` model of the
 # first trains on the `ExamplePyDataset`s of the second, and a last `final:` line with the
@@ -15,14 +15,15 @@ import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
+from pathlib import Path  # noqa: E402
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
 
-digits = load_digits()
-x, y = digits.data.astype("float32") / 16, digits.target.astype("float32")
+digits = np.load(Path(__file__).with_name("digits.npz"))
+x, y = digits["images"].reshape(-1, 64).astype("float32") / 16, digits["target"].astype("float32")
 x_train, y_train = x[:1000], y[:1000]
 x_val, y_val = x[1000:1200], y[1000:1200]
 

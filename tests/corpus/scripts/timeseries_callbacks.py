@@ -14,7 +14,6 @@
 
 import keras
 import numpy as np
-from sklearn.metrics import accuracy_score
 
 # ## Load the data (synthetic, seeded: no download)
 
@@ -104,5 +103,5 @@ model = keras.models.load_model("best_model.keras")
 
 y_pred = model.predict(x_test).argmax(axis=1)
 
-print("Test accuracy", accuracy_score(y_pred, y_test))
-print("final:", repr([accuracy_score(y_pred, y_test), history.history]))
+print("Test accuracy", np.mean(y_pred == y_test))
+print("final:", repr([np.mean(y_pred == y_test), history.history]))

@@ -3,7 +3,7 @@
 #
 # Adapted from keras-io, guides/transfer_learning.py, section "An end-to-end example:
 # fine-tuning an image classification model on a cats vs. dogs dataset" of "Transfer learning &
-# fine-tuning", by fchollet. Changed: the data (scikit-learn's bundled 8x8 digits, each pixel
+# fine-tuning", by fchollet. Changed: the data (scikit-learn's 8x8 digits, in digits.npz, each pixel
 # repeated 4x4 into a 32x32 RGB image scaled to 0-255, label 1 for digits 5-9, instead of the
 # cats_vs_dogs download through TFDS; 64 train / 32 validation images), the sizes (32x32 instead
 # of 150x150, batches of 32, 2 epochs then 2 instead of 20 then 10), the base model (Keras's
@@ -14,17 +14,18 @@
 # the recompile with a low learning rate and the second fit are the guide's.
 """Transfer learning: a frozen base, then unfrozen and recompiled, in two `fit` phases."""
 
+from pathlib import Path
+
 import numpy as np
 import tensorflow as tf
-from sklearn.datasets import load_digits
 from tensorflow import keras
 from tensorflow.keras import layers
 
 # ### Getting the data (from the bundled digits: no download)
 
-digits = load_digits()
-images = np.kron(digits.images[:96], np.ones((4, 4)))[..., None].repeat(3, axis=-1) * (255.0 / 16)
-labels = (digits.target[:96] >= 5).astype("float32")
+digits = np.load(Path(__file__).with_name("digits.npz"))
+images = np.kron(digits["images"][:96], np.ones((4, 4)))[..., None].repeat(3, axis=-1) * (255.0 / 16)
+labels = (digits["target"][:96] >= 5).astype("float32")
 train_ds = tf.data.Dataset.from_tensor_slices((images[:64].astype("float32"), labels[:64]))
 validation_ds = tf.data.Dataset.from_tensor_slices((images[64:].astype("float32"), labels[64:]))
 

@@ -3,7 +3,7 @@
 #
 # Adapted from keras-io, guides/writing_a_training_loop_from_scratch.py (the TensorFlow version,
 # guides/writing_a_custom_training_loop_in_tensorflow.py): "Writing a training loop from scratch
-# in TensorFlow", by fchollet. Changed: the data (scikit-learn's bundled 8x8 digits instead of the
+# in TensorFlow", by fchollet. Changed: the data (scikit-learn's 8x8 digits, in digits.npz instead of the
 # MNIST download, so 64 inputs and 600/200 samples), the sizes (epochs, batch size, logging every
 # 5 batches), a final summary.json for the tests; the end-to-end GAN section is left out (its two
 # optimizers take turns, which spotfit's apply hook does not instrument). The loops, the model,
@@ -17,9 +17,11 @@ import time
 
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
+from pathlib import Path  # noqa: E402
+
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
 
 # ## A first end-to-end example
 
@@ -38,9 +40,9 @@ optimizer = keras.optimizers.Adam(learning_rate=1e-3)
 loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 batch_size = 40
-digits = load_digits()
-x_all = (digits.data / 16.0).astype("float32")
-y_all = digits.target.astype("int64")
+digits = np.load(Path(__file__).with_name("digits.npz"))
+x_all = (digits["images"].reshape(-1, 64) / 16.0).astype("float32")
+y_all = digits["target"].astype("int64")
 x_train, y_train = x_all[:600], y_all[:600]  # 15 batches per epoch
 x_val, y_val = x_all[600:800], y_all[600:800]
 

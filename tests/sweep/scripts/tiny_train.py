@@ -6,9 +6,10 @@ $TINY_PACE_S (default 0.05) paces the steps; it changes no number, only how long
 import argparse
 import os
 import time
+from pathlib import Path
 
 import keras
-from sklearn.datasets import load_digits
+import numpy as np
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, default=0.01)
@@ -16,7 +17,8 @@ parser.add_argument("--units", type=int, default=16)
 parser.add_argument("--epochs", type=int, default=6)
 args = parser.parse_args()
 
-x, y = load_digits(return_X_y=True)
+digits = np.load(Path(__file__).with_name("digits.npz"))  # examples/digits/digits.npz
+x, y = digits["images"].reshape(-1, 64), digits["target"]
 x, y = (x[:480] / 16.0).astype("float32"), y[:480].astype("int32")
 keras.utils.set_random_seed(3)
 model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(args.units, activation="relu"),

@@ -1,15 +1,16 @@
 # Written for spotfit's tests in the style of the TensorFlow 2.x tutorial "Convolutional Neural
 # Network (CNN)" (tensorflow.org/tutorials/images/cnn, TF 2.0-2.15, tf.keras 2). Not a copy: the
-# data are scikit-learn's bundled 8x8 digits, each pixel repeated 2x2 into 16x16 (no download).
+# data are scikit-learn's 8x8 digits, in digits.npz, each pixel repeated 2x2 into 16x16 (no download).
 """A Sequential CNN on NumPy arrays: Conv2D/MaxPooling2D, fit with validation_data, evaluate."""
+from pathlib import Path
+
 import numpy as np
 import tensorflow as tf
-from sklearn.datasets import load_digits
 
-digits = load_digits()
-images = np.kron(digits.images, np.ones((2, 2)))[..., None].astype("float32") / 16.0
+digits = np.load(Path(__file__).with_name("digits.npz"))
+images = np.kron(digits["images"], np.ones((2, 2)))[..., None].astype("float32") / 16.0
 train_images, test_images = images[:1500], images[1500:]
-train_labels, test_labels = digits.target[:1500], digits.target[1500:]
+train_labels, test_labels = digits["target"][:1500], digits["target"][1500:]
 
 model = tf.keras.models.Sequential()
 model.add(tf.keras.layers.Conv2D(16, (3, 3), activation="relu", input_shape=(16, 16, 1)))

@@ -1,14 +1,16 @@
 # Written for spotfit's tests in the style of the TensorFlow 2.x guides "Writing a training loop
 # from scratch" and "Training checkpoints" (tensorflow.org/guide/checkpoint: tf.train.Checkpoint
 # with tf.train.CheckpointManager, restored at the start), tf.keras 2. Not a copy: the data are
-# scikit-learn's bundled digits (no download).
+# scikit-learn's digits, in digits.npz (no download).
 """A `GradientTape` loop in a `tf.function`, checkpointing itself each epoch and restoring at its start."""
-import tensorflow as tf
-from sklearn.datasets import load_digits
+from pathlib import Path
 
-digits = load_digits()
+import numpy as np
+import tensorflow as tf
+
+digits = np.load(Path(__file__).with_name("digits.npz"))
 train_dataset = tf.data.Dataset.from_tensor_slices(
-    (digits.images.reshape(-1, 64).astype("float32") / 16.0, digits.target)).batch(64)  # 29 steps an epoch
+    (digits["images"].reshape(-1, 64).astype("float32") / 16.0, digits["target"])).batch(64)  # 29 steps an epoch
 
 model = tf.keras.Sequential([tf.keras.layers.Dense(32, activation="relu", input_shape=(64,)),
                              tf.keras.layers.Dense(10)])
