@@ -2,7 +2,8 @@
 
 Each xdist worker appends one JSON line per test to FILE: its node id, wall seconds (set-up, call and
 teardown), the worker's own CPU seconds and those of the child processes it reaped meanwhile (a
-process's CPU joins its parent's when it is reaped: runtimes, CLIs and the TensorFlow they load).
+process's CPU joins its parent's when it is reaped: runtimes, CLIs and the TensorFlow they load),
+the worker's name and the test's end (Unix time: how the two workers' loads ended).
 Orphans the suite's subreaper reaps (tests/support/suite_run.py) are not counted. It finds where the
 suite's CPU goes (docs/benchmarks.md, "The test suite's time"); it changes nothing a test sees.
 """
@@ -36,7 +37,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
     wall, own, children = time.monotonic(), time.process_time(), _children()
     yield
     row = {"test": item.nodeid, "wall": time.monotonic() - wall, "own": time.process_time() - own,
-           "children": _children() - children}
+           "children": _children() - children, "worker": os.environ.get("PYTEST_XDIST_WORKER"), "end": time.time()}
     with open(target, "a") as out:
         out.write(json.dumps(row) + "\n")
 
