@@ -16,6 +16,8 @@ script. The trial runs only when affordable (trial.py: under the budget share of
 remaining time, predicted from the copy's first phase); models `clone_model` cannot copy
 (subclassed ones) and data it cannot take a batch from are not measured, and the event says so.
 The result is kept in `tuning/offer.json`; later attempts report it without measuring again.
+A fit call too short for any trial (`trial.could_afford`: its steps left below `PHASE_STEPS` over
+the budget share) is not measured at all, not even the copy under the script's own settings.
 """
 
 from __future__ import annotations
@@ -93,14 +95,26 @@ class OfferTrial(keras.callbacks.Callback):
     def _measure(self, model) -> None:
         own_policy = keras.mixed_precision.global_policy().name
         own_jit = bool(model.jit_compile)
-        first_s, base_s = _time(_copy(model, own_policy, own_jit), self.batch)
         left = trial.steps_left(self.params, 1, getattr(model, "_initial_epoch", None) or 0)
-        doc: dict = {"own": {"policy": own_policy, "xla": own_jit, "step_s": base_s}, "offers": [], "skipped": []}
+        doc: dict = {"own": {"policy": own_policy, "xla": own_jit, "step_s": None}, "offers": [], "skipped": []}
         candidates = []
         if self.policy not in (None, own_policy):
             candidates.append(("mixed_precision", self.policy, self.policy, own_jit, 1.0))
         if self.try_xla and not own_jit:
             candidates.append(("xla", "on", own_policy, True, COMPILE_FACTOR))
+        if not candidates:
+            self._finish("nothing to measure: the script already uses the settings auto would try")
+            return
+        if not trial.could_afford(PHASE_STEPS, left):
+            # Not even the copy is measured (a clone, a retrace and 11 steps: about a second of a
+            # small job): no step time would bring a trial under the budget.
+            why = (f"a trial's {PHASE_STEPS} steps alone are over {trial.budget_share():.1%} of the "
+                   + ("fit call, whose length is unknown" if left is None else f"{left} steps left"))
+            doc["skipped"] = [{"setting": setting, "value": value, "why": why} for setting, value, *_ in candidates]
+            self._finish("", doc)
+            return
+        first_s, base_s = _time(_copy(model, own_policy, own_jit), self.batch)
+        doc["own"]["step_s"] = base_s
         for setting, value, policy, jit, factor in candidates:
             cost_s = trial.predicted_cost_s(first_s, base_s, PHASE_STEPS, factor)
             if not trial.affordable(cost_s, base_s, left):

@@ -43,6 +43,20 @@ def affordable(cost_s: float, step_s: float, steps_left: int | None, share: floa
     return cost_s <= (budget_share() if share is None else share) * step_s * steps_left
 
 
+def could_afford(steps: int, steps_left: int | None, share: float | None = None) -> bool:
+    """Whether a trial of `steps` steps can fit the budget at all, before anything is measured.
+
+    Its steps alone cost `steps` step times and a retrace only adds, while the budget is the share
+    of `steps_left` step times: below `steps / share` steps left, no step time makes it affordable.
+
+    >>> could_afford(11, 10_000), could_afford(11, 2_000), could_afford(11, None)
+    (True, False, False)
+    """
+    if steps_left is None:
+        return False
+    return steps <= (budget_share() if share is None else share) * steps_left
+
+
 def steps_left(params: dict, step_in_fit: int, initial_epoch: int = 0) -> int | None:
     """Steps this `fit` call still has to run, from Keras's callback params (None when unknown)."""
     steps, epochs = params.get("steps"), params.get("epochs")

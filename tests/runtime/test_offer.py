@@ -64,3 +64,18 @@ def test_a_job_too_short_for_the_trial_is_not_measured(monkeypatch):
     _train([offer.OfferTrial("mixed_bfloat16", True, store, reporter)])
     doc = json.loads(store.read_bytes(offer.TUNING_KEY))
     assert doc["offers"] == [] and sorted(s["setting"] for s in doc["skipped"]) == ["mixed_precision", "xla"]
+    # 12 steps in all: too short for any trial's 11 steps at this share, so not even the copy ran.
+    assert doc["own"]["step_s"] is None
+    assert all("steps alone are over" in s["why"] and "11 steps left" in s["why"] for s in doc["skipped"])
+
+
+def test_a_job_long_enough_for_the_steps_but_not_the_retrace_measures_only_its_own_settings(monkeypatch):
+    # 11 steps left after the first, at a share of 1: the steps fit, the copy is measured, and the
+    # candidates' retraces (XLA's at 6x) are then predicted over the budget.
+    monkeypatch.setenv(trial.BUDGET_ENV, "1")
+    store = open_store("memory://offer-mid/jobs/j1")
+    reporter = Reporter(store, attempt=1)
+    _train([offer.OfferTrial(None, True, store, reporter)])
+    doc = json.loads(store.read_bytes(offer.TUNING_KEY))
+    assert doc["own"]["step_s"] > 0 and doc["offers"] == []
+    assert [s["setting"] for s in doc["skipped"]] == ["xla"] and doc["skipped"][0]["predicted_s"] > 0
