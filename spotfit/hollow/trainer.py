@@ -18,19 +18,16 @@ import signal
 import time
 from pathlib import Path
 
-from spotfit.attempt.exit_codes import EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result
-from spotfit.errors import StoreError, UsageError
+from spotfit.errors import UsageError
 from spotfit.hollow import scenario as scenarios
 from spotfit.hollow.model import HollowModel, batch_order
 from spotfit.hollow.scenario import Fit, Scenario
 from spotfit.runtime.checkpoint import Checkpoint
 from spotfit.runtime.job_data import sync_job_data
-from spotfit.runtime.preemption import Preempted
 from spotfit.runtime.session import Session
-
-SAVE_RETRY_S = 10.0  # as runtime/hooks.py
+from spotfit.runtime.step_duties import StepDuties
 
 
 def train(session: Session) -> int | Result:
@@ -82,19 +79,16 @@ def _fail(scenario: Scenario) -> None:
     raise error(scenario.fail_message)
 
 
-class _FitCall:
-    """One `fit` call of the scenario: the real callback's hooks, in Keras's order."""
+class _FitCall(StepDuties):
+    """One `fit` call of the scenario: the real callback's hooks, in Keras's order, and spotfit's
+    duties at each step from the same code as the real callback's (runtime/step_duties.py)."""
 
     def __init__(self, session: Session, scenario: Scenario, fit: Fit, model: HollowModel):
-        self.s, self.scenario, self.fit, self.model = session, scenario, fit, model
+        self.session, self.scenario, self.fit, self.model = session, scenario, fit, model
         self.calls = session.calls
         self.step = self.epoch = self.batch_in_epoch = 0
-        self._last_save_t = self._failed_t = 0.0
-        self._last_save_step = self._failed_step = 0
-        self._at_epoch_end: str | None = None
-        self._skipped_nonfinite = False
-        self._first_step_seen = False
-        self._holds: list[int] = []
+        self.steps_per_epoch = fit.steps_per_epoch
+        self._init_duties()
         self._losses: list[float] = []
         self.first_step: int | None = None  # this attempt's first step (the script's own view)
 
@@ -110,7 +104,7 @@ class _FitCall:
             first_batch = 0 if resume is None else int(resume.meta["batch"])
             for epoch in range(self.epoch, self.fit.epochs):
                 self.epoch, self.batch_in_epoch = epoch, 0
-                order = batch_order(self.s.config.seed, self.fit_index, epoch, self.fit.steps_per_epoch,
+                order = batch_order(self.session.config.seed, self.fit_index, epoch, self.fit.steps_per_epoch,
                                     self.scenario.shuffle)
                 self._losses = [self.scenario.loss_at(self.calls.base_step + epoch * self.fit.steps_per_epoch + b + 1)
                                 for b in range(first_batch)]
@@ -120,12 +114,12 @@ class _FitCall:
                 self._epoch_end(epoch)
             self._train_end()
         finally:
-            self.s.watcher.in_training = False
+            self.session.watcher.in_training = False
 
     # -- the real callback's hooks ------------------------------------------------------------
 
     def _train_begin(self, resume: Checkpoint | None) -> None:
-        s, rep = self.s, self.s.reporter
+        s, rep = self.session, self.session.reporter
         total = self.calls.planned_total(self.fit.steps)
         self.step = self.calls.base_step
         if resume is not None:
@@ -145,14 +139,10 @@ class _FitCall:
             rep.event("fit_call", f"fit call {self.fit_index} begins at step {self.calls.base_step}; "
                       f"total_steps {total} is an estimate until the script ends",
                       fit_index=self.fit_index, step=self.calls.base_step, total_steps=total)
-        self._last_save_t, self._last_save_step = time.perf_counter(), self.step
-        self._holds = sorted(at for at in s.config.hold_at_steps if at > self.step)
-        rep.progress(force=True, phase=Phase.TRAINING, step=self.step, total_steps=total,
-                     total_steps_estimated=True, fit_index=self.fit_index)
-        s.watcher.in_training = True
+        self._begin_training(total)
 
     def _train_batch(self, batch: int, data_index: int) -> None:
-        s, scenario = self.s, self.scenario
+        scenario = self.scenario
         if scenario.stall_after is not None and self.step >= scenario.stall_after:
             while not Path(scenario.stall_until).exists():  # the data never arrives
                 time.sleep(0.05)
@@ -167,34 +157,10 @@ class _FitCall:
         self._script_batch_end(self.step + 1)
         self.step += 1
         self.batch_in_epoch = batch + 1
-        first_nan = s.reporter.step_done(self.step, loss, self.epoch)
-        if not self._first_step_seen:
-            self._first_step_seen = True
-            s.stepped = True
-            s.reporter.timing("first_step_s", time.time() - s.t_started)
-            s.reporter.progress(force=True)
-        if first_nan:
-            self._nan_loss()
-        if self._holds and self._holds[0] <= self.step:
-            while self._holds and self._holds[0] <= self.step:
-                self._holds.pop(0)
-            if self.step > self._last_save_step:
-                self._hold()
-        last_of_epoch = self.batch_in_epoch >= self.fit.steps_per_epoch
-        self._check_stop()
-        if s.stop.target is not None and self.step >= s.stop.target:
-            if last_of_epoch:
-                self._at_epoch_end = "stop"
-                return
-            self._stop_now()
-        if self._due():
-            if last_of_epoch:
-                self._at_epoch_end = "interval"
-            else:
-                self._save("interval")
+        self._after_step(loss, last_of_epoch=self.batch_in_epoch >= self.fit.steps_per_epoch)
 
     def _epoch_end(self, epoch: int) -> None:
-        s = self.s
+        s = self.session
         finite = [v for v in self._losses if v == v]
         # A NaN loss in the epoch makes its mean NaN, which the real callback reports as null.
         mean = sum(finite) / len(finite) if finite and len(finite) == len(self._losses) else None
@@ -204,22 +170,14 @@ class _FitCall:
             s.reporter.event("epoch_end", f"epoch {epoch + 1} ended at step {self.step}", epoch=epoch + 1,
                              step=self.step, metrics=metrics)
         s.last_metrics = metrics
-        self.epoch, self.batch_in_epoch = epoch + 1, 0
-        deferred, self._at_epoch_end = self._at_epoch_end, None
-        self._check_stop()
-        if deferred == "stop" or (s.stop.target is not None and self.step >= s.stop.target):
-            self._stop_now()
-        if deferred == "interval" or self._due():
-            self._save("interval")
+        self._after_epoch(epoch)
 
     def _train_end(self) -> None:
-        self.calls.finish(self.step - self.calls.base_step)
-        self._save("end", call_done=True)
-        self.s.watcher.in_training = False
+        self._end_call()
 
     def _skip(self, record: Checkpoint | None) -> None:
         """An earlier call that ended before the checkpoint returns at once with its end state."""
-        rep = self.s.reporter
+        rep = self.session.reporter
         if record is None:
             rep.event("fit_skipped", f"fit call {self.fit_index} finished before the checkpoint; its end "
                       "state was not recorded, the next call restores the checkpoint")
@@ -232,8 +190,8 @@ class _FitCall:
     # -- what the script does at a step -------------------------------------------------------
 
     def _script_batch_end(self, step: int) -> None:
-        scenario, notice = self.scenario, self.s.watcher.notice
-        if scenario.fails_in(self.s.config.attempt) and scenario.fail_at_step == step:
+        scenario, notice = self.scenario, self.session.watcher.notice
+        if scenario.fails_in(self.session.config.attempt) and scenario.fail_at_step == step:
             _fail(scenario)
         if scenario.kill_at_step == step:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -245,14 +203,15 @@ class _FitCall:
         if scenario.wait_for_stop_at == step and self.first_step == 1:
             print(f"step {step}: waiting for the controller's stop request (or a notice)", flush=True)
             deadline = time.monotonic() + scenario.wait_timeout_s
-            while not (self.s.stop_asked.wait(0.02) or notice.is_set()):  # a notice stops it here, as the runtime does
+            # A notice stops it here, as the runtime does.
+            while not (self.session.stop_asked.wait(0.02) or notice.is_set()):
                 if time.monotonic() > deadline:
                     raise SystemExit(f"timed out after {scenario.wait_timeout_s:g}s waiting for a stop request "
                                      f"at step {step}")
         for raw in scenario.handoffs:
-            turn = {k: v.format(job_id=self.s.config.job_id) if isinstance(v, str) else v for k, v in raw.items()}
+            turn = {k: v.format(job_id=self.session.config.job_id) if isinstance(v, str) else v for k, v in raw.items()}
             if turn["at"] == step and not Path(turn["touch"]).exists():
-                _hand_over(turn, self.s)
+                _hand_over(turn, self.session)
         if scenario.pause_at == step:
             folder = Path(scenario.pause_dir)
             if not (folder / "paused").exists():
@@ -263,89 +222,17 @@ class _FitCall:
                         raise SystemExit(f"the test never created {folder / 'go'}")
                     time.sleep(0.05)
 
-    # -- spotfit's part: as runtime/hooks.py ---------------------------------------------
-
-    def _check_stop(self) -> None:
-        s = self.s
-        if s.stop.target is None:
-            if s.watcher.notice.is_set():
-                s.stop.propose(self.step, s.watcher.source or "notice", EXIT_PREEMPTED)
-            elif s.stop_asked.is_set():
-                s.stop.propose(self.step, "stop", EXIT_STOPPED)
-
-    def _stop_now(self) -> None:
-        s = self.s
-        stopped = s.stop.code == EXIT_STOPPED
-        self._save("stop" if stopped else (s.stop.reason or "notice"))
-        s.reporter.progress(force=True, phase=Phase.STOPPED if stopped else Phase.PREEMPTED)
-        raise Preempted(s.stop.code)
-
-    def _due(self) -> bool:
-        cfg = self.s.config
-        if cfg.interval_steps:
-            return self.step - max(self._last_save_step, self._failed_step) >= cfg.interval_steps
-        interval = self.s.interval_s()
-        since = time.perf_counter() - max(self._last_save_t, self._failed_t)
-        if interval is None:
-            return not self._failed_t or since >= SAVE_RETRY_S
-        return since >= interval
-
-    def _position(self) -> tuple[int, int]:
-        if self.batch_in_epoch >= self.fit.steps_per_epoch:
-            return self.epoch + 1, 0
-        return self.epoch, self.batch_in_epoch
+    # -- spotfit's part: its duties are runtime/step_duties.py's; only the arrays are the trainer's --
 
     def _save(self, reason: str, call_done: bool = False) -> None:
-        s = self.s
-        epoch, batch = self._position()
-        meta = {"fit_index": self.fit_index, "call_done": call_done,
-                "calls": {str(i): n for i, n in self.calls.finished.items()}, "step": self.step, "epoch": epoch,
-                "batch": batch, "reason": reason, "attempt": s.config.attempt, "python_rng": list(random.getstate()),
-                "python_rng_epoch": None}
+        s = self.session
+        meta = self._meta(reason, call_done)
         s.reporter.progress(force=True, phase=Phase.SAVING)
         arrays = self.model.arrays()
         if not all(v == v for v in arrays["weights"]):
             self._skip_save(reason)
             return
-        try:
-            seconds = s.checkpoints.save(self.step, arrays, meta)
-            records = self.calls.records() if call_done else None
-            if records is not None:
-                seconds += records.save(self.step, arrays, meta)
-        except StoreError as exc:
-            self._failed_t, self._failed_step = time.perf_counter(), self.step
-            s.reporter.progress(force=True, phase=Phase.TRAINING)
-            s.reporter.event("checkpoint_failed", f"could not save step {self.step} ({reason}), "
-                             f"retrying at the next interval: {exc}", step=self.step, reason=reason)
-            return
-        s.record_save(seconds)
-        s.reporter.progress(force=True, phase=Phase.TRAINING)
-        s.reporter.event("checkpoint", f"saved step {self.step} ({reason}) in {seconds:.3f}s",
-                         step=self.step, save_s=seconds, reason=reason)
-        self._last_save_t, self._last_save_step = time.perf_counter(), self.step
-
-    def _skip_save(self, reason: str) -> None:
-        s = self.s
-        self._failed_t, self._failed_step = time.perf_counter(), self.step
-        s.reporter.progress(force=True, phase=Phase.TRAINING)
-        if not self._skipped_nonfinite:
-            self._skipped_nonfinite = True
-            s.reporter.event("checkpoint_skipped", f"not saving step {self.step} ({reason}): the weights are "
-                             "NaN or infinite; the newest checkpoint stays the last good one",
-                             step=self.step, reason=reason)
-
-    def _nan_loss(self) -> None:
-        s = self.s
-        s.reporter.event("nan_loss", f"the loss is NaN or infinite at step {self.step}", step=self.step)
-        s.reporter.progress(force=True)
-        if s.config.hold_on_nan and s.wait_for_stop(s.config.hold_timeout_s):
-            s.stop.propose(self.step, "stop", EXIT_STOPPED)
-
-    def _hold(self) -> None:
-        s = self.s
-        s.reporter.progress(force=True, phase=Phase.HOLDING, step=self.step)
-        s.reporter.event("hold", f"holding at step {self.step} for the injected preemption", step=self.step)
-        s.watcher.notice.wait(s.config.hold_timeout_s)
+        self._write_checkpoint(arrays, meta, reason, call_done)
 
 
 def _rng_state(saved: list) -> tuple:

@@ -24,9 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spotfit.attempt.exit_codes import EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.attempt.progress import Phase
-from spotfit.errors import StoreError
 from spotfit.runtime import callback_state
 from spotfit.runtime.checkpoint import Checkpoint
 from spotfit.runtime.fit_calls import FitCalls
@@ -36,20 +34,20 @@ from spotfit.runtime.model_state import (
     restore,
     restore_metrics,
 )
-from spotfit.runtime.preemption import Preempted
+from spotfit.runtime.step_duties import StepDuties
 
 if TYPE_CHECKING:
     from spotfit.runtime.session import Session
 
 TARGET_ENDS_KEPT = 8  # epoch ends meeting a stopping target whose weights an export may need
-SAVE_RETRY_S = 10.0  # `interval: auto` before any save succeeded: wait this long after a failure
 
 
-class SpotfitHooks:
+class SpotfitHooks(StepDuties):
     """Restores, reports, checkpoints and reacts to preemption notices inside one `fit` call.
 
     The hooks of the main callback, on no Keras base class: `SpotfitCallback` puts them on Keras
     3's `Callback`, runtime/keras2/ on Keras 2's (`tf_keras`), which calls them the same way.
+    What spotfit does at each step is `StepDuties` (step_duties.py), shared with the hollow trainer.
 
     `watched`: the call's other stateful callbacks (its History first, then the script's),
     whose state each checkpoint carries. `initial_epoch`: the script's own `initial_epoch`.
@@ -80,17 +78,10 @@ class SpotfitHooks:
         self.epoch = 0
         self.batch_in_epoch = 0
         self.steps_per_epoch: int | None = None
-        self._last_save_t = 0.0
-        self._last_save_step = 0
-        self._failed_t = 0.0  # last failed save (store unreachable): the next try waits an interval
-        self._failed_step = 0
-        self._first_step_seen = False
-        self._skipped_nonfinite = False
+        self._init_duties()
         self._metrics_pending: dict | None = None  # running metric sums to put back mid-epoch
         self._python_rng_epoch: list | None = None  # Python's RNG state when this epoch began
-        self._at_epoch_end: str | None = None  # a save deferred from an epoch's last batch: its reason
         self._warned_left_out: set[str] = set()
-        self._holds: list[int] = []  # injected preemptions still ahead, ascending
 
     # -- Keras hooks ----------------------------------------------------------------------
 
@@ -131,12 +122,7 @@ class SpotfitHooks:
             s.reporter.event("fit_call", f"fit call {self.fit_index} begins at step {self.calls.base_step}; "
                              f"total_steps {total} is an estimate until the script ends",
                              fit_index=self.fit_index, step=self.calls.base_step, total_steps=total)
-        self._last_save_t = time.perf_counter()
-        self._last_save_step = self.step
-        self._holds = sorted(at for at in s.config.hold_at_steps if at > self.step)
-        s.reporter.progress(force=True, phase=Phase.TRAINING, step=self.step, total_steps=total,
-                            total_steps_estimated=True, fit_index=self.fit_index)
-        s.watcher.in_training = True
+        self._begin_training(total)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = epoch
@@ -149,39 +135,12 @@ class SpotfitHooks:
         self._python_rng_epoch = list(random.getstate())
 
     def on_train_batch_end(self, batch, logs=None):
-        # The hot path: memory only. Progress is written by the reporter's heartbeat thread and
-        # `control/stop` is read by the session's polling thread; here only flags are checked.
-        s = self.session
         self.step += steps_per_execution(self.model)
         self.batch_in_epoch = batch + 1
         if self._metrics_pending is not None:
             self._add_saved_metrics()
-        first_nan = s.reporter.step_done(self.step, logs.get("loss") if logs else None, self.epoch)
-        if not self._first_step_seen:
-            self._first_step_seen = True
-            s.stepped = True
-            s.reporter.timing("first_step_s", time.time() - s.t_started)
-            s.reporter.progress(force=True)
-        if first_nan:
-            self._nan_loss()
-        if self._holds and self._holds[0] <= self.step:
-            while self._holds and self._holds[0] <= self.step:
-                self._holds.pop(0)
-            if self.step > self._last_save_step:
-                self._hold()
-        # An epoch's last batch: its save waits for the epoch's end (validation, callbacks).
         last_of_epoch = self.steps_per_epoch is not None and self.batch_in_epoch >= self.steps_per_epoch
-        self._check_stop()
-        if s.stop.target is not None and self.step >= s.stop.target:
-            if last_of_epoch:
-                self._at_epoch_end = "stop"
-                return
-            self._stop_now()
-        if self._due():
-            if last_of_epoch:
-                self._at_epoch_end = "interval"
-            else:
-                self._save(reason="interval")
+        self._after_step(logs.get("loss") if logs else None, last_of_epoch)
 
     def on_epoch_end(self, epoch, logs=None):
         metrics = {k: _num(v) for k, v in (logs or {}).items()}
@@ -198,36 +157,10 @@ class SpotfitHooks:
             if any(_target_met(t, metrics) for t in self.session.config.export.get("targets") or ()):
                 # The stop reaches us some epochs later (heartbeat, controller tick): keep several.
                 self.session.target_ends = [*self.session.target_ends[-(TARGET_ENDS_KEPT - 1):], end]
-        self.epoch, self.batch_in_epoch = epoch + 1, 0  # the epoch is complete, its end work included
-        deferred, self._at_epoch_end = self._at_epoch_end, None
-        s = self.session
-        self._check_stop()  # a notice during validation stops here, after the epoch's end
-        if deferred == "stop" or (s.stop.target is not None and self.step >= s.stop.target):
-            self._stop_now()
-        if deferred == "interval" or self._due():
-            self._save(reason="interval")
+        self._after_epoch(epoch)
 
     def on_train_end(self, logs=None):
-        # Always: callbacks' train-end work (EarlyStopping's best weights) changes the state.
-        self.calls.finish(self.step - self.calls.base_step)
-        self._save(reason="end", call_done=True)
-        self.session.watcher.in_training = False
-
-    def _check_stop(self) -> None:
-        """A notice or a stop request: every worker stops after the same step (strategy.py)."""
-        s = self.session
-        if s.stop.target is None:
-            if s.watcher.notice.is_set():
-                s.stop.propose(self.step, s.watcher.source or "notice", EXIT_PREEMPTED)
-            elif s.stop_asked.is_set():
-                s.stop.propose(self.step, "stop", EXIT_STOPPED)
-
-    def _stop_now(self) -> None:
-        s = self.session
-        stopped = s.stop.code == EXIT_STOPPED
-        self._save(reason="stop" if stopped else (s.stop.reason or "notice"))
-        s.reporter.progress(force=True, phase=Phase.STOPPED if stopped else Phase.PREEMPTED)
-        raise Preempted(s.stop.code)
+        self._end_call()
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -243,39 +176,12 @@ class SpotfitHooks:
                                         "the checkpoint's; this epoch's logged means cover only the resumed "
                                         "batches")
 
-    def _position(self) -> tuple[int, int]:
-        if self.steps_per_epoch and self.batch_in_epoch >= self.steps_per_epoch:
-            return self.epoch + 1, 0
-        return self.epoch, self.batch_in_epoch
-
-    def _due(self) -> bool:
-        cfg = self.session.config
-        if cfg.interval_steps:
-            return self.step - max(self._last_save_step, self._failed_step) >= cfg.interval_steps
-        interval = self.session.interval_s()
-        since = time.perf_counter() - max(self._last_save_t, self._failed_t)
-        if interval is None:  # auto: the first save measures the save cost
-            return not self._failed_t or since >= SAVE_RETRY_S
-        return since >= interval
-
     def _save(self, reason: str, call_done: bool = False) -> None:
-        if not self.session.is_chief:  # the chief alone writes checkpoints (same weights)
+        s = self.session
+        if not s.is_chief:  # the chief alone writes checkpoints (same weights)
             self._last_save_t, self._last_save_step = time.perf_counter(), self.step
             return
-        epoch, batch = self._position()
-        meta = {
-            "fit_index": self.fit_index,
-            "call_done": call_done,
-            "calls": {str(i): n for i, n in self.calls.finished.items()},
-            "step": self.step,
-            "epoch": epoch,
-            "batch": batch,
-            "reason": reason,
-            "attempt": self.session.config.attempt,
-            "python_rng": list(random.getstate()),
-            "python_rng_epoch": self._python_rng_epoch,
-        }
-        s = self.session
+        meta = self._meta(reason, call_done)
         s.reporter.progress(force=True, phase=Phase.SAVING)
         arrays = capture(self.model)
         if not _finite(arrays):
@@ -283,26 +189,7 @@ class SpotfitHooks:
             return
         arrays["callbacks"], left_out = callback_state.capture(self.watched)
         self._warn_left_out(left_out)
-        try:
-            seconds = s.checkpoints.save(self.step, arrays, meta)
-            records = self.calls.records() if call_done else None
-            if records is not None:  # the call's end state, for a resume that skips this call
-                seconds += records.save(self.step, arrays, meta)
-        except StoreError as exc:
-            # Training goes on from the previous checkpoint's safety; the next interval retries.
-            self._failed_t, self._failed_step = time.perf_counter(), self.step
-            s.reporter.progress(force=True, phase=Phase.TRAINING)
-            s.reporter.event("checkpoint_failed", f"could not save step {self.step} ({reason}), "
-                             f"retrying at the next interval: {exc}", step=self.step, reason=reason)
-            return
-        s.record_save(seconds)
-        s.reporter.progress(force=True, phase=Phase.TRAINING)
-        s.reporter.event("checkpoint", f"saved step {self.step} ({reason}) in {seconds:.3f}s",
-                         step=self.step, save_s=seconds, reason=reason)
-        for listener in self.after_save:
-            listener()
-        self._last_save_t = time.perf_counter()
-        self._last_save_step = self.step
+        self._write_checkpoint(arrays, meta, reason, call_done)
 
     def _warn_left_out(self, left_out: dict[str, list[str]]) -> None:
         """Name, once per callback class, the attributes that could not be saved."""
@@ -315,36 +202,6 @@ class SpotfitHooks:
                 f"callback {name}: attributes {attrs} cannot be pickled and are not checkpointed; give "
                 f"{name} get_state()/set_state() to save what it needs (docs/resume.md)",
                 callback=name, attributes=attrs)
-
-    def _skip_save(self, reason: str) -> None:
-        """NaN or infinite weights are not saved: they would rotate the last good checkpoints out."""
-        s = self.session
-        self._failed_t, self._failed_step = time.perf_counter(), self.step  # the next try waits an interval
-        s.reporter.progress(force=True, phase=Phase.TRAINING)
-        if not self._skipped_nonfinite:
-            self._skipped_nonfinite = True
-            s.reporter.event("checkpoint_skipped", f"not saving step {self.step} ({reason}): the weights are "
-                             "NaN or infinite; the newest checkpoint stays the last good one",
-                             step=self.step, reason=reason)
-
-    def _nan_loss(self) -> None:
-        """The first NaN or infinite loss: report it at once; under a rule that stops, wait here for it.
-
-        Waiting keeps the stop at this very step, however fast steps are; the wait ends with the
-        controller's stop request, a preemption notice, or after `hold_timeout_s`.
-        """
-        s = self.session
-        s.reporter.event("nan_loss", f"the loss is NaN or infinite at step {self.step}", step=self.step)
-        s.reporter.progress(force=True)
-        if s.config.hold_on_nan and s.wait_for_stop(s.config.hold_timeout_s):
-            s.stop.propose(self.step, "stop", EXIT_STOPPED)
-
-    def _hold(self) -> None:
-        """An injected preemption: stand still at this step until the backend's signal."""
-        s = self.session
-        s.reporter.progress(force=True, phase=Phase.HOLDING, step=self.step)
-        s.reporter.event("hold", f"holding at step {self.step} for the injected preemption", step=self.step)
-        s.watcher.notice.wait(s.config.hold_timeout_s)
 
 
 def steps_per_execution(model) -> int:
