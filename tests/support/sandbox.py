@@ -37,8 +37,8 @@ import psutil
 PROBE = "spotfit-emulated-probe"  # a package only the local wheel folder has: environment.pip installs it
 # How often the emulated cloud looks at its API and the controller polls it. Each look is an HTTP
 # call to the emulator (moto's EC2, the emulated GCE): at 0.1 s the two took about 9 s more CPU in
-# the emulated AWS interruption than at 0.3 s (62 against 53 s, the test's whole CPU); the
-# controller's own default is 1 s. Tests wait on states, so only latency changes.
+# the emulated AWS interruption than at 0.3 s (62 against 53 s, the test's whole CPU, one run
+# each); the controller's own default is 1 s. Tests wait on states, so only latency changes.
 TICK_S = 0.3
 
 _PYTHON_STUB = """#!/bin/bash
