@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spotfit.errors import UsageError
-from spotfit.state.wait import busy_timeout_s
+from spotfit.state.wait import WaitPolicy, busy_timeout_s
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -61,7 +61,11 @@ class Sqlite:
         busy_ms = int(busy_timeout_s() * 1000)  # then `state_wait` retries the write
         self.conn = sqlite3.connect(str(path), timeout=busy_ms / 1000, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        # Switching a new file to WAL takes its lock without SQLite's busy handler: a process opening
+        # the same new DB at that moment gets `database is locked` at once (seen with two `spotfit
+        # run` started together on a fresh home, about 1 start in 60). It is waited out as a write is.
+        WaitPolicy(first_backoff_s=0.05, target=str(path)).run(
+            lambda: self.conn.execute("PRAGMA journal_mode=WAL"), "journal_mode", lambda wait: None)
         self.conn.execute(f"PRAGMA busy_timeout={busy_ms}")
         self.conn.execute("PRAGMA foreign_keys=ON")
 
