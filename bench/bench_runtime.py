@@ -2,16 +2,19 @@
 
 Runs `step_script.py` as a plain process and as a spotfit attempt (checkpointing at
 `interval: auto`) under five settings: everything off, each default alone (`mixed_precision:
-auto`, `xla: auto`, TensorBoard on) and the defaults a user gets, for two models (`small`, a
-conv net with ~5-10 ms steps, 456 steps; `large`, one with ~60-80 ms steps, 320 steps). In each
-repeat the six runs go in a rotated order, and each ratio is the median over repeats of
-spotfit / plain within the repeat, so every ratio compares runs taken side by side.
+auto`, `xla: auto`, TensorBoard on) and the defaults a user gets, for three models (`mlp`, a
+small MLP with ~2-3 ms steps, 912 steps; `small`, a conv net with ~5-10 ms steps, 456 steps;
+`large`, one with ~60-80 ms steps, 320 steps). In each repeat the six runs go in a rotated
+order, and each ratio is the median over repeats of spotfit / plain within the repeat, so every
+ratio compares runs taken side by side; its spread (the lowest and highest repeat) is shown
+beside it.
 
 Per step it reports wall time and CPU time (CPU seconds of the whole process, every thread:
 less sensitive to other load on a shared machine than wall time, and a measure of the work done),
 both over every step of the `fit` call (tracing, trial steps, checkpoint saves included) and
 after the first epoch, plus the whole process's CPU seconds (start-up and imports included,
-from `wait4`). Target at the defaults: spotfit / plain <= 1.03; checkpoint saves <= 2% of the
+from `wait4`). Targets at the defaults: spotfit / plain <= 1.03 after the first epoch and <= 1.05
+over all steps (issue 55); checkpoint saves <= 2% of the
 `fit` call's wall time. The MTBF given to `interval: auto` is us-west-2b's from the bundled
 trace, scaled by the demo's time_scale of 300 (a harsh case: one preemption every ~2 minutes).
 
@@ -21,7 +24,11 @@ both trials forced (`SPOTFIT_TRIAL_BUDGET=1000`), and the events give each trial
 them, what the trial costs on a 10,000-step job of the model and whether the default budget
 (0.5%) lets it run there.
 
-`python bench/bench_runtime.py [--repeats N] [--models small,large] [--no-doc] [--hot-path]`
+The unaccounted CPU of a setting: its CPU per step beyond plain `fit`'s, minus what spotfit
+accounts to itself (its batch-end callbacks' CPU beyond plain `fit`'s, saves included, and its
+threads'), per repeat, the median: a cost nobody looks at shows up there as a number.
+
+`python bench/bench_runtime.py [--repeats N] [--models mlp,small,large] [--no-doc] [--hot-path]`
 """
 
 from __future__ import annotations
@@ -58,7 +65,8 @@ SETTINGS = {  # name -> RuntimeConfig fields; "defaults" leaves every field at i
     "**defaults**": {},
 }
 PLAIN = "plain `model.fit`"
-MODELS = {"small": "conv net on digits, batch 32", "large": "wider conv net on 32x32x3, batch 64"}
+MODELS = {"mlp": "MLP on flattened digits, batch 32", "small": "conv net on digits, batch 32",
+          "large": "wider conv net on 32x32x3, batch 64"}
 
 
 def _run(cmd: list[str], env: dict) -> float:
@@ -112,6 +120,25 @@ def _ratio(runs: list[dict], plain: list[dict], key: str) -> float:
     return statistics.median(r[key] / p[key] for r, p in zip(runs, plain, strict=True))
 
 
+def _ratio_cell(runs: list[dict], plain: list[dict], key: str) -> str:
+    """The median ratio and its spread over repeats, e.g. `1.012 (0.981-1.040)`."""
+    ratios = [r[key] / p[key] for r, p in zip(runs, plain, strict=True)]
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+
+
+def _unaccounted_s(runs: list[dict], plain: list[dict]) -> float:
+    """CPU seconds per step beyond plain `fit`'s that spotfit does not account to itself (median over repeats).
+
+    Accounted: the batch-end dispatch's CPU beyond plain's (spotfit's callbacks, saves at a batch end
+    included) and spotfit's threads'. Whatever else a step costs more (the runtime's own imports are
+    outside `fit`) is unaccounted.
+    """
+    return statistics.median(
+        (r["cpu_s_per_step"] - p["cpu_s_per_step"])
+        - ((r["batch_end_cpu_s"] - p["batch_end_cpu_s"]) + _spotfit_threads_s(r)) / r["steps"]
+        for r, p in zip(runs, plain, strict=True))
+
+
 def _bench_model(model: str, repeats: int, mtbf_s: float, work: Path) -> tuple[list[str], dict]:
     runs: dict[str, list[dict]] = {PLAIN: [], **{name: [] for name in SETTINGS}}
     names = list(runs)
@@ -129,26 +156,32 @@ def _bench_model(model: str, repeats: int, mtbf_s: float, work: Path) -> tuple[l
         f"**{model}** ({MODELS[model]}, {plain[0]['steps']} steps): plain `model.fit` {p * 1e3:.2f} ms per step.",
         "",
         "| setting | wall ms/step | wall spotfit/plain | after 1st epoch | CPU ms/step | CPU spotfit/plain "
-        "| after 1st epoch | batch-end CPU µs, median step | spotfit threads CPU µs/step | whole process CPU s "
-        "| precision | XLA |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| after 1st epoch | batch-end CPU µs, median step | spotfit threads CPU µs/step | unaccounted CPU µs/step "
+        "| whole process CPU s | precision | XLA |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for name, rs in runs.items():
         med = {k: statistics.median(r[k] for r in rs) for k in ("s_per_step", "cpu_s_per_step", "run_cpu_s")}
         batch_end_us = statistics.median(r["batch_end_cpu_s_median"] for r in rs) * 1e6
         threads_us = statistics.median(_spotfit_threads_s(r) / r["steps"] for r in rs) * 1e6
-        ratios = " | ".join(f"{_ratio(rs, plain, k):.3f}" for k in ("s_per_step", "s_per_step_steady"))
-        cpu_ratios = " | ".join(f"{_ratio(rs, plain, k):.3f}" for k in ("cpu_s_per_step", "cpu_s_per_step_steady"))
+        ratios = " | ".join(_ratio_cell(rs, plain, k) for k in ("s_per_step", "s_per_step_steady"))
+        cpu_ratios = " | ".join(_ratio_cell(rs, plain, k) for k in ("cpu_s_per_step", "cpu_s_per_step_steady"))
+        unaccounted = "" if name == PLAIN else f"{_unaccounted_s(rs, plain) * 1e6:.0f}"
         choices = "float32 | off" if name == PLAIN else f"{_choice(rs, 'precision')} | {_choice(rs, 'xla')}"
         lines.append(f"| {name} | {med['s_per_step'] * 1e3:.2f} | {ratios} | {med['cpu_s_per_step'] * 1e3:.2f} | "
-                     f"{cpu_ratios} | {batch_end_us:.1f} | {threads_us:.1f} | {med['run_cpu_s']:.1f} | {choices} |")
+                     f"{cpu_ratios} | {batch_end_us:.1f} | {threads_us:.1f} | {unaccounted} | {med['run_cpu_s']:.1f} | "
+                     f"{choices} |")
     defaults = runs["**defaults**"]
     shares = [sum(r["saves"]) / (r["s_per_step"] * r["steps"]) for r in defaults]
     all_saves = [c for r in defaults for c in r["saves"]]
     reasons = {kind: r["choices"].get(kind, {}).get("reason", "") for r in defaults for kind in ("precision", "xla")}
     figures = {"plain_steady_s": statistics.median(r["s_per_step_steady"] for r in plain),
                "defaults_wall": _ratio(defaults, plain, "s_per_step"),
-               "defaults_cpu": _ratio(defaults, plain, "cpu_s_per_step"), "save_share": statistics.median(shares)}
+               "defaults_cpu": _ratio(defaults, plain, "cpu_s_per_step"),
+               "defaults_cpu_steady": _ratio(defaults, plain, "cpu_s_per_step_steady"),
+               "unaccounted_share": _unaccounted_s(defaults, plain) / statistics.median(
+                   r["cpu_s_per_step"] for r in plain),
+               "save_share": statistics.median(shares)}
     # The hot path: the median step's batch-end CPU beyond plain fit's (a save's step is not a median step).
     hot_s = statistics.median(r["batch_end_cpu_s_median"] for r in defaults) - statistics.median(
         r["batch_end_cpu_s_median"] for r in plain)
@@ -162,7 +195,8 @@ def _bench_model(model: str, repeats: int, mtbf_s: float, work: Path) -> tuple[l
         f"beyond plain `fit`'s ({hot_s * 1e6:.1f} µs), and of its threads ({threads_s * 1e6:.1f} µs per step): "
         f"{own_cpu_s * 1e6:.1f} µs per step, **{100 * figures['own_cpu_share']:.2f}%** of "
         f"plain `fit`'s CPU time per step; with the checkpoint saves below, "
-        f"**{100 * figures['own_share']:.2f}%** (hot path target < 3%).",
+        f"**{100 * figures['own_share']:.2f}%** (hot path target < 3%). Unaccounted at the defaults: "
+        f"**{100 * figures['unaccounted_share']:.2f}%** of plain `fit`'s CPU per step.",
         "",
         f"Checkpoints at the defaults: {statistics.median(len(r['saves']) for r in defaults):g} saves per run "
         f"(the first step's, which measures the save cost, the periodic ones and the end's), median save "
@@ -242,8 +276,8 @@ def hot_path_us(calls: int = 20_000) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--models", default="small,large")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--models", default="mlp,small,large")
     parser.add_argument("--no-doc", action="store_true", help="print the section, leave docs/benchmarks.md alone")
     parser.add_argument("--hot-path", action="store_true", help="only the in-process hot-path figures")
     args = parser.parse_args()
@@ -261,8 +295,10 @@ def main() -> None:
         for model in args.models.split(","):
             lines, figures = _bench_model(model, args.repeats, mtbf_s, Path(tmp))
             body += lines
-            summary.append(f"{model} {figures['defaults_wall']:.3f} wall, {figures['defaults_cpu']:.3f} CPU, "
-                           f"spotfit's own work accounted {100 * figures['own_share']:.2f}%")
+            summary.append(f"{model} {figures['defaults_wall']:.3f} wall, {figures['defaults_cpu']:.3f} CPU "
+                           f"({figures['defaults_cpu_steady']:.3f} after the 1st epoch), spotfit's own work "
+                           f"accounted {100 * figures['own_share']:.2f}%, unaccounted "
+                           f"{100 * figures['unaccounted_share']:.2f}%")
             trial_rows += _trial_costs(model, args.repeats, Path(tmp), figures["plain_steady_s"])
     hot = hot_path_us()
     load_after = os.getloadavg()
@@ -283,7 +319,8 @@ def main() -> None:
         "\"After 1st epoch\" leaves the first",
         "epoch out (tracing, the first save). Whole process CPU s: the process from start to exit, imports",
         f"included. Checkpoints at `interval: auto` with MTBF {mtbf_s:.0f} wall s (us-west-2b at time_scale",
-        f"{TIME_SCALE:g}). Target at the defaults: spotfit / plain <= 1.03. Result at the defaults, all steps: "
+        f"{TIME_SCALE:g}). Targets at the defaults (issue 55): CPU and wall spotfit / plain <= 1.03 after the "
+        "1st epoch and <= 1.05 over all steps. Result at the defaults, all steps: "
         + "; ".join(summary) + ".",
         "",
         *body,

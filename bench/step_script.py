@@ -1,8 +1,10 @@
 """The script both sides of bench_runtime.py run: a plain Keras conv net, timed around `fit`.
 
 `BENCH_MODEL=small` (default): a small conv net on digits (8x8, batch 32, 57 steps per epoch,
-~5-10 ms steps on 2 CPU cores). `BENCH_MODEL=large`: a wider conv net on 32x32x3 random images
-(batch 64, 64 steps per epoch, ~60-80 ms steps). `BENCH_EPOCHS` overrides the epochs.
+~5-10 ms steps on 2 CPU cores). `BENCH_MODEL=mlp`: a small MLP on the same digits, flattened
+(batch 32, ~1-2 ms steps), where a fixed cost per step weighs most. `BENCH_MODEL=large`: a wider
+conv net on 32x32x3 random images (batch 64, 64 steps per epoch, ~60-80 ms steps). `BENCH_EPOCHS`
+overrides the epochs.
 
 It times the whole `model.fit` call from outside (so everything spotfit does inside it counts:
 tracing, `auto`'s trials, checkpoint saves, the final save) and writes to $BENCH_OUT, per step:
@@ -64,7 +66,8 @@ class EpochClock(keras.callbacks.Callback):
 
 
 keras.utils.set_random_seed(3)
-if os.environ.get("BENCH_MODEL", "small") == "large":
+MODEL = os.environ.get("BENCH_MODEL", "small")
+if MODEL == "large":
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4096, 32, 32, 3)).astype("float32")
     y = rng.integers(0, 10, 4096).astype("int32")
@@ -77,6 +80,17 @@ if os.environ.get("BENCH_MODEL", "small") == "large":
         keras.layers.MaxPooling2D(),
         keras.layers.Conv2D(128, 3, padding="same", activation="relu"),
         keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(10, activation="softmax"),
+    ])
+elif MODEL == "mlp":
+    digits = np.load(Path(__file__).resolve().parents[1] / "examples" / "digits" / "digits.npz")
+    x = (digits["images"].astype("float32") / 16.0).reshape(-1, 64)
+    y = digits["target"].astype("int32")
+    batch_size, default_epochs = 32, 16
+    model = keras.Sequential([
+        keras.Input(shape=(64,)),
+        keras.layers.Dense(128, activation="relu"),
+        keras.layers.Dense(128, activation="relu"),
         keras.layers.Dense(10, activation="softmax"),
     ])
 else:
