@@ -105,7 +105,8 @@ def _spotfit(out: Path, url: str, model: str, mtbf_s: float, fields: dict, **ext
 
 def _choice(runs: list[dict], kind: str) -> str:
     """What `auto` chose in these runs, e.g. `off` or `on (2 of 3)`."""
-    picks = [str(r["choices"].get(kind, {}).get("choice") or r["choices"].get(kind, {}).get("policy")) for r in runs]
+    picks = [str(r["choices"][kind].get("choice") or r["choices"][kind].get("policy") or "script's own")
+             if kind in r["choices"] else "n/a" for r in runs]  # n/a: no event (`auto` had no trial to run)
     common = max(set(picks), key=picks.count)
     return common if picks.count(common) == len(picks) else f"{common} ({picks.count(common)} of {len(picks)})"
 
