@@ -384,10 +384,8 @@ def _run_script(config: RuntimeConfig, strategy=None) -> int:
     sys.argv = [config.script, *config.args]
     sys.path.insert(0, os.path.dirname(config.script))
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
-    # What the runtime imported (TensorFlow, Keras, the store's clients: ~300,000 objects) lives as long
-    # as the process: out of the cyclic GC's reach, a full collection during the script scans only the
-    # script's objects, as in `python train.py` (one such collection cost 0.17-0.20 s of the first
-    # epoch's CPU on bench_runtime's small model; docs/benchmarks.md). It frees nothing the script made.
+    # The runtime's ~300,000 imported objects live as long as the process: frozen, a full GC collection in the
+    # script scans only the script's objects (0.17-0.20 s of a small model's first epoch; docs/benchmarks.md).
     gc.freeze()
     try:
         with scope:
