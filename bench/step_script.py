@@ -2,7 +2,7 @@
 
 `BENCH_MODEL=small` (default): a small conv net on digits (8x8, batch 32, 57 steps per epoch,
 ~5-10 ms steps on 2 CPU cores). `BENCH_MODEL=mlp`: a small MLP on the same digits, flattened
-(batch 32, ~1-2 ms steps), where a fixed cost per step weighs most. `BENCH_MODEL=large`: a wider
+(batch 32, ~2-3 ms steps), where a fixed cost per step weighs most. `BENCH_MODEL=large`: a wider
 conv net on 32x32x3 random images (batch 64, 64 steps per epoch, ~60-80 ms steps). `BENCH_EPOCHS`
 overrides the epochs.
 
@@ -82,10 +82,13 @@ if MODEL == "large":
         keras.layers.GlobalAveragePooling2D(),
         keras.layers.Dense(10, activation="softmax"),
     ])
-elif MODEL == "mlp":
+else:
+    # The digits of examples/digits (the spotfit attempt runs this file where it lies).
     digits = np.load(Path(__file__).resolve().parents[1] / "examples" / "digits" / "digits.npz")
-    x = (digits["images"].astype("float32") / 16.0).reshape(-1, 64)
+    x = (digits["images"].astype("float32") / 16.0)[..., None]
     y = digits["target"].astype("int32")
+if MODEL == "mlp":
+    x = x.reshape(-1, 64)
     batch_size, default_epochs = 32, 16
     model = keras.Sequential([
         keras.Input(shape=(64,)),
@@ -93,11 +96,7 @@ elif MODEL == "mlp":
         keras.layers.Dense(128, activation="relu"),
         keras.layers.Dense(10, activation="softmax"),
     ])
-else:
-    # The digits of examples/digits (the spotfit attempt runs this file where it lies).
-    digits = np.load(Path(__file__).resolve().parents[1] / "examples" / "digits" / "digits.npz")
-    x = (digits["images"].astype("float32") / 16.0)[..., None]
-    y = digits["target"].astype("int32")
+elif MODEL != "large":
     batch_size, default_epochs = 32, 8
     model = keras.Sequential([
         keras.Input(shape=(8, 8, 1)),

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 _RUN = """
-import gc, types
+import types
 from spotfit.runtime.main import _run_script
 config = types.SimpleNamespace(workdir={folder!r}, script={script!r}, args=[])
 print("code", _run_script(config))
