@@ -46,6 +46,8 @@ class Tally:
     runtime_processes: int = 0
     tf_processes: set[tuple[int, str]] = field(default_factory=set)  # (pid, start) of any process with TF mapped
     seen: dict[tuple[int, str], str] = field(default_factory=dict)  # (pid, start) -> "runtime" | "python" | "other"
+    # (pid, start) -> (what it is, its own CPU seconds at the last look): only with SPOTFIT_SUITE_PROCS
+    cpu: dict[tuple[int, str], tuple[str, float]] = field(default_factory=dict)
 
 
 def _stat(pid: str) -> tuple[int, str] | None:
@@ -89,9 +91,45 @@ def _has_tensorflow(pid: int) -> bool:
     return b"_pywrap_tensorflow_internal" in _read(f"/proc/{pid}/maps")
 
 
-def poll_once(tally: Tally, root: int) -> None:
+def what(words: list[str], hollow: bool) -> str:
+    """A process's kind for the CPU tally: the runtime real or hollow, a spotfit command, a script, a server."""
+    if RUNTIME_MODULE in words:
+        return "runtime hollow" if hollow else "runtime real"
+    base = os.path.basename(words[0])
+    rest = words[1:]
+    if "python" in base:
+        while rest and rest[0].startswith("-") and rest[0] != "-m":
+            rest = rest[1:]
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            base, rest = rest[1], rest[2:]
+        elif rest:
+            base, rest = os.path.basename(rest[0]), rest[1:]
+    if base in ("spotfit", "spotfit.cli"):
+        sub = [w for w in rest if not w.startswith("-")][:1]
+        return " ".join(["spotfit", *sub])
+    if "xdist" in " ".join(words) or base == "pytest" or words[-1:] == ["import sys;exec(eval(sys.stdin.readline()))"]:
+        return "pytest"
+    return base
+
+
+def _cpu_s(pid: int) -> float | None:
+    text = _read(f"/proc/{pid}/stat").decode(errors="replace")
+    if ")" not in text:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def poll_once(tally: Tally, root: int, track_cpu: bool = False) -> None:
     for pid, start in descendants(root).items():
         key = (pid, start)
+        if track_cpu and (cpu := _cpu_s(pid)) is not None:
+            words = [a.decode(errors="replace") for a in _read(f"/proc/{pid}/cmdline").split(b"\0") if a]
+            if words:
+                label = tally.cpu[key][0] if key in tally.cpu else what(
+                    words, any(v.startswith(HOLLOW_ENV) and v != HOLLOW_ENV
+                               for v in _read(f"/proc/{pid}/environ").split(b"\0")))
+                tally.cpu[key] = (label, cpu)
         kind = tally.seen.get(key)
         if kind is None:
             argv = _read(f"/proc/{pid}/cmdline").split(b"\0")
@@ -170,9 +208,11 @@ def main(args: list[str]) -> int:
     tally = Tally()
     done = threading.Event()
 
+    procs_file = os.environ.get("SPOTFIT_SUITE_PROCS")
+
     def poll():
         while not done.wait(POLL_S):
-            poll_once(tally, root)
+            poll_once(tally, root, track_cpu=bool(procs_file))
 
     threading.Thread(target=poll, name="suite-poll", daemon=True).start()
     code = 1
@@ -198,7 +238,22 @@ def main(args: list[str]) -> int:
         f"{time.monotonic() - t0:.0f} s; {len(tally.real)} real TensorFlow attempts, {len(tally.hollow)} hollow "
         f"({tally.runtime_processes} runtime processes); {other_tf} other processes loaded TensorFlow\n")
     sys.stdout.flush()
+    if procs_file:
+        write_cpu_by_kind(tally, Path(procs_file))
     return code if code >= 0 else 128 - code
+
+
+def write_cpu_by_kind(tally: Tally, path: Path) -> None:
+    """Each kind of process: how many were seen and their CPU at the last look (a process's last
+    `POLL_S` and those that lived less than that are missed), most CPU first."""
+    sums: dict[str, list[float]] = {}
+    for label, cpu in tally.cpu.values():
+        entry = sums.setdefault(label, [0, 0.0])
+        entry[0] += 1
+        entry[1] += cpu
+    lines = [f"{cpu:9.1f} s {int(n):6d}  {label}" for label, (n, cpu) in
+             sorted(sums.items(), key=lambda kv: -kv[1][1])]
+    path.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
