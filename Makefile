@@ -29,11 +29,14 @@ demo: $(STAMP)
 	SPOTFIT_HOME=$(DEMO_HOME) $(BIN)/spotfit cost digits
 
 # The whole suite: unit tests, the docstring examples of spotfit/, and the real end-to-end runs,
-# on both cores (a test file stays on one worker, so its module fixtures start once); the 20
-# slowest tests are listed at the end. pytest runs under tests/support/suite_run.py, which ends
-# whatever the suite left running (however pytest ended) and prints the CPU seconds it used and
-# the real TensorFlow attempts it ran.
-SUITE := -n 2 --dist loadfile --durations=20
+# on one worker more than the machine has cores, at most 8 (a test file stays on one worker, so
+# its module fixtures start once): about a fifth of a worker's time is spent waiting (on a server,
+# a backoff, an outage the test stages, a child's start), and the extra worker fills it (on 2
+# cores: docs/benchmarks.md, "The test suite's time"). The 20 slowest tests are listed at the end.
+# pytest runs under tests/support/suite_run.py, which ends whatever the suite left running
+# (however pytest ended) and prints the CPU seconds it used and the real TensorFlow attempts it ran.
+WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 7 ? n + 1 : 8 )))
+SUITE := -n $(WORKERS) --dist loadfile --durations=20
 RUN_SUITE := $(BIN)/python -m tests.support.suite_run
 test: $(STAMP) browser
 	$(RUN_SUITE) $(SUITE)

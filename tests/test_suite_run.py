@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from tests.support.jobs import REPO
+from tests.support.suite_run import what
 from tests.support.wait import wait_for
 
 INNER = '''
@@ -69,3 +70,17 @@ def test_pytest_ended_by_a_signal_leaves_no_process_running(tmp_path, sig):
     assert not left, f"still running after the runner returned: {left}\n{output[-3000:]}"
     assert "processes outlived pytest and were ended" in output and "suite: " in output, output[-3000:]
     assert runner.returncode != 0
+
+
+@pytest.mark.parametrize(("argv", "hollow", "kind"), [
+    (["/v/bin/python", "-m", "spotfit.runtime", "file:///s/jobs/j", "2"], False, "runtime real"),
+    (["/v/bin/python", "-m", "spotfit.runtime", "file:///s/jobs/j", "2"], True, "runtime hollow"),
+    (["/v/bin/python", "-m", "spotfit", "run", "job/spotfit.yaml", "--json"], False, "spotfit run"),
+    (["/v/bin/spotfit", "--json", "status", "j"], False, "spotfit status"),
+    (["/v/bin/python3.11", "-u", "-m", "tests.support.plain_run", "x"], False, "tests.support.plain_run"),
+    (["/v/bin/python", "train.py", "--epochs", "2"], False, "train.py"),
+    (["/usr/lib/postgresql/16/bin/postgres", "-D", "/tmp/pg"], False, "postgres"),
+    (["/v/bin/python", "-c", "import sys;exec(eval(sys.stdin.readline()))"], False, "pytest"),
+])
+def test_the_cpu_tally_names_each_kind_of_process(argv, hollow, kind):
+    assert what(argv, hollow) == kind
