@@ -67,6 +67,11 @@ class EpochClock(keras.callbacks.Callback):
 
 keras.utils.set_random_seed(3)
 MODEL = os.environ.get("BENCH_MODEL", "small")
+if MODEL != "large":
+    # The digits of examples/digits (the spotfit attempt runs this file where it lies).
+    digits = np.load(Path(__file__).resolve().parents[1] / "examples" / "digits" / "digits.npz")
+    x = (digits["images"].astype("float32") / 16.0)[..., None]
+    y = digits["target"].astype("int32")
 if MODEL == "large":
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4096, 32, 32, 3)).astype("float32")
@@ -82,12 +87,7 @@ if MODEL == "large":
         keras.layers.GlobalAveragePooling2D(),
         keras.layers.Dense(10, activation="softmax"),
     ])
-else:
-    # The digits of examples/digits (the spotfit attempt runs this file where it lies).
-    digits = np.load(Path(__file__).resolve().parents[1] / "examples" / "digits" / "digits.npz")
-    x = (digits["images"].astype("float32") / 16.0)[..., None]
-    y = digits["target"].astype("int32")
-if MODEL == "mlp":
+elif MODEL == "mlp":
     x = x.reshape(-1, 64)
     batch_size, default_epochs = 32, 16
     model = keras.Sequential([
@@ -96,7 +96,7 @@ if MODEL == "mlp":
         keras.layers.Dense(128, activation="relu"),
         keras.layers.Dense(10, activation="softmax"),
     ])
-elif MODEL != "large":
+else:
     batch_size, default_epochs = 32, 8
     model = keras.Sequential([
         keras.Input(shape=(8, 8, 1)),

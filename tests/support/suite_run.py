@@ -35,6 +35,7 @@ POLL_S = 0.25
 GRACE_S = 10.0
 RUNTIME_MODULE = "spotfit.runtime"
 HOLLOW_ENV = b"SPOTFIT_HOLLOW="
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -50,31 +51,40 @@ class Tally:
     cpu: dict[tuple[int, str], tuple[str, float]] = field(default_factory=dict)
 
 
-def _stat(pid: str) -> tuple[int, str] | None:
-    """(parent pid, start time in clock ticks) of /proc/PID, or None when it is gone."""
+@dataclass(frozen=True)
+class Proc:
+    """A process as /proc/PID/stat shows it: its parent, its start time (clock ticks) and its own CPU seconds."""
+
+    ppid: int
+    start: str
+    cpu_s: float
+
+
+def _stat(pid: str) -> Proc | None:
+    """/proc/PID/stat, or None when the process is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), fields[19]
+    return Proc(int(fields[1]), fields[19], (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
 
 
-def descendants(root: int) -> dict[int, str]:
-    """The live processes below `root`: pid -> start time."""
-    parents: dict[int, tuple[int, str]] = {}
+def descendants(root: int) -> dict[int, Proc]:
+    """The live processes below `root`, by pid."""
+    procs: dict[int, Proc] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit() and (st := _stat(entry)) is not None:
-            parents[int(entry)] = st
+            procs[int(entry)] = st
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in parents.items():
-        children.setdefault(ppid, []).append(pid)
-    out: dict[int, str] = {}
+    for pid, proc in procs.items():
+        children.setdefault(proc.ppid, []).append(pid)
+    out: dict[int, Proc] = {}
     todo = [root]
     while todo:
         for pid in children.get(todo.pop(), []):
             if pid not in out:
-                out[pid] = parents[pid][1]
+                out[pid] = procs[pid]
                 todo.append(pid)
     return out
 
@@ -112,41 +122,33 @@ def what(words: list[str], hollow: bool) -> str:
     return base
 
 
-def _cpu_s(pid: int) -> float | None:
-    text = _read(f"/proc/{pid}/stat").decode(errors="replace")
-    if ")" not in text:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _hollow(pid: int) -> bool:
+    return any(v.startswith(HOLLOW_ENV) and v != HOLLOW_ENV for v in _read(f"/proc/{pid}/environ").split(b"\0"))
 
 
 def poll_once(tally: Tally, root: int, track_cpu: bool = False) -> None:
-    for pid, start in descendants(root).items():
-        key = (pid, start)
-        if track_cpu and (cpu := _cpu_s(pid)) is not None:
-            words = [a.decode(errors="replace") for a in _read(f"/proc/{pid}/cmdline").split(b"\0") if a]
-            if words:
-                label = tally.cpu[key][0] if key in tally.cpu else what(
-                    words, any(v.startswith(HOLLOW_ENV) and v != HOLLOW_ENV
-                               for v in _read(f"/proc/{pid}/environ").split(b"\0")))
-                tally.cpu[key] = (label, cpu)
+    for pid, proc in descendants(root).items():
+        key = (pid, proc.start)
         kind = tally.seen.get(key)
         if kind is None:
             argv = _read(f"/proc/{pid}/cmdline").split(b"\0")
             words = [a.decode(errors="replace") for a in argv if a]
             if not words:
                 continue  # not exec'd yet, or gone: look again next time
+            hollow = RUNTIME_MODULE in words and _hollow(pid)
             if RUNTIME_MODULE in words:
                 at = words.index(RUNTIME_MODULE)
                 attempt = (" ".join(words[at + 1:at + 2]), " ".join(words[at + 2:at + 3]))
-                hollow = any(v.startswith(HOLLOW_ENV) and v != HOLLOW_ENV
-                             for v in _read(f"/proc/{pid}/environ").split(b"\0"))
                 (tally.hollow if hollow else tally.real).add(attempt)
                 tally.runtime_processes += 1
                 kind = "runtime"
             else:
                 kind = "python" if "python" in os.path.basename(words[0]) else "other"
             tally.seen[key] = kind
+            if track_cpu:
+                tally.cpu[key] = (what(words, hollow), 0.0)
+        if track_cpu:
+            tally.cpu[key] = (tally.cpu[key][0], proc.cpu_s)
         if kind in ("runtime", "python") and key not in tally.tf_processes and _has_tensorflow(pid):
             tally.tf_processes.add(key)
 
@@ -157,8 +159,8 @@ def end_the_rest(root: int, grace_s: float = GRACE_S) -> list[str]:
     names = [" ".join(a.decode(errors="replace") for a in _read(f"/proc/{pid}/cmdline").split(b"\0") if a)[:160]
              for pid in left]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid, start in left.items():
-            if (st := _stat(str(pid))) is not None and st[1] == start:  # the same process, not a reused pid
+        for pid, proc in left.items():
+            if (st := _stat(str(pid))) is not None and st.start == proc.start:  # the same process, not a reused pid
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
@@ -166,7 +168,7 @@ def end_the_rest(root: int, grace_s: float = GRACE_S) -> list[str]:
         deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
         while time.monotonic() < deadline:
             _reap()
-            left = {pid: start for pid, start in descendants(root).items()}
+            left = descendants(root)
             if not left:
                 return names
             time.sleep(0.05)
