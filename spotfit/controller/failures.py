@@ -217,7 +217,7 @@ class FailureTracker:
         if self.count > self.max_failures:
             why = (f"{self.count} failures (the last: {kind} in attempt {number}), more than max_failures="
                    f"{self.max_failures}; see `spotfit logs {self.job_id}`")
-            self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
+            self.db.move_job(self.job_id, JobState.FAILED, why)
             return True
         delay = backoff_s(self.in_a_row, self.base_s, self.max_s)
         self.backoff_until = now + delay
@@ -239,7 +239,7 @@ class FailureTracker:
                    f"not the attempts' machines (credentials, network, a full or read-only disk there); see "
                    f"`spotfit logs {self.job_id}`")
             self.db.add_event(self.job_id, "store_failures", why, attempt=number, in_a_row=row)
-            self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
+            self.db.move_job(self.job_id, JobState.FAILED, why)
             return True
         if kind is None or kind in UNCOUNTED:
             self.in_a_row = 0
@@ -259,7 +259,7 @@ class FailureTracker:
                f"(not retried: it would fail again; see `spotfit logs {self.job_id}`)")
         self.db.add_event(self.job_id, "repeated_failure", why, attempt=number, earlier=earlier, step=step,
                           error_line=line)
-        self.db.update_job(self.job_id, state=JobState.FAILED, message=why)
+        self.db.move_job(self.job_id, JobState.FAILED, why)
         return True
 
     def launch_failed(self, number: int, exc: BaseException, trace_end_s: float, now: float) -> None:

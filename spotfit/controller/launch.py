@@ -53,8 +53,8 @@ class Launcher:
         config = attempt_config.runtime_config(self.plan, self.job_url, number, zone).to_json().encode()
         guard = self.files.guard
         if not guard.call(lambda: self._write_launch_files(number, config), fallback=False, writes=True):
-            self.db.update_job(self.job_id, state=JobState.WAITING,
-                               message=f"waiting for the store to launch attempt {number}: {guard.problem}")
+            self.db.move_job(self.job_id, JobState.WAITING,
+                             f"waiting for the store to launch attempt {number}: {guard.problem}")
             return
         self.watchdog.new_attempt()
         added = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
@@ -75,8 +75,7 @@ class Launcher:
             return
         crashpoints.hold("launched")
         self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
-        self.db.update_job(self.job_id, state=JobState.RUNNING,
-                           message=f"attempt {number} on {market} {zone or ''}".strip())
+        self.db.move_job(self.job_id, JobState.RUNNING, f"attempt {number} on {market} {zone or ''}".strip())
         self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
                           attempt=number, trace_s=self.plan.now_s())
 

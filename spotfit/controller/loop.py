@@ -124,7 +124,7 @@ class Controller:
         self.plan.start_clock()
         self._adopt()
         if self.db.get_job(self.job_id)["state"] == JobState.PAUSED:
-            self.db.update_job(self.job_id, state=JobState.WAITING, message="resumed")
+            self.db.move_job(self.job_id, JobState.WAITING, "resumed")
             self.db.add_event(self.job_id, "resumed", "paused job resumed")
         while True:
             job = self.db.get_job(self.job_id)
@@ -189,7 +189,7 @@ class Controller:
                     self._finish(current, outcome.classify(code), code, "it ended while no controller watched")
                 return
             self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
-            self.db.update_job(self.job_id, state=JobState.RUNNING, message=f"attempt {number} adopted")
+            self.db.move_job(self.job_id, JobState.RUNNING, f"attempt {number} adopted")
             how = f", found by the {self.backend.name} backend after an interrupted launch"
         self.watches[number].catch_up = True
         self.db.add_event(self.job_id, "adopted", f"controller {self.holder.host}/{os.getpid()} adopted attempt "
@@ -272,25 +272,25 @@ class Controller:
             self._config_failed(self._config_error)
         elif result == outcome.STOPPED and (request := self.db.get_job(self.job_id)["cancel_requested"]):
             state, why = StopRequest(request).ends_as()
-            self.db.update_job(self.job_id, state=state, message=why)
+            self.db.move_job(self.job_id, state, why)
         elif result == outcome.STOPPED and self.rules.halt is not None:
             state, why = self.rules.halt
             self.rules.halt = None
-            self.db.update_job(self.job_id, state=state, message=why)
+            self.db.move_job(self.job_id, state, why)
 
     def _config_failed(self, error: classify.ConfigError) -> classify.ConfigError:
         """Fail the job at once for a configuration error (no retry); returns the error to raise."""
         if not JobState(self.db.get_job(self.job_id)["state"]).is_terminal():
             line = f"configuration error: {error.message}" + (f" {error.hint}" if error.hint else "")
-            self.db.update_job(self.job_id, state=JobState.FAILED, message=line)
+            self.db.move_job(self.job_id, JobState.FAILED, line)
             self.db.add_event(self.job_id, "config_error", error.message, hint=error.hint)
             job_secrets.release(self.backend, self.db, self.job_id, self.spec, JobState.FAILED)
         return error
 
     def _complete(self) -> None:
         result = self._read_result()
-        self.db.update_job(self.job_id, state=JobState.COMPLETED, result_json=json.dumps(result), message="completed",
-                           step=result.get("step") or self.db.get_job(self.job_id)["step"])
+        self.db.move_job(self.job_id, JobState.COMPLETED, "completed", result=result,
+                         step=result.get("step") or self.db.get_job(self.job_id)["step"])
 
     # -- launching ------------------------------------------------------------------------------
 
@@ -302,7 +302,7 @@ class Controller:
         if self.rules.halt_before_launch() or self.rules.pause_on_full_store(None):
             return
         if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
-            self.db.update_job(self.job_id, state=JobState.WAITING, message=self.failures.waiting_message(wait_s))
+            self.db.move_job(self.job_id, JobState.WAITING, self.failures.waiting_message(wait_s))
             return
         try:
             classify.check_script(self.spec, local=self.backend.runs_here)
@@ -311,7 +311,7 @@ class Controller:
             return
         decision = self.plan.decide_idle()
         if decision is None:
-            self.db.update_job(self.job_id, state=JobState.WAITING, message=self.plan.waiting_reason())
+            self.db.move_job(self.job_id, JobState.WAITING, self.plan.waiting_reason())
             return
         self.launcher.launch(decision)
 
@@ -322,7 +322,7 @@ class Controller:
         """A cancel (or a sweep's prune): the attempt saves a checkpoint and stops."""
         if current is None:
             state, why = request.ends_as()
-            self.db.update_job(self.job_id, state=state, message=why)
+            self.db.move_job(self.job_id, state, why)
             return
         number = current["number"]
         if not self.watches[number].switching:

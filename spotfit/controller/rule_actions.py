@@ -84,7 +84,7 @@ class RuleActions:
             return False
         state, why = self.halt
         self.halt = None
-        self.db.update_job(self.job_id, state=state, message=why)
+        self.db.move_job(self.job_id, state, why)
         return True
 
     def _team_budget_halt(self, running: AttemptRecord | None = None) -> tuple[JobState, str] | None:
@@ -294,7 +294,7 @@ class RuleActions:
                    f"{good}; free space in the store, then `spotfit resume {self.job_id}`")
         if attempt is None:
             self.db.add_event(self.job_id, "store_paused", message)
-            self.db.update_job(self.job_id, state=JobState.PAUSED, message=message)
+            self.db.move_job(self.job_id, JobState.PAUSED, message)
             return True
         number = attempt["number"]
         self.db.add_event(self.job_id, "store_paused", message, attempt=number)
@@ -321,7 +321,7 @@ class RuleActions:
             self.price_paused = False
             self.plan.resume_now()
             self.watchdog.engine.rearm("price_cap")
-            self.db.update_job(self.job_id, state=JobState.WAITING, message="price back under the cap")
+            self.db.move_job(self.job_id, JobState.WAITING, "price back under the cap")
             why = "the price cap was removed" if cap is None or price is None else \
                 f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h"
             self.db.add_event(self.job_id, "resumed", why)

@@ -181,11 +181,10 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
     if change is not None and not change.is_empty():
         move(db(), job, change)
     if job["state"] == JobState.STOPPED:  # stopped by a rule or pruned: it goes on from its checkpoint
-        db().update_job(job["id"], state=JobState.PAUSED, cancel_requested=StopRequest.NONE,
-                        message="resuming a stopped job")
+        db().move_job(job["id"], JobState.PAUSED, "resuming a stopped job", clear_request=True)
     if detach and state_is_shared() and job["state"] in (JobState.PAUSED, JobState.STOPPED):
         # The long-running controllers pick up waiting jobs, not paused ones.
-        db().update_job(job["id"], state=JobState.WAITING, message="resumed")
+        db().move_job(job["id"], JobState.WAITING, "resumed")
         db().add_event(job["id"], "resumed", "paused job resumed")
     if detach:
         start_detached(job["id"])
@@ -217,7 +216,7 @@ def _cancel_orphan(state_db: StateDB, job: JobRecord) -> None:
         if AttemptState(a["state"]).is_live() and a["handle"]:
             backend.stop(backend.load_handle(a["handle"]))
             state_db.update_attempt(job["id"], a["number"], state=AttemptState.STOPPED, ended_at=time.time())
-    state_db.update_job(job["id"], state=JobState.CANCELLED, message="cancelled by the user (no live controller)")
+    state_db.move_job(job["id"], JobState.CANCELLED, "cancelled by the user (no live controller)")
     job_secrets.release(backend, state_db, job["id"], JobSpec.model_validate(json.loads(job["spec_json"])),
                         JobState.CANCELLED)
 

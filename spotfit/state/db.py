@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.state import lease
+from spotfit.state import lease, transitions
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.memory import MemoryFallback
 from spotfit.state.records import AttemptRecord, EventRecord, JobRecord
-from spotfit.state.states import JobState
+from spotfit.state.states import JobState, StopRequest
 from spotfit.state.wait import Wait, WaitPolicy, retried
 
 SCHEMA_VERSION = 2
@@ -107,8 +107,7 @@ _MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 # (that waits for its batch's queue, `spotfit/batch.py`), not terminal.
 CLAIMABLE_STATES = tuple(str(s) for s in (JobState.PENDING, JobState.WAITING, JobState.RUNNING))
 # A batch's queue hands a queued job over to the controllers; a cancelled one stays as it is.
-RELEASE_QUEUED_SQL = (f"UPDATE jobs SET state = '{JobState.PENDING}', message = ?, updated_at = ? "
-                      f"WHERE id = ? AND state = '{JobState.QUEUED}'")
+RELEASE_QUEUED_SQL = transitions.update_sql(JobState.PENDING, ())
 
 
 class StateDB:
@@ -255,7 +254,43 @@ class StateDB:
         return [cast(JobRecord, dict(r)) for r in rows]
 
     @retried
+    def move_job(self, job_id: str, to: JobState, message: str, *, result: dict[str, Any] | None = None,
+                 step: int | None = None, clear_request: bool = False) -> bool:
+        """Move the job to state `to` with `message`, if `to` may follow the state it is in
+        (`state/transitions.py`, checked in the UPDATE's `WHERE`): True when it moved. A refused
+        transition changes nothing and says so in a `state_refused` event.
+
+        `result` (the training's result) and `step` are set with it; `clear_request` clears a
+        cancel or stop request the job had (a stopped job being resumed).
+        """
+        if to is JobState.QUEUED:
+            raise ValueError("a job is queued only when it is created (create_job)")
+        extra: dict[str, Any] = {}
+        if result is not None:
+            extra["result_json"] = json.dumps(result)
+        if step is not None:
+            extra["step"] = step
+        if clear_request:
+            extra["cancel_requested"] = int(StopRequest.NONE)
+        with self.transaction():
+            moved = self._q(transitions.update_sql(to, tuple(extra)),
+                            (message, time.time(), *extra.values(), job_id)).rowcount
+            if not moved:
+                row = self._q("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+                if row is None:
+                    raise NotFoundError(f"No job {job_id!r} in {self.path}.",
+                                        hint="`spotfit list` shows the known jobs.")
+                self._q("INSERT INTO events (job_id, attempt, ts, kind, message, data_json) VALUES (?, ?, ?, ?, ?, ?)",
+                        (job_id, None, time.time(), "state_refused",
+                         f"state {to} refused: the job is {row['state']}, which {to} may not follow ({message})",
+                         json.dumps({"from": row["state"], "to": str(to)})))
+        return bool(moved)
+
+    @retried
     def update_job(self, job_id: str, **fields: Any) -> None:
+        """Set the job's other columns (its step, clock, stop request); its state changes with `move_job`."""
+        if "state" in fields:
+            raise ValueError("a job's state changes only through StateDB.move_job (state/transitions.py)")
         if not fields:
             return
         fields["updated_at"] = time.time()

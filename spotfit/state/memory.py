@@ -58,7 +58,7 @@ class StateDB(Protocol):
     waits: list[Wait]
 
 # The writes of a job's supervision: they may land on the disk later, in order.
-DEFERRABLE = frozenset({"update_job", "renew_lease", "release_lease", "controller_seen", "controller_gone",
+DEFERRABLE = frozenset({"update_job", "move_job", "renew_lease", "release_lease", "controller_seen", "controller_gone",
                         "add_attempt", "update_attempt", "add_event"})
 
 

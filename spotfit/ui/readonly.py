@@ -17,7 +17,8 @@ Example:
 >>> ro = ReadOnlyStateDB(path)
 >>> ro.board_jobs(10)[0][0]["state"], ro.board_jobs(10, states=("running",))[1], ro.attempts_by_job(["j-1"])
 ('pending', 0, {'j-1': []})
->>> ro.update_job("j-1", state="failed")
+>>> from spotfit.state.states import JobState
+>>> ro.move_job("j-1", JobState.FAILED, "failed")
 Traceback (most recent call last):
 sqlite3.OperationalError: attempt to write a readonly database
 """

@@ -300,9 +300,10 @@ def test_gc_keeps_a_snapshot_shared_by_two_sources_while_either_job_may_run(aws,
     _job("job-3", JobState.FAILED, third)
     assert gc("--dry-run") == {} and gc() == {}
     assert _data_snapshots(aws) == {snap}
-    sdk.db().update_job("job-2", state=JobState.STOPPED)  # resumable: still kept
+    sdk.db().move_job("job-2", JobState.STOPPED, "set by the test")  # resumable: still kept
     assert gc() == {} and _data_snapshots(aws) == {snap}
-    sdk.db().update_job("job-2", state=JobState.COMPLETED)
+    for state in (JobState.PAUSED, JobState.WAITING, JobState.RUNNING, JobState.COMPLETED):  # resumed, then done
+        sdk.db().move_job("job-2", state, "set by the test")
     assert gc("--dry-run") == {snap: f"{first}, {second}, {third}"} and _data_snapshots(aws) == {snap}
     assert gc() == {snap: f"{first}, {second}, {third}"}
     assert _data_snapshots(aws) == set()

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from spotfit.cli import app
 from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 
 JOB_ID = "seeded-20260101-000000-abcd"
 JOB_NAME = "seeded"
@@ -51,7 +52,8 @@ def seeded_home(spotfit_home: Path) -> Path:
     db = StateDB(spotfit_home / "state.db")
     db.create_job(JOB_ID, JOB_NAME, spec_json='{"name": "seeded", "script": "train.py", "backend": "local"}',
                   store_url=f"file://{spotfit_home}/store/jobs/{JOB_ID}")
-    db.update_job(JOB_ID, state="running", total_steps=100, step=40)
+    db.move_job(JOB_ID, JobState.RUNNING, "set by the test")
+    db.update_job(JOB_ID, total_steps=100, step=40)
     db.add_attempt(JOB_ID, backend="local", zone="us-west-2b", market="spot", state="running", started_at=1.0,
                    trace_start_s=0.0, start_step=0)
     db.add_event(JOB_ID, "launched", "attempt 1 launched")

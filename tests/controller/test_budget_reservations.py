@@ -23,7 +23,7 @@ from spotfit.home import home
 from spotfit.settings import TeamBudget
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
-from spotfit.state.states import StopRequest
+from spotfit.state.states import JobState, StopRequest
 from tests.support.postgres import schema_url
 from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 from tests.support.wait import wait_for
@@ -42,7 +42,7 @@ def _billed(db: StateDB, job_id: str, usd: float, labels: dict) -> None:
     db.create_job(job_id, "before", spec.model_dump_json(), "memory://before")
     number = db.add_attempt(job_id, backend="local", zone=None, market="on_demand", state="completed")
     db.update_attempt(job_id, number, billed_s=3600.0, cost_usd=usd)
-    db.update_job(job_id, state="completed")
+    db.move_job(job_id, JobState.COMPLETED, "set by the test")
 
 
 def _waiting_job(db: StateDB, job_id: str, tmp_path) -> None:

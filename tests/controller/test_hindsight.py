@@ -13,6 +13,7 @@ from spotfit import sdk
 from spotfit.cli import app
 from spotfit.market.policies.base import DEFAULT_POLICY, POLICIES
 from spotfit.spec.job import JobSpec
+from spotfit.state.states import JobState
 from tests.support.ledger import GAP_S, launch_cost_usd, ticks
 
 # us-west-2b has spot from tick 188 (2023-02-16 08:19:16) for 80 ticks in a row. A job of 2 h of
@@ -30,7 +31,8 @@ def _job(market: dict, backend: str = "local", steps: int = 100) -> str:
     db = sdk.db()
     job_id = f"regret-{backend}-{market.get('trace')}"
     db.create_job(job_id, "regret", spec.model_dump_json(), "memory://regret")
-    db.update_job(job_id, state="completed", step=steps, total_steps=steps, trace_origin_s=ORIGIN_S)
+    db.move_job(job_id, JobState.COMPLETED, "set by the test")
+    db.update_job(job_id, step=steps, total_steps=steps, trace_origin_s=ORIGIN_S)
     # One spot launch: 720 trace s of start-up (1.2 wall s × time_scale 600), then 72 s a step.
     end_s = ORIGIN_S + OVERHEAD_S + WORK_S
     cost = launch_cost_usd("spot", ZONE, ORIGIN_S, end_s)

@@ -26,6 +26,7 @@ from spotfit.errors import SpecError
 from spotfit.settings import Settings, load_settings
 from spotfit.spec.job import JobSpec
 from spotfit.spec.sinks import Sink
+from spotfit.state.states import JobState
 from tests.support.webhook import webhook_receiver
 
 
@@ -80,7 +81,7 @@ def _job(job_id: str = "nlp-1") -> None:
     spec = JobSpec.model_validate({"name": "nlp", "script": "t.py", "market": {"trace": None}})
     db = sdk.db()
     db.create_job(job_id, "nlp", spec.model_dump_json(), "memory://nlp")
-    db.update_job(job_id, state="running")
+    db.move_job(job_id, JobState.RUNNING, "set by the test")
     db.add_event(job_id, "launch", "attempt 1: spot in z", attempt=1)  # before the notifier: not news
 
 
@@ -103,7 +104,7 @@ def test_each_sink_gets_the_events_it_wants(smtp):
         db.add_event("nlp-1", "team_budget", "team_budget: nlp spent ... -> notify", rule="team_budget")
         db.add_event("nlp-1", "rule", "plateau: val_loss flat -> notify", rule="plateau", index=1, action="notify")
         db.add_event("nlp-1", "checkpoint", "step 40 saved")  # not a notification
-        db.update_job("nlp-1", state="paused", message="stalled: no step for 600 s -> pause")
+        db.move_job("nlp-1", JobState.PAUSED, "stalled: no step for 600 s -> pause")
         notifier.close(db.get_job("nlp-1"))
     assert [h["event"] for h in hooks] == ["preempted", "relaunched", "stalled", "budget", "rule", "paused"]
     first = hooks[0]
@@ -140,7 +141,7 @@ def test_a_failed_delivery_is_tried_three_times_then_recorded(monkeypatch):
     try:
         sink = Sink(webhook=f"http://127.0.0.1:{server.server_address[1]}/hook", events=["completed"])
         notifier = Notifier(db, "nlp-1", [sink])
-        db.update_job("nlp-1", state="completed", message="completed")
+        db.move_job("nlp-1", JobState.COMPLETED, "completed")
         notifier.close(db.get_job("nlp-1"))
     finally:
         server.shutdown()
@@ -171,7 +172,7 @@ def test_poll_never_waits_for_a_delivery():
     db = sdk.db()
     try:
         notifier = Notifier(db, "nlp-1", [Sink(webhook=f"http://127.0.0.1:{server.server_address[1]}/h")])
-        db.update_job("nlp-1", state="failed", message="script failed")
+        db.move_job("nlp-1", JobState.FAILED, "script failed")
         notifier.poll(db.get_job("nlp-1"))  # returns with the delivery queued
         assert arrived.wait(60)  # the delivery is held by the receiver, and poll has returned
         assert not release.is_set()

@@ -25,7 +25,7 @@ def _service(tmp_path, lines: list[str]) -> Service:
 def _job(db: StateDB, job_id: str, spec: dict | None = None, state: str | None = None) -> None:
     db.create_job(job_id, job_id, spec_json=json.dumps(spec or {}), store_url="memory://s")
     if state:
-        db.update_job(job_id, state=state)
+        db.move_job(job_id, JobState(state), "set by the test")
 
 
 def test_a_scan_leaves_alone_what_another_holds_and_what_is_not_active(tmp_path):

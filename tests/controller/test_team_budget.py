@@ -16,6 +16,7 @@ from spotfit.controller.loop import Controller
 from spotfit.controller.team_budget import crossings, period_start
 from spotfit.settings import TeamBudget
 from spotfit.spec.job import JobSpec
+from spotfit.state.states import JobState
 from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
 from tests.support.webhook import webhook_receiver
 
@@ -63,7 +64,7 @@ def _previous_spend(usd: float, labels: dict) -> None:
     db.create_job(job_id, "before", spec.model_dump_json(), "memory://before")
     number = db.add_attempt(job_id, backend="local", zone=None, market="on_demand", state="completed")
     db.update_attempt(job_id, number, billed_s=3600.0, cost_usd=usd)
-    db.update_job(job_id, state="completed")
+    db.move_job(job_id, JobState.COMPLETED, "set by the test")
 
 
 class _CountsLaunches:

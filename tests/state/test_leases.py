@@ -15,6 +15,7 @@ import pytest
 from spotfit.errors import NotFoundError
 from spotfit.state import lease
 from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 from tests.support.statejobs import add_job, child_env
 
 
@@ -92,8 +93,8 @@ def test_release_frees_the_lease_only_for_its_holder(db):
 def test_claimable_jobs_are_the_active_ones_nobody_holds(db):
     for job_id in ("a-1", "b-1", "c-1", "d-1"):
         add_job(db, job_id, job_id[0], created_at={"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}[job_id[0]])
-    db.update_job("b-1", state="completed")
-    db.update_job("c-1", state="paused")
+    db.move_job("b-1", JobState.COMPLETED, "set by the test")
+    db.move_job("c-1", JobState.PAUSED, "set by the test")
     assert db.claim_lease("d-1", ELSEWHERE, ttl_s=60.0)
     assert db.claimable_jobs(lease.this_process()) == ["a-1"]
     assert db.claimable_jobs(ELSEWHERE) == ["a-1", "d-1"]

@@ -17,6 +17,7 @@ import pytest
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import lease
 from spotfit.state.db import _SCHEMA_V1, SCHEMA_VERSION, StateDB
+from spotfit.state.states import JobState
 from tests.support.postgres import schema_url
 from tests.support.statejobs import add_job, child_env
 
@@ -55,7 +56,8 @@ def test_create_duplicate_job_id_fails(db):
 def test_update_job_sets_fields_and_updated_at(db):
     add_job(db, "digits-1", "digits")
     before = db.get_job("digits-1")
-    db.update_job("digits-1", state="running", step=42, loss=0.5, message="training")
+    db.move_job("digits-1", JobState.RUNNING, "training")
+    db.update_job("digits-1", step=42, loss=0.5)
     job = db.get_job("digits-1")
     assert (job["state"], job["step"], job["loss"], job["message"]) == ("running", 42, 0.5, "training")
     assert job["updated_at"] >= before["updated_at"]
@@ -361,7 +363,7 @@ def test_a_live_name_is_refused_in_the_transaction_that_would_record_it(db):
     assert db.create_job("a-3", "a", "{}", "memory://s") is None  # allowed: a duplicate asked for
     assert db.live_job_named("a")["id"] == "a-3"  # the newest live one
     for job_id in ("a-1", "a-3"):
-        db.update_job(job_id, state="completed")
+        db.move_job(job_id, JobState.COMPLETED, "set by the test")
     assert db.live_job_named("a") is None
     assert db.create_job("a-4", "a", "{}", "memory://s", unique_live_name=True) is None
 

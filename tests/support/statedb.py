@@ -12,6 +12,7 @@ from pathlib import Path
 
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 
 ZONE = "us-east-1f"
 START = "2023-03-19T17:43:31"
@@ -44,8 +45,8 @@ def seed_jobs(path: Path | str, count: int, running_every: int = 10, labels: lis
             if end_s is not None:
                 db.update_attempt(job_id, number, trace_end_s=end_s, end_step=end_step, billed_s=end_s - start_s,
                                   cost_usd=cost, info={"overhead_s": 720.0, "on_demand_usd_per_h": 3.06})
-        db.update_job(job_id, state="running" if running else "completed", step=60 if running else 94,
-                      total_steps=94, loss=0.3, trace_origin_s=ORIGIN_S,
+        db.move_job(job_id, JobState.RUNNING if running else JobState.COMPLETED, "seeded")
+        db.update_job(job_id, step=60 if running else 94, total_steps=94, loss=0.3, trace_origin_s=ORIGIN_S,
                       trace_now_s=ORIGIN_S + (20 if running else 45) * GAP_S)
         ids.append(job_id)
     db.close()

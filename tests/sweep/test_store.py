@@ -100,7 +100,7 @@ def test_on_postgres_a_queued_job_is_released_with_its_hand_over_record_or_not_a
     for job_id in ("a-1", "b-1"):
         state.create_job(job_id, job_id, spec_json="{}", store_url="memory://s", state=JobState.QUEUED)
     sweeps.add_batch("batch-1", ["a-1", "b-1"], parallel=1)
-    state.update_job("b-1", state=JobState.CANCELLED)
+    state.move_job("b-1", JobState.CANCELLED, "set by the test")
     assert sweeps.release_queued("batch-1", "a-1", "a slot is free")
     assert not sweeps.release_queued("batch-1", "b-1", "a slot is free")  # cancelled meanwhile: left as it is
     assert not sweeps.release_queued("batch-1", "a-1", "again")  # released once only

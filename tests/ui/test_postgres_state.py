@@ -20,6 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 from spotfit.sweep.store import SweepDB
 from spotfit.ui.app import create_app
 from spotfit.ui.readonly import ReadOnlyStateDB, ReadOnlySweepDB
@@ -48,7 +49,7 @@ def test_a_write_through_the_dashboards_postgres_connection_is_refused(state_url
     before = _rows(state_url)
     ro = ReadOnlyStateDB(state_url)
     try:
-        for write in (lambda: ro.update_job(job_id, state="failed"),
+        for write in (lambda: ro.move_job(job_id, JobState.FAILED, "set by the test"),
                       lambda: ro.add_event(job_id, "x", "a write"),
                       lambda: ro.create_job("new", "new", "{}", "memory://n")):
             with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match="read-only transaction"):

@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from spotfit.state.db import StateDB
+from spotfit.state.states import JobState
 from spotfit.ui.app import create_app
 from spotfit.ui.readonly import ReadOnlyStateDB
 from tests.support.statedb import seed_jobs
@@ -26,7 +27,7 @@ def test_a_write_through_the_dashboards_connection_fails_and_changes_nothing(tmp
     [job_id] = seed_jobs(path, 1)
     before = _dump(path)
     ro = ReadOnlyStateDB(path)
-    for write in (lambda: ro.update_job(job_id, state="failed"),
+    for write in (lambda: ro.move_job(job_id, JobState.FAILED, "set by the test"),
                   lambda: ro.add_event(job_id, "x", "a write"),
                   lambda: ro.create_job("new", "new", "{}", "memory://n")):
         with pytest.raises(sqlite3.OperationalError, match="readonly database"):
