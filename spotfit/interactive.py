@@ -6,14 +6,13 @@ command (SSM, SSH, kubectl) that reaches an attempt on each backend (docs/notebo
 
 from __future__ import annotations
 
-import json
 import time
 
 from spotfit.backends.base import backend_class
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import submit_spec
-from spotfit.state.records import AttemptRecord, JobRecord
+from spotfit.state.records import AttemptRecord, JobRecord, raw_spec_of
 from spotfit.state.states import AttemptState, JobState
 
 
@@ -50,7 +49,7 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
         raise NotFoundError(f"Notebook {job['id']} is {job['state']} and has no server up: {job['message'] or ''}",
                             hint=f"See `spotfit logs {job['id']}`; a stopped notebook starts again with "
                                  f"`spotfit resume {job['id']}`.")
-    backend = json.loads(job["spec_json"]).get("backend", "local")
+    backend = raw_spec_of(job).get("backend", "local")
     port = info["port"]
     forward = None
     if not backend_class(backend).runs_here:  # the same port here, carried by the backend's forwarding
@@ -60,7 +59,7 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
 
 
 def _options(job: JobRecord) -> dict:
-    spec = json.loads(job["spec_json"])
+    spec = raw_spec_of(job)
     return spec.get(spec.get("backend", "local")) or {}
 
 
@@ -72,7 +71,7 @@ def _live_handle(job: JobRecord) -> tuple[AttemptRecord, object]:
     if not live:
         raise UsageError(f"Job {job['id']} has no running attempt ({job['state']}).",
                          hint=f"See `spotfit status {job['id']}`.")
-    backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
+    backend = make_backend(raw_spec_of(job).get("backend", "local"))
     return live[-1], backend.load_handle(str(live[-1]["handle"]))  # live: each has a handle
 
 
@@ -86,7 +85,7 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
 
     job = find_job(db(), ref)
     attempt, handle = _live_handle(job)
-    backend = json.loads(job["spec_json"]).get("backend", "local")
+    backend = raw_spec_of(job).get("backend", "local")
     cwd = _local_folder(job, attempt["number"]) if backend_class(backend).runs_here else None
     return {"id": job["id"], "backend": backend, "attempt": attempt["number"],
             "argv": access.shell_command(backend, handle, _options(job), list(command or [])), "cwd": cwd}
@@ -112,6 +111,6 @@ def port_forward(ref: str, ports: str) -> dict:
     local, remote = access.parse_ports(ports)
     job = find_job(db(), ref)
     _, handle = _live_handle(job)
-    backend = json.loads(job["spec_json"]).get("backend", "local")
+    backend = raw_spec_of(job).get("backend", "local")
     return {"id": job["id"], "backend": backend, "local": local, "remote": remote,
             "argv": access.port_forward_command(backend, handle, _options(job), local, remote)}

@@ -27,7 +27,6 @@ install hint. Example:
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -35,6 +34,7 @@ from typing import Any
 
 from spotfit.errors import UsageError
 from spotfit.state.db import StateDB
+from spotfit.state.records import raw_spec_of
 from spotfit.state.states import AttemptState, JobState
 
 RULE_EVENTS = ("rule", "budget_limit", "team_budget")
@@ -75,7 +75,7 @@ class StateCollector:
         now = time.time()
         for job, attempts in jobs:
             states[job["state"]] += 1
-            spec = json.loads(job["spec_json"] or "{}")
+            spec = raw_spec_of(job)
             backend, labels = spec.get("backend", "local"), spec.get("labels") or {}
             for a in attempts:
                 if a["state"] in _LIVE:

@@ -404,3 +404,33 @@ def test_cli_validate_json(tmp_path):
     assert doc["spec_hash"] == spec.spec_hash()
     assert doc["spec"] == spec.model_dump(mode="json")
     assert doc["spec"]["resources"]["count"] == 2
+
+
+def test_a_jobs_recorded_spec_is_read_through_its_two_accessors_only():
+    """`spec.job.spec_of` (typed) and `state.records.raw_spec_of` (as recorded, for many jobs of any version)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "spotfit"
+    sweeps = {"sweep/report.py", "sweep/runner.py", "ui/sweepview.py"}  # a sweep's own spec, not a job's
+    readers = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                    and node.slice.value == "spec_json" and isinstance(node.ctx, ast.Load):
+                readers.append(name)
+    assert sorted(set(readers) - sweeps) == ["spec/job.py", "state/records.py"]
+
+
+def test_a_recorded_spec_that_no_longer_validates_is_one_clear_error():
+    from spotfit.errors import SpecError
+    from spotfit.spec.job import spec_of
+    from spotfit.state.records import raw_spec_of
+
+    job = {"id": "old-1", "spec_json": json.dumps({"name": "old", "script": "t.py", "gone_field": 1})}
+    with pytest.raises(SpecError) as info:
+        spec_of(job)
+    assert info.value.message.startswith("The recorded spec of job old-1 does not validate with this spotfit: ")
+    assert "\n" not in info.value.message and info.value.hint
+    assert raw_spec_of(job)["gone_field"] == 1  # what sums many jobs still reads it
+    assert spec_of({"id": "new-1", "spec_json": json.dumps({"name": "new", "script": "t.py"})}).name == "new"

@@ -63,6 +63,7 @@ from spotfit.controller.team_budget import LEVELS, SPENT_USD, Crossing, crossing
 from spotfit.labels import matches
 from spotfit.settings import TeamBudget
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
+from spotfit.state.records import raw_spec_of
 from spotfit.state.states import AttemptState
 
 HOLD_S = 600.0  # a reservation without a live attempt counts this long (the launch in flight)
@@ -127,7 +128,7 @@ class BudgetStore:
             "WHERE a.job_id = r.job_id AND a.started_at >= r.created_at AND a.cost_usd IS NOT NULL)) OR EXISTS "
             f"(SELECT 1 FROM attempts a WHERE a.job_id = r.job_id AND a.state IN ({live})))",
             (start_s, but_job or "", now_s - HOLD_S, *_LIVE)).fetchall()
-        return [(json.loads(r["spec_json"]).get("labels") or {}, float(r["usd"])) for r in [*billed, *reserved]]
+        return [(raw_spec_of(r).get("labels") or {}, float(r["usd"])) for r in [*billed, *reserved]]
 
     def _allowed(self, budgets: list[TeamBudget], labels: dict[str, str],
                  others: Callable[[float], list[tuple[dict[str, str], float]]], now_s: float

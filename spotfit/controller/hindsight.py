@@ -38,8 +38,13 @@ from spotfit.spec.job import JobSpec
 _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
 
 
-def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float) -> dict[str, Any]:
-    """`optimum_usd`, `policies` {name: usd}, `regret` and the window; or a `note` saying why not."""
+def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float,
+              policies: bool = True) -> dict[str, Any]:
+    """`optimum_usd`, `policies` {name: usd}, `regret` and the window; or a `note` saying why not.
+
+    With `policies=False` only the optimum is solved (`policies` is None): the regret of many jobs
+    (`cost --all`) needs no more, and the online policies' replays are most of the work.
+    """
     why = _why_not(spec, origin_s, work_s)
     if why is not None:
         return _absent(why)
@@ -53,11 +58,12 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
     deadline_s = spec.deadline_h * 3600.0 if spec.deadline_h else 2 * work_s + _NO_DEADLINE_S
     floor = spec.market.max_overpay if spec.work_h else math.inf  # as the job's policy held it (attempts.py)
     job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)), floor)
-    runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in POLICIES}
+    names = POLICIES if policies else ("optimum",)
+    runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in names}
     optimum = runs.pop("optimum")
     return {
         "optimum_usd": round(optimum.cost_usd, 6),
-        "policies": {name: round(run.cost_usd, 6) for name, run in runs.items()},
+        "policies": {name: round(run.cost_usd, 6) for name, run in runs.items()} if policies else None,
         "regret": round(spent_usd / optimum.cost_usd, 3) if optimum.cost_usd > 0 else None,
         "window": {
             "trace": trace.source, "zones": list(trace.zones),

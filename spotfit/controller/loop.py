@@ -8,7 +8,6 @@ end and cost. Decisions are pure (policy, `classify`, prices); this module carri
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -21,7 +20,7 @@ from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result
 from spotfit.backends.base import Backend, Handle, make_backend
-from spotfit.controller import budget, classify, notify, outcome, shipped_code
+from spotfit.controller import budget, classify, cost_doc, notify, outcome, shipped_code
 from spotfit.controller.attempt_end import EndRecorder
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
@@ -36,7 +35,7 @@ from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
 from spotfit.home import export_scratch, state_is_shared
-from spotfit.spec.job import JobSpec
+from spotfit.spec.job import spec_of
 from spotfit.state import lease
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord, handle_text
@@ -62,7 +61,7 @@ class Controller:
         job = db.get_job(job_id)
         self.job_url = job["store_url"]
         self.store = open_store(self.job_url)
-        self.spec = shipped_code.localize(JobSpec.model_validate(json.loads(job["spec_json"])), self.store, job_id)
+        self.spec = shipped_code.localize(spec_of(job), self.store, job_id)
         self.guard = StoreGuard(self.job_url, lambda kind, message: db.add_event(job_id, kind, message))
         self.files = JobFiles(self.store, self.guard)
         self.backend = backend or make_backend(self.spec.backend)
@@ -133,6 +132,7 @@ class Controller:
             if state.is_terminal():
                 job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)
                 shutil.rmtree(export_scratch(self.job_id), ignore_errors=True)  # what a dead export left here
+                cost_doc.keep_ended(self.db, self.job_id)
                 if self._config_error is not None:
                     raise self._config_error
                 return state

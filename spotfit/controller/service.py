@@ -26,11 +26,13 @@ import time
 import traceback
 from collections.abc import Callable
 
-from spotfit.errors import SpotfitError
+from spotfit.errors import SpecError, SpotfitError
 from spotfit.state import lease
 from spotfit.state.db import StateDB
 
-CRASH_REST_S = 60.0  # a job whose driver crashed is not picked up again by this process for this long
+# A job whose driver crashed, or whose spec this version cannot read, is not picked up again by this process
+# for this long.
+CRASH_REST_S = 60.0
 
 
 class Service:
@@ -92,6 +94,10 @@ class Service:
             self.log(f"{job_id}: {state}")
         except (lease.LeaseLost, lease.LeaseTaken) as exc:
             self.log(f"{job_id}: {exc.message}")
+        except SpecError as exc:  # it would fail again at every scan: another spotfit version may drive it
+            self.resting[job_id] = time.monotonic() + CRASH_REST_S
+            self.log(f"{job_id}: stopped driving: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")
+                     + f"; this process leaves it alone for {CRASH_REST_S:g} s")
         except SpotfitError as exc:
             self.log(f"{job_id}: stopped driving: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
         except Exception:  # noqa: BLE001  (one job's bug must not end the controller of every other job)

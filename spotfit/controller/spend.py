@@ -29,13 +29,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
 from spotfit.labels import UNLABELED, group_of
-from spotfit.state.records import AttemptRecord, JobRecord
+from spotfit.state.records import AttemptRecord, JobRecord, raw_spec_of
 
 BY_FIXED = ("backend", "zone")  # every other `by` is a label key
 _SUMS = ("spent_usd", "on_demand_usd", "spent_with_on_demand_usd", "waste_usd", "optimum_usd",
@@ -48,7 +47,7 @@ def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict[str, Any]]], 
     days: dict[tuple[str, str], float] = defaultdict(float)
     jobs = []
     for job, attempts, doc in entries:
-        raw = json.loads(job.get("spec_json") or "{}")
+        raw = raw_spec_of(job)
         launched = {a["number"]: a.get("started_at") for a in attempts}
         shares = _shares(doc, by, raw)
         for group, share in shares.items():

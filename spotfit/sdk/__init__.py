@@ -26,7 +26,6 @@ not a docstring example). Example:
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -47,7 +46,7 @@ from spotfit.sdk.reports import BOOT_LOG_LINES, events, list_jobs, logs, status
 from spotfit.sdk.submit import duplicate_error, parse_preempt_at, submit, submit_spec, validate
 from spotfit.sdk.tools import doctor, dry_run, gc, tensorboard
 from spotfit.state.db import StateDB
-from spotfit.state.records import JobRecord
+from spotfit.state.records import JobRecord, raw_spec_of
 from spotfit.state.states import AttemptState, JobState, StopRequest
 
 __all__ = [
@@ -209,15 +208,15 @@ def cancel(ref: str) -> dict:
 def _cancel_orphan(state_db: StateDB, job: JobRecord) -> None:
     """No controller: stop a still-running attempt directly, then mark the job cancelled."""
     from spotfit.backends.base import make_backend
-    from spotfit.spec.job import JobSpec
+    from spotfit.spec.job import spec_of
 
-    backend = make_backend(json.loads(job["spec_json"]).get("backend", "local"))
+    backend = make_backend(raw_spec_of(job).get("backend", "local"))
     for a in state_db.attempts(job["id"]):
         if AttemptState(a["state"]).is_live() and a["handle"]:
             backend.stop(backend.load_handle(a["handle"]))
             state_db.update_attempt(job["id"], a["number"], state=AttemptState.STOPPED, ended_at=time.time())
     state_db.move_job(job["id"], JobState.CANCELLED, "cancelled by the user (no live controller)")
-    job_secrets.release(backend, state_db, job["id"], JobSpec.model_validate(json.loads(job["spec_json"])),
+    job_secrets.release(backend, state_db, job["id"], spec_of(job),
                         JobState.CANCELLED)
 
 

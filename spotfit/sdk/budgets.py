@@ -10,7 +10,6 @@ controller enforces them before each launch (`spotfit/controller/team_budget.py`
 
 from __future__ import annotations
 
-import json
 import time
 
 from spotfit.errors import NotFoundError, UsageError
@@ -53,7 +52,7 @@ def budget_list() -> dict:
     for b, where in budgets:
         start = period_start(b.period, now_s)
         if start not in billed:
-            billed[start] = [(json.loads(spec).get("labels") or {}, usd) for spec, usd in db().billed_since(start)]
+            billed[start] = [(spec.get("labels") or {}, usd) for spec, usd in db().billed_since(start)]
         spent = sum(usd for labels, usd in billed[start] if matches(labels, b.labels))
         rows.append({**b.model_dump(mode="json"), "where": where, "period_start_s": start, "spent_usd": round(spent, 6),
                      "percent": round(100.0 * spent / b.usd, 1)})

@@ -1,8 +1,9 @@
 """What jobs cost: one job's ledger with its hindsight (`cost`), and the sums over many (`cost_all`).
 
 `cost_all` reads every job created in the window from the state DB (SQLite or PostgreSQL), takes
-each one's `cost` document (`job_cost`, the very one `spotfit cost JOB --json` prints) and sums
-them by a label, the backend or the zone (`spotfit/controller/spend.py`).
+each one's `cost` document (`job_cost`, the very one `spotfit cost JOB --json` prints, without what
+every online policy would have paid; an ended job's as kept: `spotfit/controller/cost_doc.py`) and
+sums them by a label, the backend or the zone (`spotfit/controller/spend.py`).
 
 Example:
 
@@ -12,12 +13,11 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 
+from spotfit.controller.cost_doc import cost_of, docs_for
 from spotfit.errors import UsageError
 from spotfit.labels import KEY
 from spotfit.sdk.context import db, find_job
@@ -49,42 +49,20 @@ def cost(ref: str | None = None) -> dict:
 
     `totals` also holds, for the job's own market window, the hindsight optimum (`optimum_usd`),
     what every online policy would have paid (`policies`) and `regret` (spent ÷ optimum);
-    `hindsight` gives that window, or a `note` saying why a job has none.
+    `hindsight` gives that window, or a `note` saying why a job has none. An ended job's document
+    is computed once and kept (`spotfit/controller/cost_doc.py`).
     """
     state_db = db()
     job = find_job(state_db, ref)
-    return job_cost(job, state_db.attempts(job["id"]))
-
-
-def job_cost(job: JobRecord, attempts: list[AttemptRecord]) -> dict:
-    """`cost`'s document for a job row and its attempts, as read from the state DB."""
-    from spotfit.controller.hindsight import hindsight
-    from spotfit.controller.ledger import ledger
-    from spotfit.market.policies.base import ALIASES
-    from spotfit.spec.job import JobSpec
-
-    doc = ledger(attempts, job["total_steps"])
-    totals = doc["totals"]
-    origin_s = job["trace_origin_s"] if job["trace_origin_s"] is not None else next(
-        (a["trace_start_s"] for a in attempts if a["trace_start_s"] is not None), None)
-    try:
-        spec: JobSpec | None = JobSpec.model_validate(json.loads(job["spec_json"]))
-    except ValueError:  # recorded by a spotfit whose spec differs: the ledger stands without hindsight
-        spec = None
-    seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"])
-    totals.update(optimum_usd=seen["optimum_usd"], policies=seen["policies"], regret=seen["regret"])
-    policy = ALIASES.get(spec.market.policy, spec.market.policy) if spec else None
-    return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": policy, **doc,
-            "hindsight": {"window": seen["window"], "note": seen["note"]}}
+    return cost_of(state_db, job, state_db.attempts(job["id"]))
 
 
 def cost_all(since: str = "30d", by: str = "project",
-             costs: Callable[[JobRecord, list[AttemptRecord]], dict] | None = None,
              jobs: list[tuple[JobRecord, list[AttemptRecord]]] | None = None) -> dict:
     """Spend, savings against all-on-demand, waste and regret over the jobs created in the last `since`.
 
-    `by`: `backend`, `zone` or a label key (`project`, `owner`, ...). `costs` gives a job's
-    `cost` document (default `job_cost`; the dashboard passes its cache of the same documents);
+    `by`: `backend`, `zone` or a label key (`project`, `owner`, ...). Each job's `cost` document is
+    an ended job's kept one, or computed without the policies' replays (`controller/cost_doc.py`);
     `jobs`: the (job, attempts) to sum instead of the state DB's (the dashboard's, before any job).
     The document: `since` (the window's start, ISO), `window`, `by`, `groups`, `totals`, `days`
     and `jobs` (see `spotfit/controller/spend.py`).
@@ -94,6 +72,6 @@ def cost_all(since: str = "30d", by: str = "project",
     start_s = time.time() - since_s(since)
     by = _check_by(by)
     found = db().jobs_since(start_s) if jobs is None else jobs
-    entries = [(job, attempts, (costs or job_cost)(job, attempts)) for job, attempts in found]
+    entries = docs_for(db(), start_s, found) if found else []
     return {"since": datetime.fromtimestamp(start_s, UTC).isoformat(timespec="seconds"), "window": since,
             **spend(entries, by)}

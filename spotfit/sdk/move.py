@@ -28,7 +28,7 @@ from typing import Any
 
 from spotfit.errors import UsageError
 from spotfit.state.db import StateDB
-from spotfit.state.records import JobRecord
+from spotfit.state.records import JobRecord, raw_spec_of
 from spotfit.state.states import AttemptState
 
 
@@ -78,7 +78,7 @@ def move(state_db: StateDB, job: JobRecord, change: Move) -> dict[str, str]:
             hint=f"Run `spotfit resume {job['id']}`, stop it with Ctrl-C once it trains (it saves a checkpoint), "
                  f"then `spotfit resume {job['id']}` with the new resources.",
         )
-    old = json.loads(job["spec_json"])
+    old = raw_spec_of(job)
     was = JobSpec.model_validate(old)
     base_dir = old.pop("base_dir", ".")
     if change.spec_path is not None:

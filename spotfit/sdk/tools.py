@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -105,11 +104,11 @@ def _snapshot_sources() -> set[str]:
 
 def _job_specs(keep: Callable[[JobState, str], bool]) -> Iterator[tuple[JobRecord, JobSpec]]:
     """This state DB's jobs that `keep(state, job id)` keeps, each with its spec read into the typed `JobSpec`."""
-    from spotfit.spec.job import JobSpec
+    from spotfit.spec.job import spec_of  # the spec's models load only for the verbs that read specs
 
     for row in db().list_jobs(limit=1_000_000):
         if keep(JobState(row["state"]), row["id"]):
-            yield row, JobSpec.model_validate(json.loads(row["spec_json"]))
+            yield row, spec_of(row)
 
 
 def _ended_with_secrets(job: str | None, backend: str) -> dict[str, str]:

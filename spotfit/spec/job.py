@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -234,3 +235,15 @@ def parse_spec(raw: Any, source: str = "<spec>", base_dir: str = ".") -> JobSpec
 def dump_spec(spec: JobSpec) -> str:
     """The spec as YAML, such that `parse_spec(yaml.safe_load(dump_spec(s)))` equals `s`."""
     return yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
+
+
+def spec_of(job: Mapping[str, Any]) -> JobSpec:
+    """The spec a job's row holds (its `spec_json`), as this spotfit reads it: the one accessor (a
+    controller reads it once, for the job it drives). `SpecError` when it no longer validates (a job
+    that another version of spotfit recorded)."""
+    try:
+        return JobSpec.model_validate(json.loads(job["spec_json"]))
+    except ValueError as exc:  # JSON, or pydantic's ValidationError
+        first = str(exc).strip().splitlines()[0][:200]
+        raise SpecError(f"The recorded spec of job {job['id']} does not validate with this spotfit: {first}.",
+                        hint="Use the spotfit version that submitted it, or run the job again.") from None

@@ -29,11 +29,11 @@ from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import lease, transitions
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.memory import MemoryFallback
-from spotfit.state.records import AttemptRecord, EventRecord, JobRecord
+from spotfit.state.records import AttemptRecord, EventRecord, JobRecord, raw_spec_of
 from spotfit.state.states import JobState, StopRequest
 from spotfit.state.wait import Wait, WaitPolicy, retried
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = """
 CREATE TABLE jobs (
@@ -102,7 +102,17 @@ CREATE TABLE controllers (
 )
 """
 
-_MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+# Version 3: an ended job's cost document, kept once computed (`controller/cost_doc.py`): it never
+# changes again, and `cost --all` over thousands of jobs would otherwise solve each one's optimum.
+_SCHEMA_V3 = """
+CREATE TABLE job_costs (
+    job_id TEXT PRIMARY KEY REFERENCES jobs(id),
+    version TEXT NOT NULL,
+    doc_json TEXT NOT NULL
+)
+"""
+
+_MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 # What a long-running controller picks up: not paused (that waits for `spotfit resume`), not queued
 # (that waits for its batch's queue, `spotfit/batch.py`), not terminal.
 CLAIMABLE_STATES = tuple(str(s) for s in (JobState.PENDING, JobState.WAITING, JobState.RUNNING))
@@ -419,12 +429,34 @@ class StateDB:
                 attempts[r["job_id"]].append(_attempt(r))
         return [(j, attempts[j["id"]]) for j in jobs]
 
-    def billed_since(self, since: float) -> list[tuple[str, float]]:
-        """(spec JSON, USD) per job: what its attempts launched at or after `since` were billed (team budgets)."""
+    def billed_since(self, since: float) -> list[tuple[dict[str, Any], float]]:
+        """(spec as recorded, USD) per job: what its attempts launched at or after `since` were billed (team budget)."""
         rows = self._q("SELECT j.spec_json AS spec_json, SUM(a.cost_usd) AS usd FROM attempts a JOIN jobs j "
                        "ON a.job_id = j.id WHERE a.started_at >= ? AND a.cost_usd IS NOT NULL "
                        "GROUP BY j.id, j.spec_json", (since,)).fetchall()
-        return [(r["spec_json"], float(r["usd"])) for r in rows]
+        return [(raw_spec_of(r), float(r["usd"])) for r in rows]
+
+    # ended jobs' cost documents (controller/cost_doc.py) ------------------------------------
+
+    @retried
+    def keep_cost_docs(self, version: str, docs: dict[str, str]) -> None:
+        """Keep the cost documents (JSON) of ended jobs, by job id, computed by code `version`."""
+        with self.transaction():
+            for job_id, doc_json in docs.items():
+                self._q("INSERT INTO job_costs (job_id, version, doc_json) VALUES (?, ?, ?) ON CONFLICT (job_id) "
+                        "DO UPDATE SET version = excluded.version, doc_json = excluded.doc_json",
+                        (job_id, version, doc_json))
+
+    def kept_cost_docs(self, version: str, since: float = 0.0, job_id: str | None = None) -> dict[str, str]:
+        """The kept cost documents (JSON) of code `version`, by job id: of the jobs created at or after
+        `since`, or of the one job `job_id`."""
+        if job_id is not None:
+            rows = self._q("SELECT job_id, doc_json FROM job_costs WHERE job_id = ? AND version = ?",
+                           (job_id, version)).fetchall()
+        else:
+            rows = self._q("SELECT c.job_id AS job_id, c.doc_json AS doc_json FROM job_costs c JOIN jobs j "
+                           "ON c.job_id = j.id WHERE j.created_at >= ? AND c.version = ?", (since, version)).fetchall()
+        return {r["job_id"]: r["doc_json"] for r in rows}
 
     # events -------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 
@@ -87,3 +89,16 @@ def spot_zone(attempt: AttemptRecord) -> str:
     if zone is None:
         raise ValueError(f"attempt {attempt['number']} of {attempt['job_id']} is on spot without a zone")
     return zone
+
+
+def raw_spec_of(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec a job's row holds as it was recorded, a plain mapping (`{}` for none): for what reads
+    the specs of many jobs, some recorded by other versions of spotfit (their labels, their backend),
+    and must count each of them rather than refuse one (the typed accessor is `spec.job.spec_of`).
+
+    >>> raw_spec_of({"spec_json": '{"backend": "aws"}'}), raw_spec_of({"spec_json": None})
+    ({'backend': 'aws'}, {})
+    """
+    raw = json.loads(job["spec_json"] or "{}")
+    return raw if isinstance(raw, dict) else {}
+

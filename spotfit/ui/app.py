@@ -208,13 +208,13 @@ def create_app(target: str | Path, token: str) -> ASGIApp:
         return plan_page_of(request, doc, content=content, trace=trace or "")
 
     def spend(since: str, by: str) -> dict:
-        """`spotfit cost --all`'s document, each job's ledger and hindsight from the page cache."""
+        """`spotfit cost --all`'s document: ended jobs' kept documents, live jobs' computed (controller/cost_doc.py)."""
         db = ReadOnlyStateDB.open(target)
         if db is None:  # no job has run with this state yet
             return sdk.cost_all(since, by, jobs=[])
         try:
             with sdk.reading_from(db):
-                return sdk.cost_all(since, by, costs=costs.get)
+                return sdk.cost_all(since, by)
         finally:
             db.close()
 

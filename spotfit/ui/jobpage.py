@@ -14,13 +14,12 @@ for the hindsight figures (the optimum, the regret, what every policy would have
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 
 from spotfit import sdk
 from spotfit.controller.ledger import ledger
-from spotfit.state.records import AttemptRecord, JobRecord
+from spotfit.state.records import AttemptRecord, JobRecord, raw_spec_of
 from spotfit.state.states import AttemptState, JobState
 from spotfit.ui import charts, jobview
 from spotfit.ui.scalars import scalars
@@ -85,7 +84,7 @@ def job_page(ref: str, costs: CostCache) -> dict:
     attempts = sdk.db().attempts(status["id"])
     cost = costs.peek(job, attempts) or ledger_only(job, attempts)
     logs = sdk.logs(status["id"])
-    replay = jobview.market_of(json.loads(job["spec_json"]))
+    replay = jobview.market_of(raw_spec_of(job))
     active = not JobState(status["state"]).is_terminal()
     now_s = job["trace_now_s"] if active and job["trace_now_s"] else None
     running = next((a for a in status["attempts"] if AttemptState(a["state"]).is_live()), None)

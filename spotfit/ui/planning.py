@@ -24,7 +24,6 @@ trace name (aws-v100, aws-v100-aug-16node, aws-v100-aug-4node): the dashboard op
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import threading
@@ -42,7 +41,7 @@ from spotfit.market import stopping
 from spotfit.market.trace import BUNDLED
 from spotfit.sdk.market import plan_spec
 from spotfit.spec.file import parse_spec_text
-from spotfit.spec.job import JobSpec, parse_spec
+from spotfit.spec.job import parse_spec, spec_of
 from spotfit.state.records import JobRecord
 
 MAX_SPEC_BYTES = 256 * 1024  # a job spec is a few kilobytes
@@ -112,8 +111,8 @@ def plan_job(job: JobRecord, trace: str | None = None) -> dict:
     """The plan of the spec a job recorded. Its trace too must be bundled: on a team's shared state DB another
     user may have recorded the job, and the dashboard opens no file on anyone's say."""
     try:
-        spec = JobSpec.model_validate(json.loads(job["spec_json"]))
-    except ValueError:
+        spec = spec_of(job)
+    except SpecError:
         raise UsageError(f"Job {job['id']} recorded a spec this spotfit cannot read.",
                          hint="Run `spotfit plan SPEC` with the job's spec file in a shell.") from None
     bundled_trace("market.trace", spec.market.trace, f" of job {job['id']}")

@@ -33,4 +33,4 @@ def test_billed_since_sums_each_jobs_billed_attempts_launched_in_the_period(db):
     _attempt(db, "a-1", 160.0, 2.5)
     _attempt(db, "a-1", 170.0, None)  # still running: not billed yet
     _attempt(db, "b-1", 10.0, 7.0)
-    assert db.billed_since(100.0) == [('{"name": "a"}', 3.75)]
+    assert db.billed_since(100.0) == [({"name": "a"}, 3.75)]

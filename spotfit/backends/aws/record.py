@@ -27,6 +27,7 @@ from pathlib import Path
 from spotfit.backends.aws.prices import market_rows, on_demand_price, spot_price_history
 from spotfit.errors import UsageError
 from spotfit.market.trace import COLUMNS
+from spotfit.state.records import raw_spec_of
 
 _STAMP = "%Y-%m-%d %H:%M:%S"
 LOOKBACK = timedelta(days=1)  # to find the price in force at the first new tick
@@ -113,13 +114,12 @@ def record(ec2, instance_type: str, path: str | Path, zones: list[str] | None, o
 
 def observed_outages(db, region: str, instance_type: str) -> list[tuple[str, float, str]]:
     """(zone, epoch s, kind) of the preemptions and capacity errors of this machine's aws attempts."""
-    import json
 
     from spotfit.backends.aws.regions import instance_type_for, region_of
 
     out = []
     for job in db.list_jobs(limit=1_000_000):
-        spec = json.loads(job["spec_json"])
+        spec = raw_spec_of(job)
         if spec.get("backend") != "aws":
             continue
         aws, res = spec.get("aws") or {}, spec.get("resources") or {}

@@ -23,7 +23,6 @@ tick where a spotfit attempt of this state DB on that machine saw the zone's cap
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 from datetime import UTC, datetime, timedelta
@@ -35,6 +34,7 @@ from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.launch import LABEL_JOB, LABEL_MANAGED, label_value
 from spotfit.errors import BackendError, SpotfitError, UsageError
 from spotfit.market.trace import COLUMNS
+from spotfit.state.records import raw_spec_of
 
 REGION = r"[a-z]+-[a-z]+\d+"
 PLACE = rf"{REGION}(-[a-z])?"
@@ -279,7 +279,7 @@ def observed_outages(db: Any, region: str, machine: str) -> list[tuple[str, floa
 
     out = []
     for job in db.list_jobs(limit=1_000_000):
-        spec = json.loads(job["spec_json"])
+        spec = raw_spec_of(job)
         if spec.get("backend") != "gcp":
             continue
         section, res = spec.get("gcp") or {}, spec.get("resources") or {}

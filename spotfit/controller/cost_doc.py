@@ -1,0 +1,137 @@
+"""A job's cost document (`spotfit cost JOB --json`): its ledger with its hindsight; kept once the job has ended.
+
+The ledger (`controller/ledger.py`) is quick; the hindsight (`controller/hindsight.py`) replays the
+job's window, solving the optimum and every online policy (about 40 ms a job here, 10 ms for the
+optimum alone). An ended job (completed, failed, cancelled) never changes again
+(`state/transitions.py`), so its document is computed once and kept in the state DB's `job_costs`:
+by the controller when the job ends, or by the first `cost` that reads it. A document is kept
+with the version of the code that computed it (`version()`: a digest of the modules that make
+it), and one of another version is computed again: a spotfit whose ledger or policies changed
+never shows an old figure. `spotfit cost --all` (`docs_for`) sums kept documents and computes only
+those of live jobs and of ended jobs not kept yet (then keeps them), without the policies' replays.
+
+>>> len(version()), ENDED == {"completed", "failed", "cancelled"}
+(16, True)
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from spotfit.state.records import AttemptRecord, JobRecord
+from spotfit.state.states import JobState
+
+if TYPE_CHECKING:
+    from spotfit.state.db import StateDB
+
+ENDED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
+_SPOTFIT = Path(__file__).resolve().parents[1]
+# What a document's figures come from: a change to any of these computes kept documents again.
+_SOURCES = ("controller/cost_doc.py", "controller/ledger.py", "controller/hindsight.py", "market/simulator.py",
+            "market/trace.py", "market/view.py", "market/policies")
+
+
+@functools.cache
+def version() -> str:
+    """A digest of the sources a document's figures come from (`_SOURCES`), read once per process."""
+    digest = hashlib.sha256()
+    for name in _SOURCES:
+        path = _SPOTFIT / name
+        for source in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(source.relative_to(_SPOTFIT).as_posix().encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+
+def job_cost(job: JobRecord, attempts: list[AttemptRecord], policies: bool = True) -> dict[str, Any]:
+    """`cost`'s document for a job row and its attempts, as read from the state DB; with `policies=False`,
+    without what every online policy would have paid (`totals.policies` None: `cost --all` sums the rest)."""
+    from spotfit.controller.hindsight import hindsight
+    from spotfit.controller.ledger import ledger
+    from spotfit.errors import SpecError
+    from spotfit.market.policies.base import ALIASES
+    from spotfit.spec.job import JobSpec, spec_of
+
+    doc = ledger(attempts, job["total_steps"])
+    totals = doc["totals"]
+    origin_s = job["trace_origin_s"] if job["trace_origin_s"] is not None else next(
+        (a["trace_start_s"] for a in attempts if a["trace_start_s"] is not None), None)
+    try:
+        spec: JobSpec | None = spec_of(job)
+    except SpecError:  # recorded by a spotfit whose spec differs: the ledger stands without hindsight
+        spec = None
+    seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"], policies=policies)
+    totals.update(optimum_usd=seen["optimum_usd"], policies=seen["policies"], regret=seen["regret"])
+    policy = ALIASES.get(spec.market.policy, spec.market.policy) if spec else None
+    return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": policy, **doc,
+            "hindsight": {"window": seen["window"], "note": seen["note"]}}
+
+
+def cost_of(db: StateDB, job: JobRecord, attempts: list[AttemptRecord]) -> dict[str, Any]:
+    """The job's full document (with the policies): the kept one of an ended job, else computed (and
+    kept, when the job has ended)."""
+    ended = job["state"] in ENDED
+    if ended:
+        kept = _kept(db, job_id=job["id"]).get(job["id"])
+        doc: dict[str, Any] | None = json.loads(kept) if kept is not None else None
+        if doc is not None and doc["totals"]["policies"] is not None:
+            return doc
+    doc = job_cost(job, attempts)
+    if ended:
+        keep(db, {job["id"]: doc})
+    return doc
+
+
+Found = list[tuple[JobRecord, list[AttemptRecord]]]
+
+
+def docs_for(db: StateDB, since: float, found: Found) -> list[tuple[JobRecord, list[AttemptRecord], dict[str, Any]]]:
+    """(job, attempts, document) for `found` (the jobs created at or after `since`): kept documents where
+    there are, the others computed without the policies, and those of ended jobs kept."""
+    kept = _kept(db, since)
+    entries, new = [], {}
+    for job, attempts in found:
+        text = kept.get(job["id"]) if job["state"] in ENDED else None
+        doc = json.loads(text) if text is not None else job_cost(job, attempts, policies=False)
+        if text is None and job["state"] in ENDED:
+            new[job["id"]] = doc
+        entries.append((job, attempts, doc))
+    keep(db, new)
+    return entries
+
+
+def keep_ended(db: StateDB, job_id: str) -> None:
+    """The controller, as a job ends: compute and keep its document, so that `cost` and `cost --all`
+    read it; a failure here never fails the job (the document is computed when it is read)."""
+    try:
+        job = db.get_job(job_id)
+        if job["state"] in ENDED:
+            keep(db, {job_id: job_cost(job, db.attempts(job_id))})
+    except Exception as exc:  # noqa: BLE001 - a cache: the job's end stands without it
+        print(f"warning: the cost of job {job_id} was not kept ({type(exc).__name__}: {exc}); "
+              "`spotfit cost` computes it when asked", file=sys.stderr, flush=True)
+
+
+def _kept(db: StateDB, since: float = 0.0, job_id: str | None = None) -> dict[str, str]:
+    """The kept documents of this code's version; none where the state DB cannot say (a read-only
+    connection to a state DB of an older schema, which has no `job_costs` yet)."""
+    try:
+        return db.kept_cost_docs(version(), since, job_id)
+    except Exception:  # noqa: BLE001 - a cache: without it, the documents are computed
+        return {}
+
+
+def keep(db: StateDB, docs: dict[str, dict[str, Any]]) -> None:
+    """Keep these ended jobs' documents; a state DB that cannot take them now (read-only, locked or full)
+    only means they are computed again next time."""
+    if not docs:
+        return
+    try:
+        db.keep_cost_docs(version(), {job_id: json.dumps(doc) for job_id, doc in docs.items()})
+    except Exception:  # noqa: BLE001 - a cache: whatever stops the write, the figures stand without it
+        pass

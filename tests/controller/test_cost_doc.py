@@ -1,0 +1,75 @@
+"""An ended job's cost document is computed once and kept (controller/cost_doc.py); a live job's never is,
+and a document another version of the code computed is computed again."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spotfit import sdk
+from spotfit.controller import cost_doc, hindsight
+from spotfit.state.states import JobState
+from tests.support.statedb import seed_jobs
+
+
+@pytest.fixture
+def state(spotfit_home):
+    """Three seeded jobs on the bundled trace: two completed, the middle one running."""
+    ids = seed_jobs(spotfit_home / "state.db", 3, running_every=2)
+    assert [sdk.db().get_job(j)["state"] for j in ids] == ["completed", "running", "completed"]
+    return sdk.db()
+
+
+@pytest.fixture
+def replays(monkeypatch) -> list[bool]:
+    """Each hindsight replay the documents make (True when the online policies were replayed too)."""
+    calls: list[bool] = []
+    real = hindsight.hindsight
+
+    def counted(*args, policies=True, **kwargs):
+        calls.append(policies)
+        return real(*args, policies=policies, **kwargs)
+
+    monkeypatch.setattr(hindsight, "hindsight", counted)
+    return calls
+
+
+def test_an_ended_jobs_document_is_computed_once_and_a_live_ones_each_time(state, replays):
+    first = sdk.cost("seeded-00000")
+    assert replays == [True] and first["totals"]["policies"] and first["totals"]["regret"] > 0
+    assert sdk.cost("seeded-00000") == first and replays == [True]  # kept: read back, not replayed
+    kept = state.kept_cost_docs(cost_doc.version(), 0.0)
+    assert set(kept) == {"seeded-00000"} and json.loads(kept["seeded-00000"]) == first
+    sdk.cost("seeded-00001")
+    sdk.cost("seeded-00001")
+    assert replays == [True, True, True] and "seeded-00001" not in state.kept_cost_docs(cost_doc.version(), 0.0)
+
+
+def test_cost_all_sums_kept_documents_as_it_sums_computed_ones(state, replays):
+    computed = sdk.cost_all()  # nothing kept yet: each job's optimum, no policy replayed
+    assert replays == [False, False, False]
+    assert set(state.kept_cost_docs(cost_doc.version(), 0.0)) == {"seeded-00000", "seeded-00002"}
+    again = sdk.cost_all()
+    assert replays == [False, False, False, False]  # only the running job is computed again
+    assert again == computed
+    assert computed["totals"]["regret"] > 0 and computed["totals"]["optimum_usd"] > 0
+    # A document kept without the policies is computed in full for `cost JOB`, and kept so.
+    assert sdk.cost("seeded-00002")["totals"]["policies"] and replays[-1] is True
+
+
+def test_a_document_of_another_code_version_is_computed_again(state, replays):
+    first = sdk.cost("seeded-00000")
+    state.keep_cost_docs("another-version", {"seeded-00000": json.dumps({**first, "totals": {"policies": {}}})})
+    assert sdk.cost("seeded-00000") == first and replays == [True, True]
+    assert cost_doc.version() != "another-version" and len(cost_doc.version()) == 16
+
+
+def test_the_controller_keeps_the_document_of_the_job_that_ended(state, replays):
+    state.move_job("seeded-00001", JobState.COMPLETED, "completed")
+    cost_doc.keep_ended(state, "seeded-00001")
+    cost_doc.keep_ended(state, "seeded-00000")
+    assert set(state.kept_cost_docs(cost_doc.version(), 0.0)) == {"seeded-00000", "seeded-00001"}
+    assert replays == [True, True]
+    assert sdk.cost("seeded-00001") == json.loads(state.kept_cost_docs(cost_doc.version(), 0.0)["seeded-00001"])
+    assert replays == [True, True]
