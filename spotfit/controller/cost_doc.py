@@ -47,7 +47,6 @@ def version() -> str:
     return digest.hexdigest()[:16]
 
 
-
 def job_cost(job: JobRecord, attempts: list[AttemptRecord], policies: bool = True) -> dict[str, Any]:
     """`cost`'s document for a job row and its attempts, as read from the state DB; with `policies=False`,
     without what every online policy would have paid (`totals.policies` None: `cost --all` sums the rest)."""
