@@ -62,6 +62,7 @@ from typing import Any
 from spotfit.attempt.exit_codes import EXIT_STORE
 from spotfit.backends.base import backend_class
 from spotfit.controller import waits
+from spotfit.controller.state_change import StateChange
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord, EventRecord
@@ -210,28 +211,27 @@ class FailureTracker:
     def waiting_message(self, wait_s: float) -> str:
         return f"backing off {wait_s:.0f}s after {self.in_a_row} failure(s) in a row before the next launch"
 
-    def record(self, number: int, kind: str, now: float) -> bool:
-        """Count a failure of attempt `number`; record the backoff; True when the job must fail now."""
+    def record(self, number: int, kind: str, now: float) -> StateChange | None:
+        """Count a failure of attempt `number`; record the backoff; the job's failure when it must fail now."""
         self.count += 1
         self.in_a_row += 1
         if self.count > self.max_failures:
             why = (f"{self.count} failures (the last: {kind} in attempt {number}), more than max_failures="
                    f"{self.max_failures}; see `spotfit logs {self.job_id}`")
-            self.db.move_job(self.job_id, JobState.FAILED, why)
-            return True
+            return StateChange(JobState.FAILED, why)
         delay = backoff_s(self.in_a_row, self.base_s, self.max_s)
         self.backoff_until = now + delay
         self.db.add_event(self.job_id, "backoff",
                           f"failure {self.count} of at most {self.max_failures} ({kind}): next launch in {delay:g}s",
                           attempt=number, failure=kind, delay_s=delay, failures=self.count)
-        return False
+        return None
 
     def success(self) -> None:
         """An attempt ended otherwise (trained and was preempted, stopped, completed): the row is broken."""
         self.in_a_row = 0
 
-    def ended(self, number: int, kind: str | None, now: float) -> bool:
-        """An attempt ended (not for lack of capacity): count it if it failed; True when the job must fail."""
+    def ended(self, number: int, kind: str | None, now: float) -> StateChange | None:
+        """An attempt ended (not for lack of capacity): count it if it failed; the job's failure when it must fail."""
         limit = max(self.max_failures, STORE_ROW_LIMIT)
         if kind == "store" and (row := store_in_a_row(self.db.attempts(self.job_id))) > limit:
             why = (f"{row} attempts in a row failed on the store without training a step (the last: attempt "
@@ -239,30 +239,28 @@ class FailureTracker:
                    f"not the attempts' machines (credentials, network, a full or read-only disk there); see "
                    f"`spotfit logs {self.job_id}`")
             self.db.add_event(self.job_id, "store_failures", why, attempt=number, in_a_row=row)
-            self.db.move_job(self.job_id, JobState.FAILED, why)
-            return True
+            return StateChange(JobState.FAILED, why)
         if kind is None or kind in UNCOUNTED:
             self.in_a_row = 0
-            return False
-        if kind == "script" and self.repeated(number):
-            return True
+            return None
+        if kind == "script" and (repeated := self.repeated(number)) is not None:
+            return repeated
         return self.record(number, kind, now)
 
-    def repeated(self, number: int) -> bool:
-        """Attempt `number` failed as an earlier one did (same error, same step): fail the job now."""
+    def repeated(self, number: int) -> StateChange | None:
+        """Attempt `number` failed as an earlier one did (same error, same step): the job fails now."""
         same = repeated_error(script_errors(self.db.events(self.job_id)), number)
         if same is None:
-            return False
+            return None
         earlier, line, step = same
         self.count += 1
         why = (f"the script failed the same way in attempts {earlier} and {number}, at step {step}: {line} "
                f"(not retried: it would fail again; see `spotfit logs {self.job_id}`)")
         self.db.add_event(self.job_id, "repeated_failure", why, attempt=number, earlier=earlier, step=step,
                           error_line=line)
-        self.db.move_job(self.job_id, JobState.FAILED, why)
-        return True
+        return StateChange(JobState.FAILED, why)
 
-    def launch_failed(self, number: int, exc: BaseException, trace_end_s: float, now: float) -> None:
+    def launch_failed(self, number: int, exc: BaseException, trace_end_s: float, now: float) -> StateChange | None:
         """A launch that raised: one event with the cause, a failed attempt, never a crashed controller."""
         from spotfit.errors import SpotfitError
 
@@ -275,4 +273,4 @@ class FailureTracker:
         self.db.update_attempt(self.job_id, number, state=AttemptState.FAILED, ended_at=now, trace_end_s=trace_end_s,
                                billed_s=0.0, cost_usd=0.0, info=info)
         self.db.add_event(self.job_id, "launch_failed", f"attempt {number}: {message}", attempt=number, hint=hint)
-        self.record(number, "launch", now)
+        return self.record(number, "launch", now)

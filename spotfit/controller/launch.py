@@ -17,6 +17,7 @@ from spotfit.controller import attempt_config
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.failures import FailureTracker
 from spotfit.controller.job_files import JobFiles
+from spotfit.controller.state_change import StateChange
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import NoCapacityError
 from spotfit.market.policies.base import Decision
@@ -41,10 +42,11 @@ class Launcher:
         self.failures = failures
         self.watchdog = watchdog
 
-    def launch(self, decision: Decision) -> None:
+    def launch(self, decision: Decision) -> StateChange | None:
         """Launch the next attempt as the policy decided: its market, in its zone (or leave the job waiting
         for the store). The decision is recorded with the attempt (`info.decision`, the ledger's column), and
-        what it runs on (`info.runs_on`: a moved job's attempts differ)."""
+        what it runs on (`info.runs_on`: a moved job's attempts differ). Returns the job's state change
+        (running, waiting for the store, failed), which the loop applies; none when no capacity was found."""
         market, zone = decision.market, decision.zone
         assert market is not None, "a decision to wait launches nothing"
         # The attempt's configuration is in the store before the attempt is recorded: with the
@@ -53,9 +55,7 @@ class Launcher:
         config = attempt_config.runtime_config(self.plan, self.job_url, number, zone).to_json().encode()
         guard = self.files.guard
         if not guard.call(lambda: self._write_launch_files(number, config), fallback=False, writes=True):
-            self.db.move_job(self.job_id, JobState.WAITING,
-                             f"waiting for the store to launch attempt {number}: {guard.problem}")
-            return
+            return StateChange(JobState.WAITING, f"waiting for the store to launch attempt {number}: {guard.problem}")
         self.watchdog.new_attempt()
         added = self.db.add_attempt(self.job_id, backend=self.backend.name, zone=zone, market=market,
                                     state=AttemptState.LAUNCHING, trace_start_s=self.plan.now_s(),
@@ -69,15 +69,14 @@ class Launcher:
             handle = self.backend.launch(self.request(number, market, zone, decision))
         except NoCapacityError as exc:
             self.no_capacity(number, zone, str(exc))
-            return
+            return None
         except Exception as exc:  # noqa: BLE001 - credentials, quotas, SDK errors, bugs: a failed attempt, not a crash
-            self.failures.launch_failed(number, exc, self.plan.now_s(), time.time())
-            return
+            return self.failures.launch_failed(number, exc, self.plan.now_s(), time.time())
         crashpoints.hold("launched")
         self.db.update_attempt(self.job_id, number, handle=handle.to_json(), state=AttemptState.RUNNING)
-        self.db.move_job(self.job_id, JobState.RUNNING, f"attempt {number} on {market} {zone or ''}".strip())
-        self.db.add_event(self.job_id, "launch", f"attempt {number}: {market} in {zone or 'local'}",
-                          attempt=number, trace_s=self.plan.now_s())
+        return StateChange(JobState.RUNNING, f"attempt {number} on {market} {zone or ''}".strip(),
+                           event=("launch", f"attempt {number}: {market} in {zone or 'local'}",
+                                  {"attempt": number, "trace_s": self.plan.now_s()}))
 
     def no_capacity(self, number: int, zone: str | None, why: str) -> None:
         """Attempt `number` found no capacity (a launch refused, pods no node took): nothing ran, nothing billed."""

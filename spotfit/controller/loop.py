@@ -31,6 +31,7 @@ from spotfit.controller.launch import Launcher
 from spotfit.controller.market_watch import MarketWatch
 from spotfit.controller.notifications import Notifier
 from spotfit.controller.rule_actions import RuleActions
+from spotfit.controller.state_change import StateChange
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
@@ -150,7 +151,7 @@ class Controller:
             elif current is not None:
                 self._watch(current)
             elif self.rules.price_paused:
-                self.rules.resume_below_cap()
+                self.apply(self.rules.resume_below_cap())
             else:
                 self._decide_and_launch()
             self.on_update()
@@ -199,7 +200,7 @@ class Controller:
 
     def _watch(self, attempt: AttemptRecord) -> None:
         self.rules.cap_at_budget(attempt)
-        self.rules.pause_on_full_store(attempt)
+        self.apply(self.rules.pause_on_full_store(attempt))  # none while an attempt runs: it is asked to stop
         handle = self._handle(attempt)
         status = self.backend.status(handle)
         number = attempt["number"]
@@ -264,7 +265,7 @@ class Controller:
         why = why or describe(failure or "", self.failures.boot_timeout_s)
         self.ends.record(attempt, result, code, why, failure, market_stop=watch.notified or watch.market_stop)
         if code != classify.EXIT_CONFIG:
-            self.failures.ended(number, failure, time.time())
+            self.apply(self.failures.ended(number, failure, time.time()))
         if result == outcome.COMPLETED:
             self._complete()
         elif result == outcome.FAILED and code == classify.EXIT_CONFIG:
@@ -299,7 +300,7 @@ class Controller:
             self.db.add_event(self.job_id, "finished", "training had ended (result.json): completing, nothing launched")
             self._complete()
             return
-        if self.rules.halt_before_launch() or self.rules.pause_on_full_store(None):
+        if self.apply(self.rules.halt_before_launch()) or self.apply(self.rules.pause_on_full_store(None)):
             return
         if (wait_s := self.failures.backoff_left_s(time.time())) > 0:
             self.db.move_job(self.job_id, JobState.WAITING, self.failures.waiting_message(wait_s))
@@ -313,7 +314,18 @@ class Controller:
         if decision is None:
             self.db.move_job(self.job_id, JobState.WAITING, self.plan.waiting_reason())
             return
-        self.launcher.launch(decision)
+        self.apply(self.launcher.launch(decision))
+
+    def apply(self, change: StateChange | None) -> bool:
+        """Apply a part's outcome (`state_change.py`): move the job, then record the change's event.
+        True when there was a change to apply (moved, or refused by the transitions and recorded so)."""
+        if change is None:
+            return False
+        self.db.move_job(self.job_id, change.to, change.why)
+        if change.event is not None:
+            kind, message, data = change.event
+            self.db.add_event(self.job_id, kind, message, **data)
+        return True
 
     def _handle(self, attempt: AttemptRecord) -> Handle:
         return cast(Handle, self.backend.load_handle(handle_text(attempt)))

@@ -21,6 +21,7 @@ from spotfit.controller import budget, notify
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner
 from spotfit.controller.job_files import JobFiles
+from spotfit.controller.state_change import StateChange
 from spotfit.controller.team_budget import SPENT_USD, Crossing
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import SpotfitError
@@ -69,8 +70,8 @@ class RuleActions:
     def _spent_usd(self, but: int | None = None) -> float:
         return sum(a["cost_usd"] or 0.0 for a in self.db.attempts(self.job_id) if a["number"] != but)
 
-    def halt_before_launch(self) -> bool:
-        """Whether a stop or pause holds the next launch: one already decided, or a budget spent."""
+    def halt_before_launch(self) -> StateChange | None:
+        """The stop or pause that holds the next launch (one already decided, or a budget spent), if any."""
         if self.halt is None:
             crossed = budget.crossed_before_launch(budget.holding_rules(self.watchdog.engine.rules),
                                                    self._spent_usd())
@@ -81,11 +82,10 @@ class RuleActions:
         if self.halt is None:
             self.halt = self._team_budget_halt()
         if self.halt is None:
-            return False
+            return None
         state, why = self.halt
         self.halt = None
-        self.db.move_job(self.job_id, state, why)
-        return True
+        return StateChange(state, why)
 
     def _team_budget_halt(self, running: AttemptRecord | None = None) -> tuple[JobState, str] | None:
         """The budgets over many jobs (config.yaml, and the shared state's) this job passes: notify (once), or pause.
@@ -276,32 +276,31 @@ class RuleActions:
             self._next_probe = time.monotonic() + (STORE_PROBE_S if self.guard.healthy else STORE_PROBE_PROBLEM_S)
             self.guard.call(lambda: self.files.write(layout.PROBE, b"{}"), fallback=False, writes=True)
 
-    def pause_on_full_store(self, attempt: AttemptRecord | None) -> bool:
+    def pause_on_full_store(self, attempt: AttemptRecord | None) -> StateChange | None:
         """Once the store has been full for `checkpoint.full_wait_s`: the job pauses (store full).
 
         A live attempt is asked to stop (it is not a failure: nothing counts toward
-        `max_failures`) and the job pauses when it has ended; with none the job pauses now
-        (True). The pause names the last good checkpoint, where `spotfit resume` goes on from.
+        `max_failures`) and the job pauses when it has ended; with none the job pauses now (the
+        change returned). The pause names the last good checkpoint, where `spotfit resume` goes on from.
         """
         self._probe_store()
         full_s = self.guard.full_for_s()
         wait_s = self.spec.checkpoint.full_wait_s
         if full_s is None or full_s < wait_s or self.halt is not None:
-            return False
+            return None
         last = self.db.last_event(self.job_id, ("checkpoint",))
         good = f"step {last['data'].get('step')}" if last else "none (the job starts from step 0)"
         message = (f"store full for {full_s:.0f} s (checkpoint.full_wait_s: {wait_s:g}); last good checkpoint: "
                    f"{good}; free space in the store, then `spotfit resume {self.job_id}`")
         if attempt is None:
             self.db.add_event(self.job_id, "store_paused", message)
-            self.db.move_job(self.job_id, JobState.PAUSED, message)
-            return True
+            return StateChange(JobState.PAUSED, message)
         number = attempt["number"]
         self.db.add_event(self.job_id, "store_paused", message, attempt=number)
         self.halt = (JobState.PAUSED, message)
         self.watches[number].switching = True
         self.backend.preempt(self._handle(attempt), self.plan.notice_s())
-        return False
+        return None
 
     def store_failure(self, number: int, result: str) -> str | None:
         """`store` when attempt `number` failed unasked on a full store: the store's fault, not the script's."""
@@ -311,8 +310,8 @@ class RuleActions:
         self._probe_store()
         return "store" if self.guard.full_for_s() is not None else None
 
-    def resume_below_cap(self) -> None:
-        """A price-cap pause ends by itself when the spot price falls back under the cap."""
+    def resume_below_cap(self) -> StateChange | None:
+        """A price-cap pause ends by itself when the spot price falls back under the cap (the change returned)."""
         cap = self.watchdog.engine.price_cap()
         zones: list[str | None] = [*self.plan.zones()] or [None]  # none: the last attempt's nodes (Kubernetes)
         prices = [p for p in (self.plan.spot_price(z) for z in zones) if p is not None]
@@ -321,7 +320,7 @@ class RuleActions:
             self.price_paused = False
             self.plan.resume_now()
             self.watchdog.engine.rearm("price_cap")
-            self.db.move_job(self.job_id, JobState.WAITING, "price back under the cap")
             why = "the price cap was removed" if cap is None or price is None else \
                 f"spot price ${price:.4f}/h is back under the cap ${cap:g}/h"
-            self.db.add_event(self.job_id, "resumed", why)
+            return StateChange(JobState.WAITING, "price back under the cap", event=("resumed", why, {}))
+        return None

@@ -66,9 +66,9 @@ def test_two_controllers_on_one_postgresql_do_not_both_launch_past_a_budget(shar
     halted: dict[str, bool] = {}
 
     def controller(job_id: str) -> None:  # its own connection, as another host's controller has
-        rules = Controller(StateDB(shared_state), job_id, backend=RunsUntilSignalled(), poll_s=0.0).rules
+        controller = Controller(StateDB(shared_state), job_id, backend=RunsUntilSignalled(), poll_s=0.0)
         barrier.wait(timeout=120)
-        halted[job_id] = rules.halt_before_launch()
+        halted[job_id] = controller.apply(controller.rules.halt_before_launch())  # the loop applies the pause
 
     threads = [threading.Thread(target=controller, args=(job_id,)) for job_id in ("a-1", "b-1")]
     for thread in threads:

@@ -114,8 +114,8 @@ def test_eighty_percent_notifies_once_and_lets_the_launch_go(tmp_path, spotfit_h
     with webhook_receiver() as (url, received):
         _settings(spotfit_home, {"name": "nlp-month", "labels": {"project": "nlp"}, "usd": 10}, webhook=url)
         controller = _job(tmp_path, {"project": "nlp", "owner": "ada"})
-        assert controller.rules.halt_before_launch() is False
-        assert controller.rules.halt_before_launch() is False  # told already: this period, this level
+        assert controller.rules.halt_before_launch() is None
+        assert controller.rules.halt_before_launch() is None  # told already: this period, this level
     assert [p["budget"] for p in received] == ["nlp-month"]
     assert received[0]["percent"] == 80 and received[0]["action"] == "notify" and received[0]["spent_usd"] == 8.5
     assert "spotfit job next-1: team_budget: nlp-month spent $8.5000 of $10" in received[0]["text"]
@@ -126,7 +126,7 @@ def test_a_job_the_budget_does_not_cover_launches(tmp_path, spotfit_home):
     _previous_spend(20.0, {"project": "nlp"})
     _settings(spotfit_home, {"name": "nlp-month", "labels": {"project": "nlp"}, "usd": 10})
     controller = _job(tmp_path, {"project": "cv"})
-    assert controller.rules.halt_before_launch() is False
+    assert controller.rules.halt_before_launch() is None
     assert [e for e in sdk.events("next-1") if e["kind"] == "team_budget"] == []
 
 

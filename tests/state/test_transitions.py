@@ -83,3 +83,19 @@ def test_no_module_outside_the_state_layer_writes_a_jobs_state():
     assert found == []
     # The check sees them: the state layer's own transition SQL is found.
     assert _state_writes(SPOTFIT / "state" / "db.py") == [] and _state_writes(SPOTFIT / "state" / "transitions.py")
+
+
+def _moves(path: Path) -> list[int]:
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "move_job"]
+
+
+def test_in_the_controller_only_the_loop_moves_a_job():
+    """The controller's parts return a `StateChange` (controller/state_change.py); the loop applies it.
+    Outside the controller, only the user's verbs move a job (sdk: cancel, resume)."""
+    controller = SPOTFIT / "controller"
+    movers = {p.name for p in controller.glob("*.py") if _moves(p)}
+    assert movers == {"loop.py"}, sorted(movers)
+    elsewhere = {str(p.relative_to(SPOTFIT)) for p in SPOTFIT.rglob("*.py")
+                 if p.parent != controller and p.parts[len(SPOTFIT.parts)] != "state" and _moves(p)}
+    assert elsewhere == {"sdk/__init__.py"}, sorted(elsewhere)
