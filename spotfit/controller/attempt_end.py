@@ -46,7 +46,7 @@ class EndRecorder:
                                end_step=end_step, trace_end_s=end_s, billed_s=billed_s,
                                cost_usd=cost, info=info)
         if "step" in progress:  # the next attempt starts from here, though the last look was earlier
-            self.db.update_job(self.job_id, step=end_step)
+            self.db.set_step(self.job_id, end_step)
         self.plan.attempt_ended(market_stop=market_stop,
                                 preempted_in=attempt["zone"] if result == AttemptState.PREEMPTED else None)
         self.ingest()

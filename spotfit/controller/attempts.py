@@ -110,7 +110,7 @@ class AttemptPlanner:
         """
         job = self.db.get_job(self.job_id)
         if job["clock_origin"] is None:
-            self.db.update_job(self.job_id, clock_origin=self._clock_origin, trace_origin_s=self._trace_origin)
+            self.db.set_clock(self.job_id, self._clock_origin, self._trace_origin)
             start_s = self._trace_origin
         else:
             self._clock_origin = job["clock_origin"]

@@ -68,8 +68,8 @@ class Ingest:
             progress = self.files.progress(current["number"])
             if progress:
                 self.plan.observe(progress, current)
-                self.db.update_job(self.job_id, step=progress.get("step") or 0,
-                                   total_steps=progress.get("total_steps"), loss=progress.get("loss"))
+                self.db.record_progress(self.job_id, progress.get("step") or 0, progress.get("total_steps"),
+                                        progress.get("loss"))
                 self._gpu(current, progress.get("gpu"))
                 if self.publishers:
                     self._publish(current, progress)

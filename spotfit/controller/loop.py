@@ -145,7 +145,7 @@ class Controller:
             current = self._current()
             if self.interrupted and not job["cancel_requested"]:
                 job["cancel_requested"] = StopRequest.INTERRUPT
-                self.db.update_job(self.job_id, cancel_requested=StopRequest.INTERRUPT)
+                self.db.request_stop(self.job_id, StopRequest.INTERRUPT)
             if job["cancel_requested"]:
                 self._cancel(current, StopRequest(job["cancel_requested"]))
             elif current is not None:

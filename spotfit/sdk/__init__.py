@@ -198,7 +198,7 @@ def cancel(ref: str) -> dict:
     job = find_job(state_db, ref)
     if JobState(job["state"]).is_terminal():
         return status(job["id"])
-    state_db.update_job(job["id"], cancel_requested=StopRequest.CANCEL)
+    state_db.request_stop(job["id"], StopRequest.CANCEL)
     state_db.add_event(job["id"], "cancel_requested", "cancel requested by the user")
     if not controller_alive(job, state_db):
         _cancel_orphan(state_db, job)

@@ -108,8 +108,8 @@ def move(state_db: StateDB, job: JobRecord, change: Move) -> dict[str, str]:
         job_secrets.keep_webhook(job["id"], spec.notify, shared=state_is_shared())
     moved = {"from": was.runs_on(), "to": spec.runs_on()}
     _write_spec(job, spec)
-    state_db.update_job(job["id"], spec_json=json.dumps({**spec.model_dump(mode="json"), "base_dir": spec.base_dir}),
-                        message=f"moved to {moved['to']}")
+    state_db.replace_spec(job["id"], json.dumps({**spec.model_dump(mode="json"), "base_dir": spec.base_dir}),
+                          f"moved to {moved['to']}")
     state_db.add_event(job["id"], "moved", f"moved from {moved['from']} to {moved['to']}; it goes on from its "
                        f"last checkpoint (step {job['step']})", step=job["step"], **moved)
     return moved

@@ -30,89 +30,10 @@ from spotfit.state import lease, transitions
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.memory import MemoryFallback
 from spotfit.state.records import AttemptRecord, EventRecord, JobRecord, raw_spec_of
+from spotfit.state.schema import MIGRATIONS, SCHEMA_VERSION
 from spotfit.state.states import JobState, StopRequest
 from spotfit.state.wait import Wait, WaitPolicy, retried
 
-SCHEMA_VERSION = 3
-
-_SCHEMA_V1 = """
-CREATE TABLE jobs (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    spec_json TEXT NOT NULL,
-    store_url TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'pending',
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    controller_pid INTEGER,
-    controller_seen_at REAL,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    step INTEGER NOT NULL DEFAULT 0,
-    total_steps INTEGER,
-    loss REAL,
-    clock_origin REAL,
-    trace_origin_s REAL,
-    trace_now_s REAL NOT NULL DEFAULT 0,
-    message TEXT,
-    result_json TEXT
-);
-CREATE TABLE attempts (
-    job_id TEXT NOT NULL REFERENCES jobs(id),
-    number INTEGER NOT NULL,
-    backend TEXT NOT NULL,
-    zone TEXT,
-    market TEXT NOT NULL,
-    state TEXT NOT NULL,
-    handle TEXT,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    trace_start_s REAL,
-    trace_end_s REAL,
-    start_step INTEGER,
-    end_step INTEGER,
-    exit_code INTEGER,
-    billed_s REAL,
-    cost_usd REAL,
-    info_json TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (job_id, number)
-);
-CREATE TABLE events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    job_id TEXT NOT NULL REFERENCES jobs(id),
-    attempt INTEGER,
-    ts REAL NOT NULL,
-    kind TEXT NOT NULL,
-    message TEXT NOT NULL,
-    data_json TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX events_job ON events(job_id, id);
-"""
-
-# Version 2: the lease (who drives the job, until when) and the long-running controllers.
-_SCHEMA_V2 = """
-ALTER TABLE jobs ADD COLUMN lease_owner TEXT;
-ALTER TABLE jobs ADD COLUMN lease_expires_at REAL;
-CREATE TABLE controllers (
-    id TEXT PRIMARY KEY,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    seen_at REAL NOT NULL,
-    jobs INTEGER NOT NULL DEFAULT 0
-)
-"""
-
-# Version 3: an ended job's cost document, kept once computed (`controller/cost_doc.py`): it never
-# changes again, and `cost --all` over thousands of jobs would otherwise solve each one's optimum.
-_SCHEMA_V3 = """
-CREATE TABLE job_costs (
-    job_id TEXT PRIMARY KEY REFERENCES jobs(id),
-    version TEXT NOT NULL,
-    doc_json TEXT NOT NULL
-)
-"""
-
-_MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 # What a long-running controller picks up: not paused (that waits for `spotfit resume`), not queued
 # (that waits for its batch's queue, `spotfit/batch.py`), not terminal.
 CLAIMABLE_STATES = tuple(str(s) for s in (JobState.PENDING, JobState.WAITING, JobState.RUNNING))
@@ -190,7 +111,7 @@ class StateDB:
                     hint="Upgrade spotfit, or point SPOTFIT_HOME (or SPOTFIT_STATE_URL) elsewhere.",
                 )
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                execute_schema(self._db, _MIGRATIONS[target])
+                execute_schema(self._db, MIGRATIONS[target])
                 self._db.set_version(target)
 
     # jobs ---------------------------------------------------------------------------------
@@ -297,8 +218,37 @@ class StateDB:
         return bool(moved)
 
     @retried
+    def record_progress(self, job_id: str, step: int, total_steps: int | None, loss: float | None) -> None:
+        """The training's progress as its running attempt last reported it (`controller/ingest.py`)."""
+        self._set(job_id, step=step, total_steps=total_steps, loss=loss)
+
+    @retried
+    def set_step(self, job_id: str, step: int) -> None:
+        """The step the job is at once an attempt's end is recorded (`controller/attempt_end.py`)."""
+        self._set(job_id, step=step)
+
+    @retried
+    def set_clock(self, job_id: str, clock_origin: float, trace_origin_s: float | None) -> None:
+        """Where the job's replayed clock starts: the wall time and the trace second (`controller/attempts.py`)."""
+        self._set(job_id, clock_origin=clock_origin, trace_origin_s=trace_origin_s)
+
+    @retried
+    def request_stop(self, job_id: str, request: StopRequest) -> None:
+        """Ask the job's controller to stop it (a cancel, a sweep's prune, an interrupt): `StopRequest`."""
+        self._set(job_id, cancel_requested=int(request))
+
+    @retried
+    def replace_spec(self, job_id: str, spec_json: str, message: str) -> None:
+        """The job's spec, as `spotfit move` changed it for its next attempt (`sdk/move.py`)."""
+        self._set(job_id, spec_json=spec_json, message=message)
+
+    @retried
     def update_job(self, job_id: str, **fields: Any) -> None:
-        """Set the job's other columns (its step, clock, stop request); its state changes with `move_job`."""
+        """Set any column but the state: for tests and tools that stage a row (spotfit's own writes are the
+        named ones above, and `move_job`; a test holds it)."""
+        self._set(job_id, **fields)
+
+    def _set(self, job_id: str, **fields: Any) -> None:
         if "state" in fields:
             raise ValueError("a job's state changes only through StateDB.move_job (state/transitions.py)")
         if not fields:

@@ -58,8 +58,9 @@ class StateDB(Protocol):
     waits: list[Wait]
 
 # The writes of a job's supervision: they may land on the disk later, in order.
-DEFERRABLE = frozenset({"update_job", "move_job", "renew_lease", "release_lease", "controller_seen", "controller_gone",
-                        "add_attempt", "update_attempt", "add_event"})
+DEFERRABLE = frozenset({"update_job", "record_progress", "set_step", "set_clock", "request_stop", "move_job",
+                        "renew_lease", "release_lease", "controller_seen", "controller_gone", "add_attempt",
+                        "update_attempt", "add_event"})
 
 
 def _warn(line: str) -> None:

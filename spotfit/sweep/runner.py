@@ -246,7 +246,7 @@ class SweepRunner:
         self.jobs.add_event(job_id, "sweep", why)
         job = self.jobs.get_job(job_id)
         if not JobState(job["state"]).is_terminal():
-            self.jobs.update_job(job_id, cancel_requested=StopRequest.PRUNE)
+            self.jobs.request_stop(job_id, StopRequest.PRUNE)
 
     def _closed(self, trial: dict, job: JobRecord) -> None:
         """The trial's job ended: close the trial in the study and in the rows."""

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from spotfit.errors import NotFoundError, SpotfitError
-from spotfit.state.db import SCHEMA_VERSION, StateDB
+from spotfit.state.db import StateDB
 from spotfit.state.dialect import Postgres, Sqlite, display_target, is_postgres
 from spotfit.state.records import AttemptRecord
+from spotfit.state.schema import SCHEMA_VERSION
 from spotfit.state.wait import WaitPolicy
 from spotfit.sweep.store import SweepDB
 

@@ -16,7 +16,8 @@ import pytest
 
 from spotfit.errors import NotFoundError, SpotfitError
 from spotfit.state import lease
-from spotfit.state.db import _SCHEMA_V1, SCHEMA_VERSION, StateDB
+from spotfit.state.db import StateDB
+from spotfit.state.schema import _SCHEMA_V1, SCHEMA_VERSION
 from spotfit.state.states import JobState
 from tests.support.postgres import schema_url
 from tests.support.statejobs import add_job, child_env

@@ -99,3 +99,12 @@ def test_in_the_controller_only_the_loop_moves_a_job():
     elsewhere = {str(p.relative_to(SPOTFIT)) for p in SPOTFIT.rglob("*.py")
                  if p.parent != controller and p.parts[len(SPOTFIT.parts)] != "state" and _moves(p)}
     assert elsewhere == {"sdk/__init__.py"}, sorted(elsewhere)
+
+
+def test_spotfit_writes_a_jobs_columns_through_named_writes_only():
+    """`update_job(**columns)` is for tests and tools that stage a row; spotfit's own writes are named
+    (`record_progress`, `set_step`, `set_clock`, `request_stop`, `replace_spec`, `move_job`)."""
+    callers = [f"{p.relative_to(SPOTFIT)}:{node.lineno}" for p in sorted(SPOTFIT.rglob("*.py"))
+               for node in ast.walk(ast.parse(p.read_text()))
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update_job"]
+    assert callers == []
