@@ -1,8 +1,12 @@
-"""Checks of the plain arguments the SDK takes from a command line or a script.
+"""Checks of the plain arguments the SDK takes from a command line or a script, and of the settings
+read from the environment.
 
 Each check returns the value when it is good and raises `UsageError` with one line otherwise,
-naming the flag, the value received and what was expected, so that `spotfit list --limit nan`
-or `spotfit status ""` ends with exit 2 before anything is opened or written.
+naming the flag (or the variable), the value received and what was expected, so that `spotfit
+list --limit nan` or `spotfit status ""` ends with exit 2 before anything is opened or written.
+`env_number` is the one reading of a number from the environment (`SPOTFIT_LEASE_TTL_S`,
+`SPOTFIT_WAIT_SCALE`, ...): unset or empty gives the default; `inf`, `nan`, a value under the
+bound and a typo are each one line, whose hint gives the default back.
 
 Example:
 
@@ -12,13 +16,21 @@ Example:
 Traceback (most recent call last):
 ...
 spotfit.errors.UsageError: Invalid `--count`: received nan, expected a number > 0 and <= 16.
+>>> env_number("SPOTFIT_X_S", 15.0, environ={}), env_number("SPOTFIT_X_S", 15.0, environ={"SPOTFIT_X_S": "2.5"})
+(15.0, 2.5)
+>>> env_number("SPOTFIT_X_S", 15.0, environ={"SPOTFIT_X_S": "inf"})
+Traceback (most recent call last):
+...
+spotfit.errors.UsageError: Invalid SPOTFIT_X_S: received 'inf', expected a number of seconds > 0.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import unicodedata
+from collections.abc import Mapping
 
 from spotfit.errors import UsageError
 
@@ -45,6 +57,26 @@ def job_ref(ref: str) -> str:
     """A job id, id prefix or name: printable and non-blank (an empty prefix would match every job)."""
     return text("JOB", ref, hint="`spotfit list` shows the known jobs.",
                 expected="a job id, an id prefix or a job name")
+
+
+def env_number(name: str, default: float, *, low: float = 0.0, low_open: bool = True,
+               what: str = "a number of seconds", note: str = "", unit: str = " s", hint: str | None = None,
+               environ: Mapping[str, str] | None = None) -> float:
+    """The number in environment variable `name`, or `default` where it is unset or empty: finite, and
+    above `low` (at least `low` unless `low_open`). Anything else is one `UsageError` line naming the
+    variable, the value and what was expected (`what`, the bound, then `note`); the hint, unless
+    given, says how to get the default back."""
+    raw = (os.environ if environ is None else environ).get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and (value > low if low_open else value >= low):
+        return value
+    raise UsageError(f"Invalid {name}: received {_short(raw)}, expected {what} {'>' if low_open else '≥'} "
+                     f"{_plain(low)}{note}.", hint=hint or f"Unset {name} for the default of {default:g}{unit}.")
 
 
 def _plain(bound: float) -> str:

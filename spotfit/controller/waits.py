@@ -22,28 +22,16 @@ Example:
 
 from __future__ import annotations
 
-import math
-import os
+from spotfit.arguments import env_number
 
 WAIT_SCALE_ENV = "SPOTFIT_WAIT_SCALE"
 
 
 def scale() -> float:
     """The factor on the controller's waits: `SPOTFIT_WAIT_SCALE`, else 1."""
-    text = os.environ.get(WAIT_SCALE_ENV)
-    if not text:
-        return 1.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (value >= 0 and math.isfinite(value)):
-        from spotfit.errors import UsageError
-
-        raise UsageError(f"Invalid {WAIT_SCALE_ENV}: received {text!r}, expected a number ≥ 0 "
-                         "(1 keeps the controller's waits as they are).",
-                         hint=f"Unset {WAIT_SCALE_ENV} for real waits, or set it to 0.001 in a test.")
-    return value
+    return env_number(WAIT_SCALE_ENV, 1.0, low_open=False, what="a number",
+                      note=" (1 keeps the controller's waits as they are)",
+                      hint=f"Unset {WAIT_SCALE_ENV} for real waits, or set it to 0.001 in a test.")
 
 
 def scaled(seconds: float) -> float:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import gc
-import math
 import os
 import runpy
 import sys
@@ -27,6 +26,7 @@ import time
 import traceback
 from collections.abc import Callable
 
+from spotfit.arguments import env_number
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED, EXIT_STORE, RESERVED
@@ -236,7 +236,7 @@ def _strategy(session: Session):
     from spotfit.runtime import strategy as dist
 
     config, rep, cluster = session.config, session.reporter, session.cluster
-    logical_cpus = int(os.environ.get(dist.LOGICAL_CPUS_ENV) or 0)
+    logical_cpus = int(env_number(dist.LOGICAL_CPUS_ENV, 0, low_open=False, what="a count of CPUs", unit=""))
     if logical_cpus > 1:
         dist.split_cpu(logical_cpus)
     gpus = len(tf.config.list_physical_devices("GPU"))
@@ -334,7 +334,8 @@ def _export(session: Session, result: Result) -> dict:
         "data_source": {**export.script_source(config.script, config.args), "fit_inputs": session.fit_inputs},
         "training": {"dtype_policy": keras.mixed_precision.global_policy().name,
                      "strategy": session.strategy_name,
-                     "replicas": int(os.environ.get("SPOTFIT_NUM_REPLICAS", "1")),
+                     "replicas": int(env_number("SPOTFIT_NUM_REPLICAS", 1, low=1, low_open=False, what="a count",
+                                                 unit="")),
                      "xla": None if session.xla is None else session.xla.choice},
         "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
     }
@@ -465,18 +466,11 @@ def _end_like_python(code: int) -> None:
 def _end_grace_s() -> float:
     """`SPOTFIT_END_GRACE_S`, else `END_GRACE_S`. A bad value gets one line in the log and the
     default: the script has already ended, and its exit code must not be lost to a typo."""
-    text = os.environ.get("SPOTFIT_END_GRACE_S")
-    if not text:
-        return END_GRACE_S
     try:
-        grace = float(text)
-    except ValueError:
-        grace = -1.0
-    if grace > 0 and math.isfinite(grace):
-        return grace
-    sys.stderr.write(f"spotfit: invalid SPOTFIT_END_GRACE_S: received {text!r}, expected seconds > 0; "
-                     f"using {END_GRACE_S:g} (unset it for the default)\n")
-    return END_GRACE_S
+        return env_number("SPOTFIT_END_GRACE_S", END_GRACE_S)
+    except UsageError as err:
+        sys.stderr.write(f"spotfit: {err.message} Using {END_GRACE_S:g} s (unset it for the default).\n")
+        return END_GRACE_S
 
 
 def _leave(code: int) -> None:

@@ -12,7 +12,7 @@ trial's steps up to twice a measured step. `SPOTFIT_TRIAL_BUDGET` overrides the 
 
 from __future__ import annotations
 
-import os
+from spotfit.arguments import env_number
 
 BUDGET_SHARE = 0.005
 BUDGET_ENV = "SPOTFIT_TRIAL_BUDGET"
@@ -20,7 +20,8 @@ BUDGET_ENV = "SPOTFIT_TRIAL_BUDGET"
 
 def budget_share() -> float:
     """The share of the remaining training time that a trial may cost."""
-    return float(os.environ.get(BUDGET_ENV) or BUDGET_SHARE)
+    return env_number(BUDGET_ENV, BUDGET_SHARE, low_open=False, what="a share of the remaining training time",
+                      unit="")
 
 
 def predicted_cost_s(first_step_s: float, step_s: float, steps: int, compile_factor: float = 1.0) -> float:

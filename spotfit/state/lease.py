@@ -28,6 +28,7 @@ import secrets
 import socket
 from dataclasses import dataclass
 
+from spotfit.arguments import env_number
 from spotfit.errors import SpotfitError
 
 LEASE_TTL_ENV = "SPOTFIT_LEASE_TTL_S"
@@ -79,19 +80,7 @@ def this_process() -> Holder:
 
 def ttl_s() -> float:
     """The lease's length: `SPOTFIT_LEASE_TTL_S`, else 15 s."""
-    text = os.environ.get(LEASE_TTL_ENV)
-    if not text:
-        return DEFAULT_TTL_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        from spotfit.errors import UsageError
-
-        raise UsageError(f"Invalid {LEASE_TTL_ENV}: received {text!r}, expected a number of seconds > 0.",
-                         hint=f"Unset {LEASE_TTL_ENV} for the default of {DEFAULT_TTL_S:g} s.")
-    return value
+    return env_number(LEASE_TTL_ENV, DEFAULT_TTL_S)
 
 
 def held_by_other(owner: str | None, expires_at: float | None, now: float, me: Holder) -> bool:

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import os
 import sqlite3
 import sys
 import time
@@ -37,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from spotfit.errors import UsageError
+from spotfit.arguments import env_number
 
 BUSY_TIMEOUT_ENV = "SPOTFIT_STATE_BUSY_TIMEOUT_S"
 DEFAULT_BUSY_TIMEOUT_S = 5.0
@@ -48,17 +47,7 @@ T = TypeVar("T")
 
 def busy_timeout_s() -> float:
     """How long one SQLite write waits for the lock before it is retried: `SPOTFIT_STATE_BUSY_TIMEOUT_S`."""
-    text = os.environ.get(BUSY_TIMEOUT_ENV)
-    if not text:
-        return DEFAULT_BUSY_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise UsageError(f"Invalid {BUSY_TIMEOUT_ENV}: received {text!r}, expected a number of seconds > 0.",
-                         hint=f"Unset {BUSY_TIMEOUT_ENV} for the default of {DEFAULT_BUSY_TIMEOUT_S:g} s.")
-    return value
+    return env_number(BUSY_TIMEOUT_ENV, DEFAULT_BUSY_TIMEOUT_S)
 
 
 def reason_of(exc: BaseException) -> str | None:

@@ -24,7 +24,6 @@ trace name (aws-v100, aws-v100-aug-16node, aws-v100-aug-4node): the dashboard op
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import threading
 import time
@@ -36,6 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from spotfit import crashpoints
+from spotfit.arguments import env_number
 from spotfit.errors import SpecError, UsageError
 from spotfit.market import stopping
 from spotfit.market.trace import BUNDLED
@@ -121,12 +121,7 @@ def plan_job(job: JobRecord, trace: str | None = None) -> dict:
 
 def plan_limit_s() -> float:
     """The dashboard's time limit for one plan: `$SPOTFIT_UI_PLAN_LIMIT_S`, else `PLAN_LIMIT_S`."""
-    raw = os.environ.get(LIMIT_ENV, "")
-    try:
-        return float(raw) if raw else PLAN_LIMIT_S
-    except ValueError:
-        raise UsageError(f"Invalid {LIMIT_ENV}: received {raw!r}, expected a number of seconds.",
-                         hint=f"Unset it or set e.g. {LIMIT_ENV}=60.") from None
+    return env_number(LIMIT_ENV, PLAN_LIMIT_S, hint=f"Unset it or set e.g. {LIMIT_ENV}=60.")
 
 
 async def bounded(request: Request, plan: Callable[..., dict], *args: Any) -> dict:

@@ -106,5 +106,6 @@ def test_spotfit_writes_a_jobs_columns_through_named_writes_only():
     (`record_progress`, `set_step`, `set_clock`, `request_stop`, `replace_spec`, `move_job`)."""
     callers = [f"{p.relative_to(SPOTFIT)}:{node.lineno}" for p in sorted(SPOTFIT.rglob("*.py"))
                for node in ast.walk(ast.parse(p.read_text()))
-               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update_job"]
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr == "update_job"]
     assert callers == []
