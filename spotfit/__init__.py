@@ -2,7 +2,8 @@
 
 The controller side (spec, planner, market, controller, CLI) never imports TensorFlow; the
 runtime (`spotfit.runtime`) is the only part that does. The spec models (pydantic) load on
-first use of `JobSpec` or `load_spec`, so that `spotfit status` starts without them.
+first use of `JobSpec` or `load_spec`, so that `spotfit status` starts without them, and
+`spotfit.loop` (`training_loop.py`) on its first use. The version is `spotfit/version.py`'s.
 
 >>> from spotfit import JobSpec
 >>> JobSpec.__name__
@@ -12,13 +13,13 @@ first use of `JobSpec` or `load_spec`, so that `spotfit status` starts without t
 from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import SpotfitError
-from spotfit.training_loop import loop
+from spotfit.version import __version__
 
 if TYPE_CHECKING:
     from spotfit.spec.job import JobSpec, load_spec
+    from spotfit.training_loop import loop
 
-__all__ = ["JobSpec", "SpotfitError", "load_spec", "loop"]
-__version__ = "0.1.0"
+__all__ = ["JobSpec", "SpotfitError", "__version__", "load_spec", "loop"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,4 +27,8 @@ def __getattr__(name: str) -> Any:
         from spotfit import spec
 
         return getattr(spec, name)
+    if name == "loop":  # for custom training loops, in the runtime's process: loaded on first use
+        from spotfit.training_loop import loop
+
+        return loop
     raise AttributeError(f"module 'spotfit' has no attribute {name!r}")

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-import spotfit
+from spotfit import version
 from spotfit.stores import child, open_store
 from spotfit.stores.base import ObjectStore
 
@@ -58,7 +58,7 @@ class Wheel:
 @functools.cache
 def running_wheel() -> Wheel:
     """The wheel of the `spotfit` package this process imported (built once per process)."""
-    package = Path(spotfit.__file__).resolve().parent
+    package = Path(version.__file__).resolve().parent
     files = sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                    and p.suffix != ".pyc")
     contents = {f"spotfit/{p.relative_to(package).as_posix()}": p.read_bytes() for p in files}
@@ -67,8 +67,8 @@ def running_wheel() -> Wheel:
     for name, data in contents.items():
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     digest.update("\n".join(requires).encode())
-    version = f"{spotfit.__version__}+g{digest.hexdigest()[:12]}"
-    return Wheel(f"spotfit-{version}-py3-none-any.whl", _pack(contents, version, requires_python, requires))
+    release = f"{version.__version__}+g{digest.hexdigest()[:12]}"
+    return Wheel(f"spotfit-{release}-py3-none-any.whl", _pack(contents, release, requires_python, requires))
 
 
 def cache_root(job_url: str) -> str:
