@@ -3,6 +3,7 @@ the package is named in its module table, and no module imports itself back thro
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -43,3 +44,13 @@ def test_every_part_is_named_in_the_module_table():
     files = {str(m.relative_to(import_graph.PACKAGE)) for m in import_graph.modules().values()}
     stale = [n for n in named if n.endswith(".py") and not any(f == n or f.endswith("/" + n) for f in files)]
     assert stale == [], f"the module table names modules that do not exist: {stale}"
+
+
+def test_no_function_is_over_80_lines():
+    """A function a reader takes in at once (issue 50: the dashboard's 261-line `create_app` became routers)."""
+    long = [f"{path.relative_to(import_graph.PACKAGE.parent)}:{node.lineno} {node.name} ({size} lines)"
+            for path in sorted(import_graph.PACKAGE.rglob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (size := (node.end_lineno or node.lineno) - node.lineno + 1) > 80]
+    assert long == []

@@ -121,7 +121,7 @@ def plan_job(job: JobRecord, trace: str | None = None) -> dict:
 
 def plan_limit_s() -> float:
     """The dashboard's time limit for one plan: `$SPOTFIT_UI_PLAN_LIMIT_S`, else `PLAN_LIMIT_S`."""
-    return env_number(LIMIT_ENV, PLAN_LIMIT_S, hint=f"Unset it or set e.g. {LIMIT_ENV}=60.")
+    return env_number(LIMIT_ENV, PLAN_LIMIT_S, low_open=False, hint=f"Unset it or set e.g. {LIMIT_ENV}=60.")
 
 
 async def bounded(request: Request, plan: Callable[..., dict], *args: Any) -> dict:

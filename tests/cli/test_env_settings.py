@@ -18,7 +18,7 @@ from spotfit.ui import planning
 SPOTFIT = Path(__file__).resolve().parents[2] / "spotfit"
 # Each setting, and the value that must fail it (a bound's edge where the rule has one).
 SETTINGS = [(lease.ttl_s, lease.LEASE_TTL_ENV, "0"), (wait.busy_timeout_s, wait.BUSY_TIMEOUT_ENV, "0"),
-            (waits.scale, waits.WAIT_SCALE_ENV, "-0.5"), (planning.plan_limit_s, planning.LIMIT_ENV, "0"),
+            (waits.scale, waits.WAIT_SCALE_ENV, "-0.5"), (planning.plan_limit_s, planning.LIMIT_ENV, "-0.5"),
             (trial.budget_share, trial.BUDGET_ENV, "-1")]
 
 
