@@ -144,9 +144,10 @@ class SpotfitHooks(StepDuties):
 
     def on_epoch_end(self, epoch, logs=None):
         metrics = {k: _num(v) for k, v in (logs or {}).items()}
-        self.session.reporter.progress(force=True, metrics=metrics, metrics_step=self.step, epoch=epoch + 1)
+        # Written by the heartbeat thread at once: the training loop does not wait for the store at each epoch's end.
+        self.session.reporter.progress(soon=True, metrics=metrics, metrics_step=self.step, epoch=epoch + 1)
         if self.session.is_chief:  # every epoch's metrics, in order (a sweep's pruner reads them all)
-            self.session.reporter.event("epoch_end", f"epoch {epoch + 1} ended at step {self.step}",
+            self.session.reporter.event_soon("epoch_end", f"epoch {epoch + 1} ended at step {self.step}",
                                         epoch=epoch + 1, step=self.step, metrics=metrics)
         self.session.last_metrics = metrics
         if self.session.config.export and self.session.is_chief:

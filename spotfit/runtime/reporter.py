@@ -41,6 +41,9 @@ class Reporter:
         self._last_write = 0.0
         self._unsent: deque = deque()  # events not yet written: (key, body)
         self._pending = False  # a progress update that the heartbeat throttle left unwritten
+        self._soon = False  # a progress update for the heartbeat thread to write at once (`progress(soon=True)`)
+        self._wake = threading.Event()  # wakes the heartbeat thread before its next beat
+        self._beating = False  # a heartbeat thread runs: `soon` writes are its to make
         self._lock = threading.Lock()  # guards `state` and the queues: held for microseconds, never over I/O
         self._write_lock = threading.Lock()  # orders the writes of the training and heartbeat threads
         self.state: Progress = {
@@ -60,12 +63,25 @@ class Reporter:
         self._losses: deque = deque(maxlen=256)
 
     def event(self, kind: str, message: str, **data: Any) -> None:
+        """Record an event and write it (with any still waiting) before returning."""
         with self._write_lock:
-            with self._lock:
-                self._seq += 1
-                key = layout.event(self.attempt, self._seq)
-                self._unsent.append((key, encode_event(self.attempt, kind, message, ts=time.time(), **data)))
+            self._queue_event(kind, message, data)
             self._flush_events()
+
+    def event_soon(self, kind: str, message: str, **data: Any) -> None:
+        """Record an event for the heartbeat thread to write at once, in order: the caller (a training step's
+        epoch end) does not wait for the store. Written before returning where no heartbeat thread runs."""
+        if not self._beating:
+            self.event(kind, message, **data)
+            return
+        self._queue_event(kind, message, data)
+        self._wake.set()
+
+    def _queue_event(self, kind: str, message: str, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._seq += 1
+            key = layout.event(self.attempt, self._seq)
+            self._unsent.append((key, encode_event(self.attempt, kind, message, ts=time.time(), **data)))
 
     def _flush_events(self) -> bool:
         """Write waiting events in order; False if the store failed (they wait for the next try).
@@ -125,26 +141,45 @@ class Reporter:
         with self._lock:
             self._pending = True
 
-    def progress(self, force: bool = False, **fields: Unpack[Progress]) -> None:
+    def progress(self, force: bool = False, soon: bool = False, **fields: Unpack[Progress]) -> None:
+        """Update the progress; written now with `force` (or when a heartbeat has passed since the last write),
+        by the heartbeat thread at once with `soon` (as `force` where no heartbeat thread runs), else within a
+        heartbeat."""
         with self._lock:
             self.state.update(fields)
-            due = force or time.time() - self._last_write >= self.heartbeat_s
-            if not due:
-                self._pending = True
+            if soon and self._beating:
+                self._soon = self._pending = True
+                due = False
+            else:
+                due = force or soon or time.time() - self._last_write >= self.heartbeat_s
+                self._pending = self._pending or not due
+        if soon and not due:
+            self._wake.set()
         if due:
             self._write_progress()
 
     def start_heartbeat(self) -> threading.Event:
-        """Write left-over progress updates from a daemon thread; set the returned event to stop."""
-        stop = threading.Event()
+        """Write left-over progress updates and `soon` writes from a daemon thread; set the returned event to
+        stop it (what it had not written yet is the next forced write's: events first, then progress)."""
+        stop = _Stop(self._wake)
 
         def loop():
-            while not stop.wait(self.heartbeat_s):
+            while not stop.is_set():
+                self._wake.wait(self.heartbeat_s)
+                self._wake.clear()
+                if stop.is_set():
+                    break
                 with self._lock:
-                    due = self._pending and time.time() - self._last_write >= self.heartbeat_s
+                    due = self._soon or (self._pending and time.time() - self._last_write >= self.heartbeat_s)
+                    events = bool(self._unsent)
                 if due:
                     self._write_progress()
+                elif events:
+                    with self._write_lock:
+                        self._flush_events()
+            self._beating = False
 
+        self._beating = True
         threading.Thread(target=loop, name="spotfit-heartbeat", daemon=True).start()
         return stop
 
@@ -160,7 +195,7 @@ class Reporter:
                 self.state["heartbeat_at"] = now
                 self.state["losses"] = list(self._losses)
                 self._last_write = now
-                self._pending = False
+                self._pending = self._soon = False
                 body = json.dumps(self.state, default=float).encode()
             if self._unsent and not self._flush_events():
                 return
@@ -175,3 +210,15 @@ class Reporter:
     def timing(self, name: str, seconds: float) -> None:
         with self._lock:
             self.state["timings"][name] = round(seconds, 4)
+
+
+class _Stop(threading.Event):
+    """The heartbeat's stop event: setting it also wakes the heartbeat thread, which ends at once."""
+
+    def __init__(self, wake: threading.Event):
+        super().__init__()
+        self._also = wake
+
+    def set(self) -> None:
+        super().set()
+        self._also.set()

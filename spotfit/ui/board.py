@@ -44,6 +44,15 @@ def board_rows(jobs: list[dict], attempts: dict[str, list[AttemptRecord]]) -> li
     return rows
 
 
+def state_filter(choice: str) -> str:
+    """A page's `state=` choice as the board takes it: one of `STATE_FILTERS`, `all` for anything else.
+
+    >>> state_filter("running"), state_filter("active"), state_filter("runing")
+    ('running', 'active', 'all')
+    """
+    return choice if choice in STATE_FILTERS else "all"
+
+
 def states_for(choice: str) -> tuple[str, ...] | None:
     """The job states a `STATE_FILTERS` choice keeps (None: every state).
 

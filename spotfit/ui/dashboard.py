@@ -68,6 +68,19 @@ class Site:
             db.close()
 
     @contextmanager
+    def reading_if_any(self) -> Iterator[ReadOnlyStateDB | None]:
+        """As `reading`, or None where no job has run with this state yet (a page shows nothing, not an error)."""
+        db = ReadOnlyStateDB.open(self.target)
+        if db is None:
+            yield None
+            return
+        try:
+            with sdk.reading_from(db):
+                yield db
+        finally:
+            db.close()
+
+    @contextmanager
     def reading_sweeps(self) -> Iterator[tuple[ReadOnlySweepDB, ReadOnlyStateDB] | None]:
         """The sweep DB and the state DB, read-only; None where no sweep has run with this state yet."""
         sweeps = ReadOnlySweepDB.open(sweeps_target(self.target))  # where the sweep controller keeps it
@@ -90,25 +103,16 @@ class Site:
     def board_rows(self, limit: int, choice: str, q: str) -> tuple[list[dict], int]:
         """The board's rows (newest `limit` matching jobs) and how many jobs match in all."""
         arguments.number("limit", limit, low=1, high=1_000_000, hint=f"Pass limit={BOARD_LIMIT}.")
-        db = ReadOnlyStateDB.open(self.target)
-        if db is None:
-            return [], 0
-        try:
+        with self.reading_if_any() as db:
+            if db is None:
+                return [], 0
             jobs, total = db.board_jobs(limit, board.states_for(choice), q)
             return board.board_rows(jobs, db.attempts_by_job([j["id"] for j in jobs])), total
-        finally:
-            db.close()
 
     def spend(self, since: str, by: str) -> dict:
         """`spotfit cost --all`'s document: ended jobs' kept documents, live jobs' computed (controller/cost_doc.py)."""
-        db = ReadOnlyStateDB.open(self.target)
-        if db is None:  # no job has run with this state yet
-            return sdk.cost_all(since, by, jobs=[])
-        try:
-            with sdk.reading_from(db):
-                return sdk.cost_all(since, by)
-        finally:
-            db.close()
+        with self.reading_if_any() as db:
+            return sdk.cost_all(since, by, jobs=[] if db is None else None)
 
     def job_plan(self, job: str, trace: str | None) -> dict:
         """`spotfit plan` of a job's recorded spec."""

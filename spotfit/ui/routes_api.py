@@ -19,18 +19,12 @@ def add(app: FastAPI, site: Site) -> None:
 
     @routes.get("/api/jobs")
     def api_jobs(limit: int = 50) -> Response:
-        db = ReadOnlyStateDB.open(site.target)
-        if db is None:
-            return as_json([])
-        try:
-            with sdk.reading_from(db):
-                return as_json(sdk.list_jobs(limit))
-        finally:
-            db.close()
+        with site.reading_if_any() as db:
+            return as_json([] if db is None else sdk.list_jobs(limit))
 
     @routes.get("/api/board")
     def api_board(state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> Response:
-        state = state if state in board.STATE_FILTERS else "all"
+        state = board.state_filter(state)
         rows, total = site.board_rows(limit, state, q)
         return as_json({"rows": rows, "matching": total, "at": time.time()})
 

@@ -21,14 +21,14 @@ def add(app: FastAPI, site: Site) -> None:
 
     @routes.get("/", response_class=HTMLResponse)
     def jobs_page(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
-        state = state if state in board.STATE_FILTERS else "all"
+        state = board.state_filter(state)
         rows, total = site.board_rows(limit, state, q)
         return site.page(request, "jobs.html", rows=rows, total=total, state=state, q=q, limit=limit,
                          states=board.STATE_FILTERS, where=display_target(site.target))
 
     @routes.get("/rows", response_class=HTMLResponse)
     def jobs_rows(request: Request, state: str = "all", q: str = "", limit: int = BOARD_LIMIT) -> HTMLResponse:
-        state = state if state in board.STATE_FILTERS else "all"
+        state = board.state_filter(state)
         rows, total = site.board_rows(limit, state, q)
         return site.page(request, "_job_rows.html", rows=rows, total=total, state=state, q=q)
 

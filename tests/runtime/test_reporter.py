@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 from spotfit.runtime.reporter import Reporter
@@ -96,3 +97,42 @@ def test_an_attempt_that_makes_no_step_still_writes_each_utilization_sample():
         sampling.set()
         beating.set()
     assert _progress(store)["step"] == 100
+
+
+class _ThreadStore:
+    """A store that records which thread wrote each key."""
+
+    def __init__(self, store):
+        self.store, self.url, self.writers = store, store.url, []
+
+    def write_bytes(self, key, data):
+        self.store.write_bytes(key, data)
+        self.writers.append((key, threading.current_thread().name))
+
+    def read_bytes(self, key):
+        return self.store.read_bytes(key)
+
+
+def _events(store: _ThreadStore) -> list[str]:
+    return [key for key, _ in store.writers if key.startswith("events/")]
+
+
+def test_an_epoch_end_s_writes_are_the_heartbeat_thread_s_in_order():
+    store = _ThreadStore(open_store("memory://reporter-soon/jobs/j1"))
+    rep = Reporter(store, attempt=1, heartbeat_s=3600)  # no beat falls inside the test: only `soon` wakes it
+    rep.event_soon("epoch_end", "before any heartbeat thread")  # none runs: written at once, by the caller
+    assert store.writers == [("events/0001-000001.json", "MainThread")]
+    stop = rep.start_heartbeat()
+    try:
+        rep.progress(soon=True, epoch=1, metrics={"loss": 0.5})
+        rep.event_soon("epoch_end", "epoch 1 ended", epoch=1)
+        rep.event("checkpoint", "a save's event, written by its caller after the waiting one")
+        wait_for(lambda: len(_events(store)) == 3 and any(key == "progress.json" for key, _ in store.writers)
+                 and _progress(store).get("epoch") == 1, timeout_s=60,
+                 what="the heartbeat thread's writes of the epoch's end")
+    finally:
+        stop.set()
+    assert _events(store) == ["events/0001-000001.json", "events/0001-000002.json", "events/0001-000003.json"]
+    assert ("events/0001-000003.json", "MainThread") in store.writers  # `event` waits for its own write
+    assert ("progress.json", "spotfit-heartbeat") in store.writers  # the epoch's progress is the thread's
+    assert _progress(store)["metrics"] == {"loss": 0.5}
