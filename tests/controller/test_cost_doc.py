@@ -4,6 +4,7 @@ and a document another version of the code computed is computed again."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -52,6 +53,9 @@ def test_cost_all_sums_kept_documents_as_it_sums_computed_ones(state, replays):
     assert set(state.kept_cost_docs(cost_doc.version(), 0.0)) == {"seeded-00000", "seeded-00002"}
     again = sdk.cost_all()
     assert replays == [False, False, False, False]  # only the running job is computed again
+    # The window's start is the clock's at each call (a second may pass between them): the sums are compared.
+    assert abs(datetime.fromisoformat(again.pop("since")) - datetime.fromisoformat(computed.pop("since"))) \
+        < timedelta(minutes=5)
     assert again == computed
     assert computed["totals"]["regret"] > 0 and computed["totals"]["optimum_usd"] > 0
     # A document kept without the policies is computed in full for `cost JOB`, and kept so.
