@@ -14,6 +14,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 
 class SpotfitError(Exception):
     """Base class: `message` says what was wrong, `hint` how to fix it."""
@@ -57,3 +60,25 @@ class BackendError(SpotfitError):
 
 class NoCapacityError(BackendError):
     """The market has no spot capacity for this offer right now; try another offer."""
+
+
+@contextmanager
+def cloud_errors(failure: Callable[[BaseException], str | None], what: str, hint: str) -> Iterator[None]:
+    """Inside: an error that `failure` knows as a cloud SDK's (no credentials, no endpoint, an API answer) becomes
+    one `BackendError` line, `{what}: {its account}`, with `hint`; spotfit's own errors and any other pass through.
+
+    >>> with cloud_errors(lambda e: "Timeout: no answer" if isinstance(e, TimeoutError) else None,
+    ...                   "Could not list the zones", hint="Check the network."):
+    ...     raise TimeoutError()
+    Traceback (most recent call last):
+    spotfit.errors.BackendError: Could not list the zones: Timeout: no answer
+    """
+    try:
+        yield
+    except SpotfitError:
+        raise
+    except Exception as exc:
+        reason = failure(exc)
+        if reason is None:
+            raise
+        raise BackendError(f"{what}: {reason}", hint=hint) from exc

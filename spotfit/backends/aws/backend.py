@@ -28,7 +28,7 @@ from spotfit.attempt import layout
 from spotfit.backends.aws import access
 from spotfit.backends.aws import instances as instances_api
 from spotfit.backends.aws import launch as rq
-from spotfit.backends.aws.client import load_boto3, sdk_failure
+from spotfit.backends.aws.client import load_boto3, sdk_errors
 from spotfit.backends.aws.data_volume import boot_script
 from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, GIB
 from spotfit.backends.aws.handle import AwsHandle
@@ -37,7 +37,7 @@ from spotfit.backends.aws.regions import DEFAULT_REGION, instance_type_for, regi
 from spotfit.backends.aws.snapshots import enable_fast_restore, planned_volume, record_source
 from spotfit.backends.aws.spec import aws_options
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
-from spotfit.errors import BackendError, SpotfitError, UsageError
+from spotfit.errors import UsageError
 from spotfit.stores import open_store
 
 
@@ -169,14 +169,9 @@ class AwsBackend(BackendTraits):
 
     @staticmethod
     def _sdk_call(what: str, call):
-        try:
+        with sdk_errors(f"Could not {what}", hint="Check the credentials and the controller's IAM policy "
+                                                  "(docs/aws.md#secrets)."):
             return call()
-        except Exception as exc:
-            reason = sdk_failure(exc)
-            if reason is None:
-                raise
-            raise BackendError(f"Could not {what}: {reason}", hint="Check the credentials and the controller's "
-                                                                    "IAM policy (docs/aws.md#secrets).") from exc
 
     def live_market(self, request: LaunchRequest, zones: list[str]):
         """Live spot prices of the job's instance type in its region (a `LiveMarket`), or None."""
@@ -203,18 +198,11 @@ class AwsBackend(BackendTraits):
 
     def launch(self, request: LaunchRequest) -> AwsHandle:
         """Launch the attempt; any AWS SDK error becomes one `BackendError` line, with nothing left running."""
-        try:
+        where = request.zone or self.region or "the default region"
+        with sdk_errors(f"The aws backend could not launch attempt {request.attempt} in {where}",
+                        hint="Check the credentials (`aws sts get-caller-identity`), the region and "
+                             "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy."):
             return self._launch(request)
-        except SpotfitError:
-            raise
-        except Exception as exc:
-            failure = sdk_failure(exc)  # no credentials, no endpoint, a timeout: not an API answer
-            if failure is None:
-                raise
-            where = request.zone or self.region or "the default region"
-            raise BackendError(f"The aws backend could not launch attempt {request.attempt} in {where}: {failure}",
-                               hint="Check the credentials (`aws sts get-caller-identity`), the region and "
-                                    "AWS_ENDPOINT_URL; docs/aws.md lists the IAM policy.") from exc
 
     def _launch(self, request: LaunchRequest) -> AwsHandle:
         from spotfit.backends import environment, shipping

@@ -16,12 +16,13 @@ True
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from types import ModuleType
 
-from spotfit.errors import BackendError
+from spotfit.errors import BackendError, cloud_errors
 from spotfit.stores.aws_errors import error_code, error_message, is_client_error
 
-__all__ = ["error_code", "error_message", "is_client_error", "load_boto3", "sdk_failure"]
+__all__ = ["error_code", "error_message", "is_client_error", "load_boto3", "sdk_errors", "sdk_failure"]
 
 
 def load_boto3() -> ModuleType:
@@ -43,3 +44,8 @@ def sdk_failure(exc: BaseException) -> str | None:
     if not (isinstance(exc, BotoCoreError) or is_client_error(exc)):
         return None
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def sdk_errors(what: str, hint: str) -> AbstractContextManager[None]:
+    """Inside: an AWS SDK error becomes one `BackendError` line, `{what}: {sdk_failure}` (`errors.cloud_errors`)."""
+    return cloud_errors(sdk_failure, what, hint)

@@ -22,10 +22,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
-from spotfit.backends.aws.client import error_code, load_boto3, sdk_failure
+from spotfit.backends.aws.client import error_code, load_boto3, sdk_errors
 from spotfit.backends.aws.launch import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
 from spotfit.backends.aws.snapshots import delete_snapshot, unused_snapshots
-from spotfit.errors import BackendError
 
 _MANAGED = {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}
 
@@ -146,20 +145,14 @@ def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run:
     regions_done: list[dict] = []
     report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": regions_done}
     for region in regions:
-        try:
+        done = ", ".join(r["region"] for r in regions_done) or "none"
+        with sdk_errors(f"Could not clean up EC2 in {region}",
+                        hint=f"Check the network, AWS_ENDPOINT_URL and the credentials; regions done: {done}."):
             ec2 = session.client("ec2", region_name=region)
             found = find_leftovers(ec2, keep=keep, job=job, keep_sources=keep_sources)
             entry = {"region": region, "found": found.to_json(), "count": len(found)}
             if not dry_run and len(found):
                 entry["still_in_use"] = remove(ec2, found)["still_in_use"]
-        except Exception as exc:
-            reason = sdk_failure(exc)
-            if reason is None:
-                raise
-            done = ", ".join(r["region"] for r in regions_done) or "none"
-            raise BackendError(f"Could not clean up EC2 in {region}: {reason}",
-                               hint=f"Check the network, AWS_ENDPOINT_URL and the credentials; regions done: "
-                                    f"{done}.") from None
         regions_done.append(entry)
     return report
 
@@ -174,16 +167,11 @@ def collect_secrets(jobs: dict[str, str], dry_run: bool = False, session=None) -
     session = session or load_boto3().Session()
     found: list[dict] = []
     for job_id, region in sorted(jobs.items()):
-        try:
+        with sdk_errors(f"Could not clean up the SSM secrets of job {job_id} in {region}",
+                        hint="Check the network, AWS_ENDPOINT_URL, the credentials and the IAM policy "
+                             "(ssm:DescribeParameters, ssm:DeleteParameters; docs/aws.md#secrets)."):
             ssm = session.client("ssm", region_name=region)
             names = secrets.names(ssm, job_id) if dry_run else secrets.delete(ssm, job_id)
-        except Exception as exc:
-            reason = sdk_failure(exc)
-            if reason is None:
-                raise
-            raise BackendError(f"Could not clean up the SSM secrets of job {job_id} in {region}: {reason}",
-                               hint="Check the network, AWS_ENDPOINT_URL, the credentials and the IAM policy "
-                                    "(ssm:DescribeParameters, ssm:DeleteParameters; docs/aws.md#secrets).") from None
         if names:
             found.append({"job": job_id, "region": region, "parameters": names})
     return found

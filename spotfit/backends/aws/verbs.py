@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from spotfit import arguments
-from spotfit.errors import BackendError, SpotfitError
 
 REGION = r"[a-z]{2}(-[a-z]+)+-\d{1,2}"
 
@@ -41,20 +40,14 @@ def leftovers(places: list[str] | None, keep: set[str], job: str | None, dry_run
 def record_live(region: str, instance_type: str, path: str, zones: list[str] | None, hours: float, gap_s: int,
                 state: Any, session: Any = None) -> dict[str, Any]:
     """Append `instance_type`'s spot price history in `region` and the outages `state` saw to `path`."""
-    from spotfit.backends.aws.client import load_boto3, sdk_failure
+    from spotfit.backends.aws.client import load_boto3, sdk_errors
     from spotfit.backends.aws.record import observed_outages, record
 
     arguments.text("--region", region, pattern=REGION, expected="an AWS region such as us-east-1",
                    hint="Pass --region us-east-1.")
     arguments.number("--hours", hours, low=0.1, high=24 * 90, hint="AWS keeps 90 days of spot price history.")
-    try:
+    with sdk_errors(f"Could not read the spot price history of {instance_type} in {region}",
+                    hint="Check the credentials (`aws sts get-caller-identity`) and the region; the "
+                         "controller's IAM policy in docs/aws.md allows ec2:DescribeSpotPriceHistory."):
         ec2 = (session or load_boto3().Session()).client("ec2", region_name=region)
         return record(ec2, instance_type, path, zones, observed_outages(state, region, instance_type), hours, gap_s)
-    except SpotfitError:
-        raise
-    except Exception as exc:
-        if (reason := sdk_failure(exc)) is None:
-            raise
-        raise BackendError(f"Could not read the spot price history of {instance_type} in {region}: {reason}",
-                           hint="Check the credentials (`aws sts get-caller-identity`) and the region; the "
-                                "controller's IAM policy in docs/aws.md allows ec2:DescribeSpotPriceHistory.") from exc

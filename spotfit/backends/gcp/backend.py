@@ -31,7 +31,7 @@ from spotfit.backends.gcp.handle import GcpHandle
 from spotfit.backends.gcp.launch import Insert, LaunchSettings, insert_requests
 from spotfit.backends.gcp.machines import machine_for
 from spotfit.backends.gcp.spec import Gcp, gcp_options
-from spotfit.errors import BackendError, NoCapacityError, SpotfitError, UsageError
+from spotfit.errors import BackendError, NoCapacityError, UsageError
 from spotfit.state.states import Market
 from spotfit.stores import open_store
 
@@ -222,18 +222,11 @@ class GcpBackend(BackendTraits):
 
     def launch(self, request: LaunchRequest) -> GcpHandle:
         """Launch the attempt; any SDK error becomes one `BackendError` line, with nothing left running."""
-        try:
+        with gc.sdk_errors(f"The gcp backend could not launch attempt {request.attempt} in "
+                           f"{request.zone or 'the default zone'}",
+                           hint="Check the credentials (`gcloud auth application-default login`), the "
+                                "project and the Compute Engine API; docs/gcp.md lists the roles."):
             return self._launch(request)
-        except SpotfitError:
-            raise
-        except Exception as exc:
-            failure = gc.sdk_failure(exc)
-            if failure is None:
-                raise
-            raise BackendError(f"The gcp backend could not launch attempt {request.attempt} in "
-                               f"{request.zone or 'the default zone'}: {failure}",
-                               hint="Check the credentials (`gcloud auth application-default login`), the "
-                                    "project and the Compute Engine API; docs/gcp.md lists the roles.") from exc
 
     def _launch(self, request: LaunchRequest) -> GcpHandle:
         from spotfit.backends import environment, shipping
@@ -378,17 +371,10 @@ def _scopes(opts: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _sdk_call(what: str, call: Any) -> Any:
-    try:
+    with gc.sdk_errors(f"Could not {what}", hint="Check the credentials, that the Secret Manager API is enabled "
+                                                 "and that the controller has roles/secretmanager.admin "
+                                                 "(docs/gcp.md#secrets)."):
         return call()
-    except SpotfitError:
-        raise
-    except Exception as exc:
-        reason = gc.sdk_failure(exc)
-        if reason is None:
-            raise
-        raise BackendError(f"Could not {what}: {reason}",
-                           hint="Check the credentials, that the Secret Manager API is enabled and that the "
-                                "controller has roles/secretmanager.admin (docs/gcp.md#secrets).") from exc
 
 
 def _image(s: LaunchSettings) -> str:

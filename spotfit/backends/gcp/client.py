@@ -20,11 +20,12 @@ True
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from spotfit.errors import BackendError
+from spotfit.errors import BackendError, cloud_errors
 
 ENDPOINT_ENV = "SPOTFIT_GCP_ENDPOINT"
 
@@ -166,3 +167,8 @@ def sdk_failure(exc: BaseException) -> str | None:
     if not isinstance(exc, GoogleAPIError | GoogleAuthError | RequestException):
         return None
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def sdk_errors(what: str, hint: str) -> AbstractContextManager[None]:
+    """Inside: a Google SDK error becomes one `BackendError` line, `{what}: {sdk_failure}` (`errors.cloud_errors`)."""
+    return cloud_errors(sdk_failure, what, hint)

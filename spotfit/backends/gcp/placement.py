@@ -18,7 +18,7 @@ from typing import Any
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.machines import ATTACHED, Machine, check_machine_type, machine_for, n1_host
 from spotfit.backends.gcp.spec import Gcp
-from spotfit.errors import BackendError, UsageError
+from spotfit.errors import UsageError
 
 DEFAULT_REGION = "us-central1"
 
@@ -70,17 +70,12 @@ def place(spec: Any, project: str, endpoint: str | None = None, credentials: Any
         machine = Machine(section.machine_type or n1_host(accelerator, count), ATTACHED[accelerator], count)
     else:
         machine = machine_for(accelerator, count, f"{region}-a", section.machine_type)
-    try:
+    with gc.sdk_errors(f"The gcp backend could not list the zones of {region}",
+                       hint="Check the credentials and that the Compute Engine API is enabled; or set "
+                            "`market.zones`."):
         listed = gc.region_zones(project, region, endpoint, credentials)
         zones = [z for z in listed if gc.zone_offers(project, z, machine.machine_type, machine.accelerator_type,
                                                      endpoint, credentials)]
-    except Exception as exc:
-        failure = gc.sdk_failure(exc)
-        if failure is None:
-            raise
-        raise BackendError(f"The gcp backend could not list the zones of {region}: {failure}",
-                           hint="Check the credentials and that the Compute Engine API is enabled; or set "
-                                "`market.zones`.") from exc
     if not zones:
         gpu = f" with {count} × {machine.accelerator_type}" if machine.accelerator_type else ""
         raise UsageError(f"Invalid region for the gcp backend: no zone of {region} offers {machine.machine_type}{gpu} "

@@ -32,7 +32,7 @@ from typing import Any
 from spotfit import arguments
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.launch import LABEL_JOB, LABEL_MANAGED, label_value
-from spotfit.errors import BackendError, SpotfitError, UsageError
+from spotfit.errors import UsageError
 from spotfit.market.trace import COLUMNS
 from spotfit.state.records import raw_spec_of
 
@@ -80,7 +80,9 @@ def leftovers(backend: Any, places: list[str] | None, keep: set[str], job: str |
 
     report: dict[str, Any] = {"dry_run": dry_run, "kept_jobs": sorted(keep), "project": project, "regions": [],
                               "secret_store": SECRET_STORE}
-    try:
+    with gc.sdk_errors(f"Could not clean up Compute Engine in project {project}",
+                       hint="Check the credentials, the project and SPOTFIT_GCP_ENDPOINT; docs/gcp.md lists "
+                            "the roles `spotfit gc` needs."):
         clients = backend.clients()
         disks_client = gc.disks_client(backend.endpoint, backend.credentials)
         label_filter = f"labels.{LABEL_MANAGED}=true"
@@ -107,15 +109,6 @@ def leftovers(backend: Any, places: list[str] | None, keep: set[str], job: str |
                 item["still_in_use"] = _remove(backend, disks_client, project, zone, item["found"])
         report["regions"] = [item for _, item in sorted(zones.items()) if item["count"]]
         report["secrets"] = _secrets(backend, ended_secrets, dry_run)
-    except SpotfitError:
-        raise
-    except Exception as exc:
-        reason = gc.sdk_failure(exc)
-        if reason is None:
-            raise
-        raise BackendError(f"Could not clean up Compute Engine in project {project}: {reason}",
-                           hint="Check the credentials, the project and SPOTFIT_GCP_ENDPOINT; docs/gcp.md lists "
-                                "the roles `spotfit gc` needs.") from None
     return report
 
 
@@ -198,14 +191,10 @@ def record_live(backend: Any, region: str, instance_type: str, path: str, zones:
     if not zones:
         raise UsageError(f"No zone of {region} offers {instance_type} in the bundled catalog.",
                          hint=f"Pass --zones {region}-a (the zones to record).")
-    try:
+    with gc.sdk_errors(f"Could not read the Cloud Billing Catalog for {instance_type} in {region}",
+                       hint="Check the credentials and that the Cloud Billing API is enabled "
+                            "(docs/gcp.md#before-the-first-run)."):
         skus = backend.catalog.skus()
-    except Exception as exc:
-        if (reason := gc.sdk_failure(exc)) is None:
-            raise
-        raise BackendError(f"Could not read the Cloud Billing Catalog for {instance_type} in {region}: {reason}",
-                           hint="Check the credentials and that the Cloud Billing API is enabled "
-                                "(docs/gcp.md#before-the-first-run).") from exc
     od = price_from_skus(skus, machine, accelerator or "", gpus, region, spot=False)
     spot = price_from_skus(skus, machine, accelerator or "", gpus, region, spot=True)
     if od is None or spot is None:
