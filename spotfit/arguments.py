@@ -31,6 +31,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Mapping
+from pathlib import Path
 
 from spotfit.errors import UsageError
 
@@ -77,6 +78,32 @@ def env_number(name: str, default: float, *, low: float = 0.0, low_open: bool = 
         return value
     raise UsageError(f"Invalid {name}: received {_short(raw)}, expected {what} {'>' if low_open else '≥'} "
                      f"{_plain(low)}{note}.", hint=hint or f"Unset {name} for the default of {default:g}{unit}.")
+
+
+def env_folder(name: str, default: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The folder in environment variable `name` (`~` expanded, made absolute), or `default` where it is unset or
+    empty. A value that names a file, or one with a NUL byte, is one `UsageError` line naming the variable, the
+    value and what was expected; a folder that does not exist yet is its user's to create.
+
+    >>> env_folder("SPOTFIT_CACHE_DIR", Path("/default"), environ={"SPOTFIT_CACHE_DIR": "/srv/cache"})
+    PosixPath('/srv/cache')
+    >>> env_folder("SPOTFIT_CACHE_DIR", Path("/default"), environ={"SPOTFIT_CACHE_DIR": ""})
+    PosixPath('/default')
+    >>> env_folder("SPOTFIT_CACHE_DIR", Path("/default"), environ={"SPOTFIT_CACHE_DIR": "/etc/passwd"})
+    Traceback (most recent call last):
+    spotfit.errors.UsageError: Invalid SPOTFIT_CACHE_DIR: received '/etc/passwd', expected a folder (it is a file).
+    """
+    raw = (os.environ if environ is None else environ).get(name)
+    if not raw:
+        return default
+    hint = f"Point {name} at a folder, or unset it for the default ({default})."
+    if "\0" in raw:
+        raise UsageError(f"Invalid {name}: received {_short(raw)}, expected a folder's path (it holds a NUL byte).",
+                         hint=hint)
+    path = Path(raw).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"Invalid {name}: received {_short(raw)}, expected a folder (it is a file).", hint=hint)
+    return path
 
 
 def _plain(bound: float) -> str:

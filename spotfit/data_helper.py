@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from spotfit.arguments import env_folder
 from spotfit.errors import UsageError
 from spotfit.home import DATA_DIR_ENV as ENV_VAR
 from spotfit.home import default_cache_dir
@@ -28,7 +29,7 @@ from spotfit.home import default_cache_dir
 def data_dir(source: str | None = None) -> Path:
     """The local folder with the job's data: `$SPOTFIT_DATA_DIR`, else `source` synced now."""
     if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR])
+        return env_folder(ENV_VAR, Path())
     if source is None:
         raise UsageError(
             f"No data folder: {ENV_VAR} is not set and no source was given.",

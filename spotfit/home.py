@@ -18,6 +18,7 @@ import stat
 import sys
 from pathlib import Path
 
+from spotfit.arguments import env_folder
 from spotfit.errors import UsageError
 from spotfit.state.dialect import display_target
 
@@ -36,7 +37,7 @@ def private_umask() -> None:
 
 def home() -> Path:
     """The spotfit home folder, created on first use (0700); a home open to others is warned about once."""
-    path = Path(os.environ.get("SPOTFIT_HOME") or Path.home() / ".spotfit").expanduser().resolve()
+    path = env_folder("SPOTFIT_HOME", Path.home() / ".spotfit").resolve()
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:
@@ -76,7 +77,7 @@ def export_scratch(job_id: str) -> Path:
 def default_cache_dir() -> Path:
     """The local data cache: `$SPOTFIT_CACHE_DIR`, else `$SPOTFIT_HOME/cache/data`."""
     if os.environ.get("SPOTFIT_CACHE_DIR"):
-        return Path(os.environ["SPOTFIT_CACHE_DIR"]).expanduser()
+        return env_folder("SPOTFIT_CACHE_DIR", Path())
     return home() / "cache" / "data"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from spotfit import data_helper, home
 from spotfit.arguments import env_number
 from spotfit.controller import waits
 from spotfit.errors import UsageError
@@ -62,3 +63,35 @@ def test_no_module_parses_a_number_from_the_environment_itself():
              for n in ast.walk(ast.parse(p.read_text())) if _parses_the_environment(n)]
     assert found == []
     assert _parses_the_environment(ast.parse("float(os.environ.get('X') or 1)").body[0].value)  # type: ignore[attr-defined]
+
+
+FOLDERS = [(home.home, "SPOTFIT_HOME"), (home.default_cache_dir, "SPOTFIT_CACHE_DIR"),
+           (data_helper.data_dir, home.DATA_DIR_ENV)]
+
+
+@pytest.mark.parametrize(("read", "name"), FOLDERS, ids=[f[1] for f in FOLDERS])
+def test_each_folder_setting_refuses_a_file_in_one_line_and_reads_a_folder(monkeypatch, tmp_path, read, name):
+    monkeypatch.setenv("SPOTFIT_HOME", str(tmp_path / "home"))
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv(name, str(tmp_path / "a-file"))
+    with pytest.raises(UsageError) as err:
+        read()
+    assert err.value.message == f"Invalid {name}: received '{tmp_path / 'a-file'}', expected a folder (it is a file)."
+    assert err.value.hint and name in err.value.hint
+    monkeypatch.setenv(name, str(tmp_path / "elsewhere"))
+    assert read() == tmp_path / "elsewhere"
+
+
+def _folder_of_the_environment(node: ast.AST) -> bool:
+    """`Path(...)` of `os.environ.get(...)`, `os.getenv(...)` or `os.environ[...]`."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Path" and node.args):
+        return False
+    text = ast.unparse(node.args[0])
+    return "environ" in text or "getenv" in text
+
+
+def test_no_module_reads_a_folder_from_the_environment_itself():
+    found = [f"{p.relative_to(SPOTFIT)}:{n.lineno}" for p in sorted(SPOTFIT.rglob("*.py"))
+             for n in ast.walk(ast.parse(p.read_text())) if _folder_of_the_environment(n)]
+    assert found == []
+    assert _folder_of_the_environment(ast.parse("Path(os.environ['X'])").body[0].value)  # type: ignore[attr-defined]
