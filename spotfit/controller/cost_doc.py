@@ -8,7 +8,9 @@ by the controller when the job ends, or by the first `cost` that reads it. A doc
 with the version of the code that computed it (`version()`: a digest of the modules that make
 it), and one of another version is computed again: a spotfit whose ledger or policies changed
 never shows an old figure. `spotfit cost --all` (`docs_for`) sums kept documents and computes only
-those of live jobs and of ended jobs not kept yet (then keeps them), without the policies' replays.
+those of live jobs and of ended jobs not kept yet (then keeps them), without the policies' replays; the
+optimum of a live job's window is solved once and kept too (`optimum_memo`, by the window's digest:
+`hindsight.OptimumMemo`), since its work grows only when an attempt's bill enters the ledger.
 
 >>> len(version()), ENDED == {"completed", "failed", "cancelled"}
 (16, True)
@@ -20,14 +22,18 @@ import functools
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from spotfit.state.records import AttemptRecord, JobRecord
 from spotfit.state.states import JobState
 
 if TYPE_CHECKING:
+    from spotfit.controller.hindsight import OptimumMemo
     from spotfit.state.db import StateDB
+
+T = TypeVar("T")
 
 ENDED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
 _SPOTFIT = Path(__file__).resolve().parents[1]
@@ -47,9 +53,11 @@ def version() -> str:
     return digest.hexdigest()[:16]
 
 
-def job_cost(job: JobRecord, attempts: list[AttemptRecord], policies: bool = True) -> dict[str, Any]:
+def job_cost(job: JobRecord, attempts: list[AttemptRecord], policies: bool = True,
+             memo: OptimumMemo | None = None) -> dict[str, Any]:
     """`cost`'s document for a job row and its attempts, as read from the state DB; with `policies=False`,
-    without what every online policy would have paid (`totals.policies` None: `cost --all` sums the rest)."""
+    without what every online policy would have paid (`totals.policies` None: `cost --all` sums the rest);
+    with `memo`, an optimum solved before is not solved again."""
     from spotfit.controller.hindsight import hindsight
     from spotfit.controller.ledger import ledger
     from spotfit.errors import SpecError
@@ -64,7 +72,7 @@ def job_cost(job: JobRecord, attempts: list[AttemptRecord], policies: bool = Tru
         spec: JobSpec | None = spec_of(job)
     except SpecError:  # recorded by a spotfit whose spec differs: the ledger stands without hindsight
         spec = None
-    seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"], policies=policies)
+    seen = hindsight(spec, origin_s, totals["work_done_s"], totals["spent_usd"], policies=policies, memo=memo)
     totals.update(optimum_usd=seen["optimum_usd"], policies=seen["policies"], regret=seen["regret"])
     policy = ALIASES.get(spec.market.policy, spec.market.policy) if spec else None
     return {"id": job["id"], "name": job["name"], "state": job["state"], "policy": policy, **doc,
@@ -92,15 +100,23 @@ Found = list[tuple[JobRecord, list[AttemptRecord]]]
 def docs_for(db: StateDB, since: float, found: Found) -> list[tuple[JobRecord, list[AttemptRecord], dict[str, Any]]]:
     """(job, attempts, document) for `found` (the jobs created at or after `since`): kept documents where
     there are, the others computed without the policies, and those of ended jobs kept."""
+    from spotfit.controller.hindsight import OptimumMemo
+
     kept = _kept(db, since)
     entries, new = [], {}
+    memo: OptimumMemo | None = None
     for job, attempts in found:
         text = kept.get(job["id"]) if job["state"] in ENDED else None
-        doc = json.loads(text) if text is not None else job_cost(job, attempts, policies=False)
+        if text is None and memo is None:
+            known: dict[str, tuple[float, bool]] = _call(db.kept_optima, {})
+            memo = OptimumMemo(known)
+        doc = json.loads(text) if text is not None else job_cost(job, attempts, policies=False, memo=memo)
         if text is None and job["state"] in ENDED:
             new[job["id"]] = doc
         entries.append((job, attempts, doc))
     keep(db, new)
+    if memo is not None and memo.new:
+        _call(lambda: db.keep_optima(memo.new), None)
     return entries
 
 
@@ -114,6 +130,14 @@ def keep_ended(db: StateDB, job_id: str) -> None:
     except Exception as exc:  # noqa: BLE001 - a cache: the job's end stands without it
         print(f"warning: the cost of job {job_id} was not kept ({type(exc).__name__}: {exc}); "
               "`spotfit cost` computes it when asked", file=sys.stderr, flush=True)
+
+
+def _call(read: Callable[[], T], otherwise: T) -> T:
+    """`read()`, or `otherwise` where the state DB cannot answer (an older schema read-only, locked, full): a cache."""
+    try:
+        return read()
+    except Exception:  # noqa: BLE001 - a cache: without it, the figures are computed
+        return otherwise
 
 
 def _kept(db: StateDB, since: float = 0.0, job_id: str | None = None) -> dict[str, str]:

@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -38,19 +40,49 @@ from spotfit.spec.job import JobSpec
 _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
 
 
+class OptimumMemo:
+    """Optima already solved, by the digest of their window (`key`): `cost --all` solves a running job's optimum
+    again only when its window changed (its work grows only when an attempt's bill enters the ledger, as the
+    attempt ends). `known`: read from the state DB (`optimum_memo`); `new`: solved here, for it to keep."""
+
+    def __init__(self, known: dict[str, tuple[float, bool]] | None = None):
+        self.known = dict(known or {})
+        self.new: dict[str, tuple[float, bool]] = {}
+
+    @staticmethod
+    def key(trace: Trace, path: Path, job: Job, start_tick: int) -> str:
+        """The window's digest: this code's version, the trace file (path, modification time, gap, zones) and the
+        job's start tick, work, deadline, overhead and floor."""
+        from spotfit.controller.cost_doc import version
+
+        parts = (version(), str(path), _mtime_ns(path), trace.gap_s, list(trace.zones), start_tick, job.work_s,
+                 job.deadline_s, job.overhead_s, job.max_overpay)
+        return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
+
+    def solve(self, key: str, trace: Trace, job: Job, start_tick: int) -> tuple[float, bool]:
+        """The optimum's (cost, met deadline) on the window: remembered, or solved now and remembered."""
+        found = self.known.get(key) or self.new.get(key)
+        if found is None:
+            run = simulate(make_policy("optimum"), trace, job, start_tick, trace.zones)
+            found = self.new[key] = (run.cost_usd, run.met_deadline)
+        return found
+
+
 def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float,
-              policies: bool = True) -> dict[str, Any]:
+              policies: bool = True, memo: OptimumMemo | None = None) -> dict[str, Any]:
     """`optimum_usd`, `policies` {name: usd}, `regret` and the window; or a `note` saying why not.
 
     With `policies=False` only the optimum is solved (`policies` is None): the regret of many jobs
-    (`cost --all`) needs no more, and the online policies' replays are most of the work.
+    (`cost --all`) needs no more, and the online policies' replays are most of the work; with a `memo`,
+    an optimum it remembers is not solved again.
     """
     why = _why_not(spec, origin_s, work_s)
     if why is not None:
         return _absent(why)
     assert spec is not None and origin_s is not None and work_s is not None
     try:
-        trace = _trace(resolve_trace(spec.market.trace or ""), spec.market.gap_s).select(spec.market.zones or None)
+        path = resolve_trace(spec.market.trace or "")
+        trace = _trace(path, spec.market.gap_s).select(spec.market.zones or None)
     except SpotfitError as err:
         return _absent(f"its trace cannot be read now ({err.message})")
     first_s = trace.start.replace(tzinfo=UTC).timestamp() if trace.start.tzinfo is None else trace.start.timestamp()
@@ -58,20 +90,21 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
     deadline_s = spec.deadline_h * 3600.0 if spec.deadline_h else 2 * work_s + _NO_DEADLINE_S
     floor = spec.market.max_overpay if spec.work_h else math.inf  # as the job's policy held it (attempts.py)
     job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)), floor)
-    names = POLICIES if policies else ("optimum",)
+    names = [name for name in POLICIES if name != "optimum"] if policies else []
     runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in names}
-    optimum = runs.pop("optimum")
+    optimum_usd, optimum_met = (memo or OptimumMemo()).solve(OptimumMemo.key(trace, path, job, start_tick), trace,
+                                                             job, start_tick)
+    missed = sorted([name for name, run in runs.items() if not run.met_deadline] + ([] if optimum_met else ["optimum"]))
     return {
-        "optimum_usd": round(optimum.cost_usd, 6),
+        "optimum_usd": round(optimum_usd, 6),
         "policies": {name: round(run.cost_usd, 6) for name, run in runs.items()} if policies else None,
-        "regret": round(spent_usd / optimum.cost_usd, 3) if optimum.cost_usd > 0 else None,
+        "regret": round(spent_usd / optimum_usd, 3) if optimum_usd > 0 else None,
         "window": {
             "trace": trace.source, "zones": list(trace.zones),
             "start": datetime.fromtimestamp(first_s + start_tick * trace.gap_s, UTC).isoformat(),
             "work_h": round(work_s / 3600.0, 4), "deadline_h": round(deadline_s / 3600.0, 4),
             "overhead_h": job.overhead_s / 3600.0,
-            "missed_deadline": sorted(name for name, run in {**runs, "optimum": optimum}.items()
-                                      if not run.met_deadline),
+            "missed_deadline": missed,
         },
         "note": None,
     }
@@ -79,11 +112,14 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
 
 def _trace(path: Path, gap_s: float | None) -> Trace:
     """The trace at `path`, read once per version of the file (`cost --all` replays many jobs on one trace)."""
+    return _load(str(path), _mtime_ns(path), gap_s)
+
+
+def _mtime_ns(path: Path) -> int:
     try:
-        version = Path(str(path).split("#", 1)[0]).stat().st_mtime_ns
+        return Path(str(path).split("#", 1)[0]).stat().st_mtime_ns
     except OSError:
-        version = -1  # load_trace says what is wrong with it
-    return _load(str(path), version, gap_s)
+        return -1  # load_trace says what is wrong with it
 
 
 @lru_cache(maxsize=4)

@@ -408,6 +408,18 @@ class StateDB:
                            "ON c.job_id = j.id WHERE j.created_at >= ? AND c.version = ?", (since, version)).fetchall()
         return {r["job_id"]: r["doc_json"] for r in rows}
 
+    def keep_optima(self, optima: dict[str, tuple[float, bool]]) -> None:
+        """Keep solved optima, (cost, met the deadline) by the digest of their window (`hindsight.OptimumMemo`)."""
+        with self.transaction():
+            for key, (cost_usd, met) in optima.items():
+                self._q("INSERT INTO optimum_memo (key, cost_usd, met_deadline) VALUES (?, ?, ?) "
+                        "ON CONFLICT (key) DO NOTHING", (key, cost_usd, int(met)))
+
+    def kept_optima(self) -> dict[str, tuple[float, bool]]:
+        """Every kept optimum, (cost, met the deadline) by the digest of its window."""
+        rows = self._q("SELECT key, cost_usd, met_deadline FROM optimum_memo").fetchall()
+        return {r["key"]: (float(r["cost_usd"]), bool(r["met_deadline"])) for r in rows}
+
     # events -------------------------------------------------------------------------------
 
     @retried

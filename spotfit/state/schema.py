@@ -8,7 +8,7 @@ state DB of a newer version than `SCHEMA_VERSION` is refused in one line.
 True
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_V1 = """
 CREATE TABLE jobs (
@@ -87,4 +87,14 @@ CREATE TABLE job_costs (
 )
 """
 
-MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+# Version 4: optima already solved, by the digest of their window (`controller/hindsight.py`, `OptimumMemo`): a
+# running job's optimum changes only when an attempt's bill enters its ledger, and `cost --all` reads many.
+_SCHEMA_V4 = """
+CREATE TABLE optimum_memo (
+    key TEXT PRIMARY KEY,
+    cost_usd REAL NOT NULL,
+    met_deadline INTEGER NOT NULL
+)
+"""
+
+MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}

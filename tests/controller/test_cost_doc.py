@@ -10,6 +10,8 @@ import pytest
 
 from spotfit import sdk
 from spotfit.controller import cost_doc, hindsight
+from spotfit.market.simulator import Job
+from spotfit.market.trace import resolve_trace
 from spotfit.state.states import JobState
 from tests.support.statedb import seed_jobs
 
@@ -77,3 +79,27 @@ def test_the_controller_keeps_the_document_of_the_job_that_ended(state, replays)
     assert replays == [True, True]
     assert sdk.cost("seeded-00001") == json.loads(state.kept_cost_docs(cost_doc.version(), 0.0)["seeded-00001"])
     assert replays == [True, True]
+
+
+def test_a_running_jobs_optimum_is_solved_once_and_again_when_its_window_changes(state, monkeypatch):
+    solved: list[str] = []
+    real = hindsight.simulate
+
+    def counted(policy, *args, **kwargs):
+        solved.append(type(policy).__name__)
+        return real(policy, *args, **kwargs)
+
+    monkeypatch.setattr(hindsight, "simulate", counted)
+    first = sdk.cost_all()
+    # Each window once (two of the seeded jobs share one), each kept.
+    assert solved and set(solved) == {"Optimum"} and len(solved) == len(state.kept_optima()) < 3
+    again = sdk.cost_all()  # as another `spotfit cost --all` would: the memo is read from the state DB
+    assert len(solved) == len(state.kept_optima()) and again["totals"] == first["totals"]
+    # The window's digest: more work done (an attempt's bill entered the ledger) is another window.
+    path = resolve_trace("aws-v100")
+    trace = hindsight._trace(path, None)
+    job = Job(3600.0, 7200.0, 300.0, 0.0)
+    key = hindsight.OptimumMemo.key(trace, path, job, 10)
+    assert key == hindsight.OptimumMemo.key(trace, path, Job(3600.0, 7200.0, 300.0, 0.0), 10)
+    assert key != hindsight.OptimumMemo.key(trace, path, Job(3900.0, 7200.0, 300.0, 0.0), 10)
+    assert key != hindsight.OptimumMemo.key(trace, path, job, 11)

@@ -239,7 +239,7 @@ def test_a_version_1_file_is_migrated_with_its_jobs(tmp_path):
     finally:
         db.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 def test_postgres_schema_version_is_kept_and_two_opens_migrate_once(postgres):
