@@ -109,7 +109,7 @@ def docs_for(db: StateDB, since: float, found: Found) -> list[tuple[JobRecord, l
         text = kept.get(job["id"]) if job["state"] in ENDED else None
         if text is None and memo is None:
             known: dict[str, tuple[float, bool]] = _call(db.kept_optima, {})
-            memo = OptimumMemo(known)
+            memo = OptimumMemo(known, version())
         doc = json.loads(text) if text is not None else job_cost(job, attempts, policies=False, memo=memo)
         if text is None and job["state"] in ENDED:
             new[job["id"]] = doc

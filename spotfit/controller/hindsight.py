@@ -43,19 +43,18 @@ _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a dead
 class OptimumMemo:
     """Optima already solved, by the digest of their window (`key`): `cost --all` solves a running job's optimum
     again only when its window changed (its work grows only when an attempt's bill enters the ledger, as the
-    attempt ends). `known`: read from the state DB (`optimum_memo`); `new`: solved here, for it to keep."""
+    attempt ends). `known`: read from the state DB (`optimum_memo`); `new`: solved here, for it to keep;
+    `version`: of the code that solves them (`cost_doc.version()`), part of every key."""
 
-    def __init__(self, known: dict[str, tuple[float, bool]] | None = None):
+    def __init__(self, known: dict[str, tuple[float, bool]] | None = None, version: str = ""):
         self.known = dict(known or {})
         self.new: dict[str, tuple[float, bool]] = {}
+        self.version = version
 
-    @staticmethod
-    def key(trace: Trace, path: Path, job: Job, start_tick: int) -> str:
-        """The window's digest: this code's version, the trace file (path, modification time, gap, zones) and the
+    def key(self, trace: Trace, path: Path, job: Job, start_tick: int) -> str:
+        """The window's digest: the code's version, the trace file (path, modification time, gap, zones) and the
         job's start tick, work, deadline, overhead and floor."""
-        from spotfit.controller.cost_doc import version
-
-        parts = (version(), str(path), _mtime_ns(path), trace.gap_s, list(trace.zones), start_tick, job.work_s,
+        parts = (self.version, str(path), _mtime_ns(path), trace.gap_s, list(trace.zones), start_tick, job.work_s,
                  job.deadline_s, job.overhead_s, job.max_overpay)
         return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
 
@@ -92,8 +91,8 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
     job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)), floor)
     names = [name for name in POLICIES if name != "optimum"] if policies else []
     runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in names}
-    optimum_usd, optimum_met = (memo or OptimumMemo()).solve(OptimumMemo.key(trace, path, job, start_tick), trace,
-                                                             job, start_tick)
+    memo = memo or OptimumMemo()
+    optimum_usd, optimum_met = memo.solve(memo.key(trace, path, job, start_tick), trace, job, start_tick)
     missed = sorted([name for name, run in runs.items() if not run.met_deadline] + ([] if optimum_met else ["optimum"]))
     return {
         "optimum_usd": round(optimum_usd, 6),
