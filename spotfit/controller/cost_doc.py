@@ -7,7 +7,8 @@ optimum alone). An ended job (completed, failed, cancelled) never changes again
 by the controller when the job ends, or by the first `cost` that reads it. A document is kept
 with the version of the code that computed it (`version()`: a digest of the modules that make
 it), and one of another version is computed again: a spotfit whose ledger or policies changed
-never shows an old figure. `spotfit cost --all` (`docs_for`) sums kept documents and computes only
+never shows an old figure. `spotfit cost --all` (`spend_entries`) sums what it kept of each ended job (its
+spend entry, beside its document) and computes only
 those of live jobs and of ended jobs not kept yet (then keeps them), without the policies' replays; the
 optimum of a live job's window is solved once and kept too (`optimum_memo`, by the window's digest:
 `hindsight.OptimumMemo`), since its work grows only when an attempt's bill enters the ledger.
@@ -97,24 +98,36 @@ def cost_of(db: StateDB, job: JobRecord, attempts: list[AttemptRecord]) -> dict[
 Found = list[tuple[JobRecord, list[AttemptRecord]]]
 
 
-def docs_for(db: StateDB, since: float, found: Found) -> list[tuple[JobRecord, list[AttemptRecord], dict[str, Any]]]:
-    """(job, attempts, document) for `found` (the jobs created at or after `since`): kept documents where
-    there are, the others computed without the policies, and those of ended jobs kept."""
+def spend_entries(db: StateDB, since: float, found: Found | None = None) -> list[dict[str, Any]]:
+    """What `cost --all` sums (`spend.entry_of`) of each job created at or after `since` (or of `found`): an ended
+    job's kept entry as it is (neither its attempts, nor its spec, nor its document read); the others' from their
+    documents, kept or computed without the policies, and those of ended jobs then kept with their documents."""
     from spotfit.controller.hindsight import OptimumMemo
+    from spotfit.controller.spend import entry_of
 
-    kept = _kept(db, since)
-    entries, new = [], {}
+    kept_entries: dict[str, str] = {}
+    if found is None:
+        try:  # the jobs first: one whose entry is kept between the two reads is in both, and counted once
+            found = db.jobs_since(since, unkept=version())
+            kept_entries = db.kept_spend_entries(version(), since)
+        except Exception:  # noqa: BLE001 - a state DB of an older schema, read-only: every entry is computed
+            found, kept_entries = db.jobs_since(since), {}
+    found = [(job, attempts) for job, attempts in found if job["id"] not in kept_entries]
+    kept = _kept(db, since) if any(job["state"] in ENDED for job, _ in found) else {}
+    entries = [json.loads(text) for text in kept_entries.values()]
+    docs, new = {}, {}
     memo: OptimumMemo | None = None
     for job, attempts in found:
         text = kept.get(job["id"]) if job["state"] in ENDED else None
         if text is None and memo is None:
-            known: dict[str, tuple[float, bool]] = _call(db.kept_optima, {})
+            known: dict[str, dict[str, Any]] = _call(db.kept_optima, {})
             memo = OptimumMemo(known, version())
         doc = json.loads(text) if text is not None else job_cost(job, attempts, policies=False, memo=memo)
-        if text is None and job["state"] in ENDED:
-            new[job["id"]] = doc
-        entries.append((job, attempts, doc))
-    keep(db, new)
+        entry = entry_of(job, attempts, doc)
+        if job["state"] in ENDED:
+            docs[job["id"]], new[job["id"]] = doc, entry
+        entries.append(entry)
+    keep(db, docs, new)
     if memo is not None and memo.new:
         _call(lambda: db.keep_optima(memo.new), None)
     return entries
@@ -149,12 +162,13 @@ def _kept(db: StateDB, since: float = 0.0, job_id: str | None = None) -> dict[st
         return {}
 
 
-def keep(db: StateDB, docs: dict[str, dict[str, Any]]) -> None:
-    """Keep these ended jobs' documents; a state DB that cannot take them now (read-only, locked or full)
-    only means they are computed again next time."""
+def keep(db: StateDB, docs: dict[str, dict[str, Any]], entries: dict[str, dict[str, Any]] | None = None) -> None:
+    """Keep these ended jobs' documents (and spend entries, where given); a state DB that cannot take them now
+    (read-only, locked or full) only means they are computed again next time."""
     if not docs:
         return
     try:
-        db.keep_cost_docs(version(), {job_id: json.dumps(doc) for job_id, doc in docs.items()})
+        db.keep_cost_docs(version(), {job_id: json.dumps(doc) for job_id, doc in docs.items()},
+                          {job_id: json.dumps(entry) for job_id, entry in (entries or {}).items()})
     except Exception:  # noqa: BLE001 - a cache: whatever stops the write, the figures stand without it
         pass

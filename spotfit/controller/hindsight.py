@@ -41,30 +41,26 @@ _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a dead
 
 
 class OptimumMemo:
-    """Optima already solved, by the digest of their window (`key`): `cost --all` solves a running job's optimum
-    again only when its window changed (its work grows only when an attempt's bill enters the ledger, as the
-    attempt ends). `known`: read from the state DB (`optimum_memo`); `new`: solved here, for it to keep;
-    `version`: of the code that solves them (`cost_doc.version()`), part of every key."""
+    """Optima already solved, with their window, by the digest of the window's inputs (`key`): `cost --all` solves a
+    running job's optimum again, and reads its trace, only when its window changed (its work grows only when an
+    attempt's bill enters the ledger, as the attempt ends). `known`: read from the state DB (`optimum_memo`);
+    `new`: solved here, for it to keep; `version`: of the code that solves them (`cost_doc.version()`)."""
 
-    def __init__(self, known: dict[str, tuple[float, bool]] | None = None, version: str = ""):
+    def __init__(self, known: dict[str, dict[str, Any]] | None = None, version: str = ""):
         self.known = dict(known or {})
-        self.new: dict[str, tuple[float, bool]] = {}
+        self.new: dict[str, dict[str, Any]] = {}
         self.version = version
 
-    def key(self, trace: Trace, path: Path, job: Job, start_tick: int) -> str:
-        """The window's digest: the code's version, the trace file (path, modification time, gap, zones) and the
-        job's start tick, work, deadline, overhead and floor."""
-        parts = (self.version, str(path), _mtime_ns(path), trace.gap_s, list(trace.zones), start_tick, job.work_s,
+    def key(self, spec: JobSpec, path: Path, origin_s: float, job: Job) -> str:
+        """The digest of what the window comes from: the code's version, the trace file (path, modification time),
+        the spec's gap and zones, the job's start, work, deadline, overhead and floor."""
+        parts = (self.version, str(path), _mtime_ns(path), spec.market.gap_s, spec.market.zones, origin_s, job.work_s,
                  job.deadline_s, job.overhead_s, job.max_overpay)
         return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:32]
 
-    def solve(self, key: str, trace: Trace, job: Job, start_tick: int) -> tuple[float, bool]:
-        """The optimum's (cost, met deadline) on the window: remembered, or solved now and remembered."""
-        found = self.known.get(key) or self.new.get(key)
-        if found is None:
-            run = simulate(make_policy("optimum"), trace, job, start_tick, trace.zones)
-            found = self.new[key] = (run.cost_usd, run.met_deadline)
-        return found
+    def get(self, key: str) -> dict[str, Any] | None:
+        """`{"optimum_usd", "window"}` (the window's `missed_deadline`: the optimum's only), if remembered."""
+        return self.known.get(key) or self.new.get(key)
 
 
 def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float,
@@ -73,40 +69,46 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
 
     With `policies=False` only the optimum is solved (`policies` is None): the regret of many jobs
     (`cost --all`) needs no more, and the online policies' replays are most of the work; with a `memo`,
-    an optimum it remembers is not solved again.
+    an optimum it remembers is neither solved again nor its trace read.
     """
     why = _why_not(spec, origin_s, work_s)
     if why is not None:
         return _absent(why)
     assert spec is not None and origin_s is not None and work_s is not None
+    deadline_s = spec.deadline_h * 3600.0 if spec.deadline_h else 2 * work_s + _NO_DEADLINE_S
+    floor = spec.market.max_overpay if spec.work_h else math.inf  # as the job's policy held it (attempts.py)
+    job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)), floor)
+    memo = memo or OptimumMemo()
     try:
         path = resolve_trace(spec.market.trace or "")
+        key = memo.key(spec, path, origin_s, job)
+        if not policies and (seen := memo.get(key)) is not None:
+            return _figures(seen["optimum_usd"], None, spent_usd, seen["window"])
         trace = _trace(path, spec.market.gap_s).select(spec.market.zones or None)
     except SpotfitError as err:
         return _absent(f"its trace cannot be read now ({err.message})")
     first_s = trace.start.replace(tzinfo=UTC).timestamp() if trace.start.tzinfo is None else trace.start.timestamp()
     start_tick = max(0, int((origin_s - first_s) // trace.gap_s))
-    deadline_s = spec.deadline_h * 3600.0 if spec.deadline_h else 2 * work_s + _NO_DEADLINE_S
-    floor = spec.market.max_overpay if spec.work_h else math.inf  # as the job's policy held it (attempts.py)
-    job = Job(work_s, deadline_s, float(round(spec.market.overhead_h * 3600.0)), floor)
-    names = [name for name in POLICIES if name != "optimum"] if policies else []
-    runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in names}
-    memo = memo or OptimumMemo()
-    optimum_usd, optimum_met = memo.solve(memo.key(trace, path, job, start_tick), trace, job, start_tick)
-    missed = sorted([name for name, run in runs.items() if not run.met_deadline] + ([] if optimum_met else ["optimum"]))
-    return {
-        "optimum_usd": round(optimum_usd, 6),
-        "policies": {name: round(run.cost_usd, 6) for name, run in runs.items()} if policies else None,
-        "regret": round(spent_usd / optimum_usd, 3) if optimum_usd > 0 else None,
-        "window": {
-            "trace": trace.source, "zones": list(trace.zones),
-            "start": datetime.fromtimestamp(first_s + start_tick * trace.gap_s, UTC).isoformat(),
-            "work_h": round(work_s / 3600.0, 4), "deadline_h": round(deadline_s / 3600.0, 4),
-            "overhead_h": job.overhead_s / 3600.0,
-            "missed_deadline": missed,
-        },
-        "note": None,
+    runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in POLICIES
+            if policies or name == "optimum"}
+    optimum = runs.pop("optimum")
+    window: dict[str, Any] = {
+        "trace": trace.source, "zones": list(trace.zones),
+        "start": datetime.fromtimestamp(first_s + start_tick * trace.gap_s, UTC).isoformat(),
+        "work_h": round(work_s / 3600.0, 4), "deadline_h": round(deadline_s / 3600.0, 4),
+        "overhead_h": job.overhead_s / 3600.0, "missed_deadline": [] if optimum.met_deadline else ["optimum"],
     }
+    if memo.get(key) is None:
+        memo.new[key] = {"optimum_usd": optimum.cost_usd, "window": window}
+    missed = sorted([name for name, run in runs.items() if not run.met_deadline] + window["missed_deadline"])
+    return _figures(optimum.cost_usd, {name: round(run.cost_usd, 6) for name, run in runs.items()} if policies
+                    else None, spent_usd, {**window, "missed_deadline": missed})
+
+
+def _figures(optimum_usd: float, paid: dict[str, float] | None, spent_usd: float, window: dict[str, Any]
+             ) -> dict[str, Any]:
+    return {"optimum_usd": round(optimum_usd, 6), "policies": paid,
+            "regret": round(spent_usd / optimum_usd, 3) if optimum_usd > 0 else None, "window": window, "note": None}
 
 
 def _trace(path: Path, gap_s: float | None) -> Trace:

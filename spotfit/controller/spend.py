@@ -37,31 +37,51 @@ from spotfit.labels import UNLABELED, group_of
 from spotfit.state.records import AttemptRecord, JobRecord, raw_spec_of
 
 BY_FIXED = ("backend", "zone")  # every other `by` is a label key
+_JOB_FIGURES = ("spent_usd", "on_demand_usd", "savings_usd", "waste_usd", "optimum_usd")
 _SUMS = ("spent_usd", "on_demand_usd", "spent_with_on_demand_usd", "waste_usd", "optimum_usd",
          "spent_with_optimum_usd")
 
 
 def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict[str, Any]]], by: str) -> dict[str, Any]:
     """`groups` (sorted by spend, largest first), `totals`, `days` and `jobs` over (job, attempts, cost doc)."""
+    return spend_of([entry_of(job, attempts, doc) for job, attempts, doc in entries], by)
+
+
+def entry_of(job: JobRecord, attempts: list[AttemptRecord], doc: dict[str, Any]) -> dict[str, Any]:
+    """What `spend_of` needs of one job, whatever the grouping: small, and kept beside an ended job's document
+    (`cost_doc.py`), so that `cost --all` reads neither its attempts, nor its spec, nor its whole document.
+
+    `rows`: per ledger row, [zone, cost, waste, start step, end step, UTC day its attempt was launched].
+    """
+    raw = raw_spec_of(job)
+    launched = {a["number"]: a.get("started_at") for a in attempts}
+    totals = doc["totals"]
+    return {
+        "id": job["id"], "name": job["name"], "state": job["state"], "created_at": job["created_at"],
+        "labels": raw.get("labels") or {}, "backend": raw.get("backend", "local"),
+        "rows": [[row.get("zone"), float(row["cost_usd"] or 0.0), float(row.get("waste_usd") or 0.0),
+                  row.get("start_step") or 0, row.get("end_step") or 0, _day(launched.get(row["attempt"]))]
+                 for row in doc["rows"]],
+        "totals": {k: totals.get(k) for k in (*_JOB_FIGURES, "regret")},
+    }
+
+
+def spend_of(entries: list[dict[str, Any]], by: str) -> dict[str, Any]:
+    """`spend` over the jobs' entries (`entry_of`); `jobs` by creation, oldest first."""
     groups: dict[str, dict[str, Any]] = defaultdict(lambda: dict.fromkeys(_SUMS, 0.0) | {"jobs": set()})
     days: dict[tuple[str, str], float] = defaultdict(float)
     jobs = []
-    for job, attempts, doc in entries:
-        raw = raw_spec_of(job)
-        launched = {a["number"]: a.get("started_at") for a in attempts}
-        shares = _shares(doc, by, raw)
+    for entry in sorted(entries, key=lambda e: (e["created_at"], e["id"])):
+        shares = _shares(entry, by)
         for group, share in shares.items():
-            _add(groups[group], job["id"], share)
-        for row in doc["rows"]:
-            group = (row.get("zone") or UNLABELED) if by == "zone" else next(iter(shares))
-            day = _day(launched.get(row["attempt"]))
-            days[(day, group)] += float(row["cost_usd"] or 0.0)
-        totals = doc["totals"]
+            _add(groups[group], entry["id"], share)
+        for zone, cost, _waste, _start, _end, day in entry["rows"]:
+            group = (zone or UNLABELED) if by == "zone" else next(iter(shares))
+            days[(day, group)] += cost
+        totals = entry["totals"]
         jobs.append({
-            "id": job["id"], "name": job["name"], "state": job["state"], "created_at": job["created_at"],
-            "labels": raw.get("labels") or {}, "backend": raw.get("backend", "local"), "groups": sorted(shares),
-            **{k: totals.get(k) for k in ("spent_usd", "on_demand_usd", "savings_usd", "waste_usd", "optimum_usd")},
-            "regret": totals.get("regret"),
+            **{k: entry[k] for k in ("id", "name", "state", "created_at", "labels", "backend")},
+            "groups": sorted(shares), **{k: totals.get(k) for k in _JOB_FIGURES}, "regret": totals.get("regret"),
         })
     total: dict[str, Any] = dict.fromkeys(_SUMS, 0.0) | {"jobs": set()}
     for sums in groups.values():
@@ -79,26 +99,25 @@ def spend(entries: list[tuple[JobRecord, list[AttemptRecord], dict[str, Any]]], 
     }
 
 
-def _shares(doc: dict[str, Any], by: str, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _shares(entry: dict[str, Any], by: str) -> dict[str, dict[str, Any]]:
     """The job's figures per group: all of them in one group, or (`zone`) split over its attempts' zones."""
-    totals = doc["totals"]
+    totals = entry["totals"]
     whole = {
         "spent_usd": totals["spent_usd"], "waste_usd": totals["waste_usd"],
         "on_demand_usd": totals.get("on_demand_usd"), "optimum_usd": totals.get("optimum_usd"),
     }
     if by != "zone":
-        group = raw.get("backend", "local") if by == "backend" else group_of(raw.get("labels") or {}, by)
+        group = entry["backend"] if by == "backend" else group_of(entry["labels"], by)
         return {group: {**whole, "weight": 1.0}}
     spent: dict[str, float] = defaultdict(float)
     waste: dict[str, float] = defaultdict(float)
     first: dict[str, int] = defaultdict(int)  # steps first trained in the zone
     best = 0
-    for row in doc["rows"]:
-        zone = row.get("zone") or UNLABELED
-        spent[zone] += float(row["cost_usd"] or 0.0)
-        waste[zone] += float(row.get("waste_usd") or 0.0)
-        end = row.get("end_step") or 0
-        first[zone] += max(0, end - max(best, row.get("start_step") or 0))
+    for zone_or_none, cost, row_waste, start, end, _day_launched in entry["rows"]:
+        zone = zone_or_none or UNLABELED
+        spent[zone] += cost
+        waste[zone] += row_waste
+        first[zone] += max(0, end - max(best, start))
         best = max(best, end)
     steps = sum(first.values())
     return {zone: {**whole, "spent_usd": spent[zone], "waste_usd": waste[zone],

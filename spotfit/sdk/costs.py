@@ -17,7 +17,7 @@ import re
 import time
 from datetime import UTC, datetime
 
-from spotfit.controller.cost_doc import cost_of, docs_for
+from spotfit.controller.cost_doc import cost_of, spend_entries
 from spotfit.errors import UsageError
 from spotfit.labels import KEY
 from spotfit.sdk.context import db, find_job
@@ -67,11 +67,10 @@ def cost_all(since: str = "30d", by: str = "project",
     The document: `since` (the window's start, ISO), `window`, `by`, `groups`, `totals`, `days`
     and `jobs` (see `spotfit/controller/spend.py`).
     """
-    from spotfit.controller.spend import spend
+    from spotfit.controller.spend import spend_of
 
     start_s = time.time() - since_s(since)
     by = _check_by(by)
-    found = db().jobs_since(start_s) if jobs is None else jobs
-    entries = docs_for(db(), start_s, found) if found else []
+    entries = spend_entries(db(), start_s, jobs) if jobs is None or jobs else []
     return {"since": datetime.fromtimestamp(start_s, UTC).isoformat(timespec="seconds"), "window": since,
-            **spend(entries, by)}
+            **spend_of(entries, by)}

@@ -368,13 +368,25 @@ class StateDB:
         rows = self._q("SELECT * FROM attempts WHERE job_id = ? ORDER BY number", (job_id,)).fetchall()
         return [_attempt(r) for r in rows]
 
-    def jobs_since(self, since: float) -> list[tuple[JobRecord, list[AttemptRecord]]]:
-        """(job, its attempts) for every job created at or after `since` (epoch seconds), oldest first."""
-        jobs = [cast(JobRecord, dict(r)) for r in self._q(
-            "SELECT * FROM jobs WHERE created_at >= ? ORDER BY created_at, id", (since,)).fetchall()]
+    def jobs_since(self, since: float, unkept: str | None = None) -> list[tuple[JobRecord, list[AttemptRecord]]]:
+        """(job, its attempts) for every job created at or after `since` (epoch seconds), oldest first; with
+        `unkept` (a code version), only those without a kept spend entry of that version (`kept_spend_entries`)."""
+        if unkept is None:
+            jobs = [cast(JobRecord, dict(r)) for r in self._q(
+                "SELECT * FROM jobs WHERE created_at >= ? ORDER BY created_at, id", (since,)).fetchall()]
+            rows = self._q("SELECT a.* FROM attempts a JOIN jobs j ON a.job_id = j.id WHERE j.created_at >= ? "
+                           "ORDER BY a.job_id, a.number", (since,)).fetchall()
+        else:  # a few live jobs among many ended ones: their attempts by id, not a scan of every attempt
+            jobs = [cast(JobRecord, dict(r)) for r in self._q(
+                "SELECT * FROM jobs j WHERE j.created_at >= ? AND NOT EXISTS (SELECT 1 FROM job_costs c WHERE "
+                "c.job_id = j.id AND c.version = ? AND c.entry_json IS NOT NULL) ORDER BY j.created_at, j.id",
+                (since, unkept)).fetchall()]
+            ids = [j["id"] for j in jobs]
+            rows = [r for at in range(0, len(ids), 500) for r in self._q(
+                f"SELECT * FROM attempts WHERE job_id IN ({', '.join('?' * len(ids[at:at + 500]))}) "
+                "ORDER BY job_id, number", tuple(ids[at:at + 500])).fetchall()]
         attempts: dict[str, list[AttemptRecord]] = {j["id"]: [] for j in jobs}
-        for r in self._q("SELECT a.* FROM attempts a JOIN jobs j ON a.job_id = j.id WHERE j.created_at >= ? "
-                         "ORDER BY a.job_id, a.number", (since,)).fetchall():
+        for r in rows:
             if r["job_id"] in attempts:  # a job recorded between the two reads is left for the next look
                 attempts[r["job_id"]].append(_attempt(r))
         return [(j, attempts[j["id"]]) for j in jobs]
@@ -389,13 +401,23 @@ class StateDB:
     # ended jobs' cost documents (controller/cost_doc.py) ------------------------------------
 
     @retried
-    def keep_cost_docs(self, version: str, docs: dict[str, str]) -> None:
-        """Keep the cost documents (JSON) of ended jobs, by job id, computed by code `version`."""
+    def keep_cost_docs(self, version: str, docs: dict[str, str], entries: dict[str, str] | None = None) -> None:
+        """Keep the cost documents (JSON) of ended jobs, by job id, computed by code `version`, and their spend
+        entries (JSON) where given; a document kept again without one keeps the entry of its version."""
         with self.transaction():
             for job_id, doc_json in docs.items():
-                self._q("INSERT INTO job_costs (job_id, version, doc_json) VALUES (?, ?, ?) ON CONFLICT (job_id) "
-                        "DO UPDATE SET version = excluded.version, doc_json = excluded.doc_json",
-                        (job_id, version, doc_json))
+                self._q("INSERT INTO job_costs (job_id, version, doc_json, entry_json) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (job_id) DO UPDATE SET doc_json = excluded.doc_json, entry_json = CASE WHEN "
+                        "job_costs.version = excluded.version THEN COALESCE(excluded.entry_json, job_costs.entry_json) "
+                        "ELSE excluded.entry_json END, version = excluded.version",
+                        (job_id, version, doc_json, (entries or {}).get(job_id)))
+
+    def kept_spend_entries(self, version: str, since: float) -> dict[str, str]:
+        """The kept spend entries (JSON) of code `version`, by job id, of the jobs created at or after `since`."""
+        rows = self._q("SELECT c.job_id AS job_id, c.entry_json AS entry_json FROM job_costs c JOIN jobs j "
+                       "ON c.job_id = j.id WHERE j.created_at >= ? AND c.version = ? AND c.entry_json IS NOT NULL",
+                       (since, version)).fetchall()
+        return {r["job_id"]: r["entry_json"] for r in rows}
 
     def kept_cost_docs(self, version: str, since: float = 0.0, job_id: str | None = None) -> dict[str, str]:
         """The kept cost documents (JSON) of code `version`, by job id: of the jobs created at or after
@@ -408,17 +430,17 @@ class StateDB:
                            "ON c.job_id = j.id WHERE j.created_at >= ? AND c.version = ?", (since, version)).fetchall()
         return {r["job_id"]: r["doc_json"] for r in rows}
 
-    def keep_optima(self, optima: dict[str, tuple[float, bool]]) -> None:
-        """Keep solved optima, (cost, met the deadline) by the digest of their window (`hindsight.OptimumMemo`)."""
+    def keep_optima(self, optima: dict[str, dict[str, Any]]) -> None:
+        """Keep solved optima with their windows, by the digest of the window's inputs (`hindsight.OptimumMemo`)."""
         with self.transaction():
-            for key, (cost_usd, met) in optima.items():
-                self._q("INSERT INTO optimum_memo (key, cost_usd, met_deadline) VALUES (?, ?, ?) "
-                        "ON CONFLICT (key) DO NOTHING", (key, cost_usd, int(met)))
+            for key, doc in optima.items():
+                self._q("INSERT INTO optimum_memo (key, doc_json) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                        (key, json.dumps(doc)))
 
-    def kept_optima(self) -> dict[str, tuple[float, bool]]:
-        """Every kept optimum, (cost, met the deadline) by the digest of its window."""
-        rows = self._q("SELECT key, cost_usd, met_deadline FROM optimum_memo").fetchall()
-        return {r["key"]: (float(r["cost_usd"]), bool(r["met_deadline"])) for r in rows}
+    def kept_optima(self) -> dict[str, dict[str, Any]]:
+        """Every kept optimum with its window, by the digest of the window's inputs."""
+        rows = self._q("SELECT key, doc_json FROM optimum_memo").fetchall()
+        return {r["key"]: json.loads(r["doc_json"]) for r in rows}
 
     # events -------------------------------------------------------------------------------
 

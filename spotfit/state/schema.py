@@ -88,13 +88,14 @@ CREATE TABLE job_costs (
 """
 
 # Version 4: optima already solved, by the digest of their window (`controller/hindsight.py`, `OptimumMemo`): a
-# running job's optimum changes only when an attempt's bill enters its ledger, and `cost --all` reads many.
+# running job's optimum changes only when an attempt's bill enters its ledger, and `cost --all` reads many. And
+# beside an ended job's kept document, what `cost --all` sums of it (`controller/spend.py`, `entry_of`).
 _SCHEMA_V4 = """
 CREATE TABLE optimum_memo (
     key TEXT PRIMARY KEY,
-    cost_usd REAL NOT NULL,
-    met_deadline INTEGER NOT NULL
-)
+    doc_json TEXT NOT NULL
+);
+ALTER TABLE job_costs ADD COLUMN entry_json TEXT
 """
 
 MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: _SCHEMA_V4}

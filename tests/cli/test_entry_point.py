@@ -58,18 +58,17 @@ def test_bad_arguments(seeded_home, recorded, refusal, args):
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path):
-    not_a_folder = tmp_path / "home"
-    not_a_folder.write_text("a file where the home folder should be")
-    env = {**os.environ, "SPOTFIT_HOME": str(not_a_folder)}
+    (tmp_path / "a-file").write_text("a file where a folder above the home should be")
+    env = {**os.environ, "SPOTFIT_HOME": str(tmp_path / "a-file" / "home")}  # (a home that is a file: one error line)
     out = spotfit("list", env=env)
     assert out.returncode == 1 and out.stdout == "", out.stderr
     assert "Traceback" not in out.stderr
     (line,) = out.stderr.splitlines()
-    assert line.startswith("error: unexpected FileExistsError: ") and line.endswith(
+    assert line.startswith("error: unexpected NotADirectoryError: ") and line.endswith(
         "(rerun with --debug for the traceback)"), line
     debug = spotfit("--debug", "list", env=env)
     assert debug.returncode == 1
-    assert "Traceback (most recent call last)" in debug.stderr and "FileExistsError" in debug.stderr
+    assert "Traceback (most recent call last)" in debug.stderr and "NotADirectoryError" in debug.stderr
 
 
 def test_help_imports_no_tensorflow():

@@ -12,6 +12,7 @@ from spotfit import sdk
 from spotfit.controller import cost_doc, hindsight
 from spotfit.market.simulator import Job
 from spotfit.market.trace import resolve_trace
+from spotfit.spec.job import JobSpec
 from spotfit.state.states import JobState
 from tests.support.statedb import seed_jobs
 
@@ -96,12 +97,12 @@ def test_a_running_jobs_optimum_is_solved_once_and_again_when_its_window_changes
     again = sdk.cost_all()  # as another `spotfit cost --all` would: the memo is read from the state DB
     assert len(solved) == len(state.kept_optima()) and again["totals"] == first["totals"]
     # The window's digest: more work done (an attempt's bill entered the ledger) is another window.
+    spec = JobSpec.model_validate({"name": "h", "script": "t.py", "market": {"trace": "aws-v100"}})
     path = resolve_trace("aws-v100")
-    trace = hindsight._trace(path, None)
-    job = Job(3600.0, 7200.0, 300.0, 0.0)
     memo = hindsight.OptimumMemo(version=cost_doc.version())
-    key = memo.key(trace, path, job, 10)
-    assert key == memo.key(trace, path, Job(3600.0, 7200.0, 300.0, 0.0), 10)
-    assert key != memo.key(trace, path, Job(3900.0, 7200.0, 300.0, 0.0), 10)
-    assert key != memo.key(trace, path, job, 11)
-    assert key != hindsight.OptimumMemo(version="another version").key(trace, path, job, 10)
+    job = Job(3600.0, 7200.0, 300.0, 0.0)
+    key = memo.key(spec, path, 1e9, job)
+    assert key == memo.key(spec, path, 1e9, Job(3600.0, 7200.0, 300.0, 0.0))
+    assert key != memo.key(spec, path, 1e9, Job(3900.0, 7200.0, 300.0, 0.0))
+    assert key != memo.key(spec, path, 1e9 + 600, job)
+    assert key != hindsight.OptimumMemo(version="another version").key(spec, path, 1e9, job)
