@@ -5,9 +5,12 @@ attempts each, on the bundled trace; one in `LIVE_EVERY` still running, the rest
 times, as a user runs them (a new process each, the median of `REPEATS`):
 
 - `spotfit list`, `spotfit status JOB` (a job among the oldest), `spotfit cost JOB`;
-- `spotfit cost --all` the first time (nothing kept: every job's optimum solved, the ended ones'
-  documents then kept) and after (`controller/cost_doc.py`: an ended job's document is kept, by
-  its controller as it ends; a live job's optimum is solved at each call);
+- `spotfit cost --all` the first time (nothing kept: every window's optimum solved, the ended jobs'
+  documents and spend entries then kept) and after (`controller/cost_doc.py`: an ended job's document
+  and entry are kept, by its controller as it ends or by the first read; a live job's optimum is kept
+  by its window's inputs and solved again only when they change). The seeded jobs share two windows
+  (one for the running jobs, one for the completed), so the first call here solves two optima, where
+  a real state would solve one per distinct window;
 - the dashboard's jobs page (`spotfit ui`, the newest 50 jobs), from a server started on the home.
 
 Run: `.venv/bin/python bench/bench_state_size.py [--jobs N] [--no-doc]`.

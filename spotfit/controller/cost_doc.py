@@ -134,12 +134,16 @@ def spend_entries(db: StateDB, since: float, found: Found | None = None) -> list
 
 
 def keep_ended(db: StateDB, job_id: str) -> None:
-    """The controller, as a job ends: compute and keep its document, so that `cost` and `cost --all`
-    read it; a failure here never fails the job (the document is computed when it is read)."""
+    """The controller, as a job ends: compute and keep its document and spend entry, so that `cost` and
+    `cost --all` read them; a failure here never fails the job (they are computed when read)."""
+    from spotfit.controller.spend import entry_of
+
     try:
         job = db.get_job(job_id)
         if job["state"] in ENDED:
-            keep(db, {job_id: job_cost(job, db.attempts(job_id))})
+            attempts = db.attempts(job_id)
+            doc = job_cost(job, attempts)
+            keep(db, {job_id: doc}, {job_id: entry_of(job, attempts, doc)})
     except Exception as exc:  # noqa: BLE001 - a cache: the job's end stands without it
         print(f"warning: the cost of job {job_id} was not kept ({type(exc).__name__}: {exc}); "
               "`spotfit cost` computes it when asked", file=sys.stderr, flush=True)

@@ -77,6 +77,7 @@ def test_the_controller_keeps_the_document_of_the_job_that_ended(state, replays)
     cost_doc.keep_ended(state, "seeded-00001")
     cost_doc.keep_ended(state, "seeded-00000")
     assert set(state.kept_cost_docs(cost_doc.version(), 0.0)) == {"seeded-00000", "seeded-00001"}
+    assert set(state.kept_spend_entries(cost_doc.version(), 0.0)) == {"seeded-00000", "seeded-00001"}
     assert replays == [True, True]
     assert sdk.cost("seeded-00001") == json.loads(state.kept_cost_docs(cost_doc.version(), 0.0)["seeded-00001"])
     assert replays == [True, True]
@@ -106,3 +107,21 @@ def test_a_running_jobs_optimum_is_solved_once_and_again_when_its_window_changes
     assert key != memo.key(spec, path, 1e9, Job(3900.0, 7200.0, 300.0, 0.0))
     assert key != memo.key(spec, path, 1e9 + 600, job)
     assert key != hindsight.OptimumMemo(version="another version").key(spec, path, 1e9, job)
+
+
+def test_cost_all_sums_an_ended_jobs_kept_entry_without_reading_the_job_again(state):
+    first = sdk.cost_all()
+    entries = state.kept_spend_entries(cost_doc.version(), 0.0)
+    assert set(entries) == {"seeded-00000", "seeded-00002"}  # the ended jobs' only
+    # A kept entry is what is summed: the same figures read back, and one altered in the state DB shows.
+    altered = json.loads(entries["seeded-00000"])
+    altered["totals"]["spent_usd"] += 100.0
+    state.keep_cost_docs(cost_doc.version(), {"seeded-00000": "{}"}, {"seeded-00000": json.dumps(altered)})
+    again = sdk.cost_all()
+    assert again["totals"]["spent_usd"] == round(first["totals"]["spent_usd"] + 100.0, 6)
+    assert [j["id"] for j in again["jobs"]] == [j["id"] for j in first["jobs"]]  # by creation, as before
+    # A document kept again without an entry keeps its version's entry; another version's is not read.
+    state.keep_cost_docs(cost_doc.version(), {"seeded-00000": "{}"})
+    assert json.loads(state.kept_spend_entries(cost_doc.version(), 0.0)["seeded-00000"]) == altered
+    state.keep_cost_docs("another-version", {"seeded-00000": "{}"})
+    assert sdk.cost_all()["totals"]["spent_usd"] == first["totals"]["spent_usd"]
