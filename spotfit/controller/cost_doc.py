@@ -120,8 +120,7 @@ def spend_entries(db: StateDB, since: float, found: Found | None = None) -> list
     for job, attempts in found:
         text = kept.get(job["id"]) if job["state"] in ENDED else None
         if text is None and memo is None:
-            known: dict[str, dict[str, Any]] = _call(db.kept_optima, {})
-            memo = OptimumMemo(known, version())
+            memo = OptimumMemo(lambda key: _call(lambda: db.kept_optimum(key), None), version())
         doc = json.loads(text) if text is not None else job_cost(job, attempts, policies=False, memo=memo)
         entry = entry_of(job, attempts, doc)
         if job["state"] in ENDED:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -43,11 +44,12 @@ _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a dead
 class OptimumMemo:
     """Optima already solved, with their window, by the digest of the window's inputs (`key`): `cost --all` solves a
     running job's optimum again, and reads its trace, only when its window changed (its work grows only when an
-    attempt's bill enters the ledger, as the attempt ends). `known`: read from the state DB (`optimum_memo`);
-    `new`: solved here, for it to keep; `version`: of the code that solves them (`cost_doc.version()`)."""
+    attempt's bill enters the ledger, as the attempt ends). `lookup`: reads one kept in the state DB
+    (`optimum_memo`), None where none is; `new`: solved here, for it to keep; `version`: of the code that solves
+    them (`cost_doc.version()`)."""
 
-    def __init__(self, known: dict[str, dict[str, Any]] | None = None, version: str = ""):
-        self.known = dict(known or {})
+    def __init__(self, lookup: Callable[[str], dict[str, Any] | None] = lambda key: None, version: str = ""):
+        self.lookup = lookup
         self.new: dict[str, dict[str, Any]] = {}
         self.version = version
 
@@ -60,7 +62,7 @@ class OptimumMemo:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """`{"optimum_usd", "window"}` (the window's `missed_deadline`: the optimum's only), if remembered."""
-        return self.known.get(key) or self.new.get(key)
+        return self.new.get(key) or self.lookup(key)
 
 
 def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None, spent_usd: float,

@@ -437,10 +437,14 @@ class StateDB:
                 self._q("INSERT INTO optimum_memo (key, doc_json) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
                         (key, json.dumps(doc)))
 
-    def kept_optima(self) -> dict[str, dict[str, Any]]:
-        """Every kept optimum with its window, by the digest of the window's inputs."""
-        rows = self._q("SELECT key, doc_json FROM optimum_memo").fetchall()
-        return {r["key"]: json.loads(r["doc_json"]) for r in rows}
+    def kept_optimum(self, key: str) -> dict[str, Any] | None:
+        """The optimum kept for the window of digest `key`, with its window; None if none is."""
+        row = self._q("SELECT doc_json FROM optimum_memo WHERE key = ?", (key,)).fetchone()
+        return None if row is None else cast(dict[str, Any], json.loads(row["doc_json"]))
+
+    def kept_optima_count(self) -> int:
+        """How many optima are kept (every window's, as long as the state DB lives)."""
+        return int(self._q("SELECT COUNT(*) AS n FROM optimum_memo").fetchone()["n"])
 
     # events -------------------------------------------------------------------------------
 
