@@ -159,10 +159,7 @@ def _call(read: Callable[[], T], otherwise: T) -> T:
 def _kept(db: StateDB, since: float = 0.0, job_id: str | None = None) -> dict[str, str]:
     """The kept documents of this code's version; none where the state DB cannot say (a read-only
     connection to a state DB of an older schema, which has no `job_costs` yet)."""
-    try:
-        return db.kept_cost_docs(version(), since, job_id)
-    except Exception:  # noqa: BLE001 - a cache: without it, the documents are computed
-        return {}
+    return _call(lambda: db.kept_cost_docs(version(), since, job_id), {})
 
 
 def keep(db: StateDB, docs: dict[str, dict[str, Any]], entries: dict[str, dict[str, Any]] | None = None) -> None:

@@ -84,7 +84,8 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
     try:
         path = resolve_trace(spec.market.trace or "")
         key = memo.key(spec, path, origin_s, job)
-        if not policies and (seen := memo.get(key)) is not None:
+        seen = memo.get(key)
+        if not policies and seen is not None:
             return _figures(seen["optimum_usd"], None, spent_usd, seen["window"])
         trace = _trace(path, spec.market.gap_s).select(spec.market.zones or None)
     except SpotfitError as err:
@@ -100,7 +101,7 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
         "work_h": round(work_s / 3600.0, 4), "deadline_h": round(deadline_s / 3600.0, 4),
         "overhead_h": job.overhead_s / 3600.0, "missed_deadline": [] if optimum.met_deadline else ["optimum"],
     }
-    if memo.get(key) is None:
+    if seen is None:
         memo.new[key] = {"optimum_usd": optimum.cost_usd, "window": window}
     missed = sorted([name for name, run in runs.items() if not run.met_deadline] + window["missed_deadline"])
     return _figures(optimum.cost_usd, {name: round(run.cost_usd, 6) for name, run in runs.items()} if policies

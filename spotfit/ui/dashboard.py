@@ -60,12 +60,8 @@ class Site:
     @contextmanager
     def reading(self) -> Iterator[ReadOnlyStateDB]:
         """The state DB, read-only, handed to the SDK for the request."""
-        db = ReadOnlyStateDB(self.target)
-        try:
-            with sdk.reading_from(db):
-                yield db
-        finally:
-            db.close()
+        with _handed(ReadOnlyStateDB(self.target)) as db:
+            yield db
 
     @contextmanager
     def reading_if_any(self) -> Iterator[ReadOnlyStateDB | None]:
@@ -74,11 +70,8 @@ class Site:
         if db is None:
             yield None
             return
-        try:
-            with sdk.reading_from(db):
-                yield db
-        finally:
-            db.close()
+        with _handed(db):
+            yield db
 
     @contextmanager
     def reading_sweeps(self) -> Iterator[tuple[ReadOnlySweepDB, ReadOnlyStateDB] | None]:
@@ -118,6 +111,16 @@ class Site:
         """`spotfit plan` of a job's recorded spec."""
         with self.reading() as db:
             return planning.plan_job(sdk.find_job(db, job), trace)
+
+
+@contextmanager
+def _handed(db: ReadOnlyStateDB) -> Iterator[ReadOnlyStateDB]:
+    """`db` handed to the SDK for the request, and closed after it."""
+    try:
+        with sdk.reading_from(db):
+            yield db
+    finally:
+        db.close()
 
 
 def as_json(doc: Any, status_code: int = 200) -> Response:

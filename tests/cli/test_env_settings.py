@@ -49,13 +49,16 @@ def test_the_bound_is_open_or_closed_as_asked():
         env_number("X", 1.0, environ={"X": "0"})
 
 
-def _parses_the_environment(node: ast.AST) -> bool:
-    """`float(...)` or `int(...)` of `os.environ.get(...)`, `os.getenv(...)` or `os.environ[...]`."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("float", "int")
-            and node.args):
+def _of_the_environment(node: ast.AST, calls: tuple[str, ...]) -> bool:
+    """One of `calls` (`float(...)`, `Path(...)`) of `os.environ.get(...)`, `os.getenv(...)` or `os.environ[...]`."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in calls and node.args):
         return False
     text = ast.unparse(node.args[0])
     return "environ" in text or "getenv" in text
+
+
+def _parses_the_environment(node: ast.AST) -> bool:
+    return _of_the_environment(node, ("float", "int"))
 
 
 def test_no_module_parses_a_number_from_the_environment_itself():
@@ -83,11 +86,7 @@ def test_each_folder_setting_refuses_a_file_in_one_line_and_reads_a_folder(monke
 
 
 def _folder_of_the_environment(node: ast.AST) -> bool:
-    """`Path(...)` of `os.environ.get(...)`, `os.getenv(...)` or `os.environ[...]`."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Path" and node.args):
-        return False
-    text = ast.unparse(node.args[0])
-    return "environ" in text or "getenv" in text
+    return _of_the_environment(node, ("Path",))
 
 
 def test_no_module_reads_a_folder_from_the_environment_itself():
