@@ -95,7 +95,7 @@ def environment_options(spec: Any) -> dict[str, Any]:
     """The job's `environment` as a cloud instance installs it: `pip` and the requirements file's text
     (what `instance_env` packs; every cloud backend installs the same way)."""
     from spotfit.errors import SpecError
-    from spotfit.spec.base import _short
+    from spotfit.spec.base import quoted_path
 
     env, text = spec.environment, ""
     if env.requirements:
@@ -103,7 +103,7 @@ def environment_options(spec: Any) -> dict[str, Any]:
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:
-            raise SpecError(f"Invalid `environment.requirements`: cannot read {_short(str(path))} ({exc}), "
+            raise SpecError(f"Invalid `environment.requirements`: cannot read {quoted_path(path)} ({exc}), "
                             "expected a readable pip requirements file.",
                             hint="Restore the file beside the spec, or list the packages in `environment.pip`.") \
                 from None

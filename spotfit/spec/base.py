@@ -85,6 +85,15 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
 
 
+PATH_SHOWN = 4096
+"""A path in a message is shown whole up to Linux's PATH_MAX: it is what its reader must find and fix."""
+
+
+def quoted_path(path: Any) -> str:
+    """`repr(str(path))`, whole up to `PATH_SHOWN` characters (credentials of a URL redacted)."""
+    return _short(str(path), PATH_SHOWN)
+
+
 def matching(value: str, pattern: str, expected: str) -> str:
     """`value` when the whole of it matches `pattern`; else the field's error, saying what was `expected`."""
     if not re.fullmatch(pattern, value):

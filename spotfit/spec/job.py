@@ -33,7 +33,7 @@ from pydantic import Field, ValidationError, create_model, field_validator
 
 from spotfit.errors import SpecError
 from spotfit.registry import load, registered_backends, section_targets
-from spotfit.spec.base import BackendSection, Labels, Slug, _Section, _short
+from spotfit.spec.base import BackendSection, Labels, Slug, _Section, quoted_path
 from spotfit.spec.file import read_spec_file
 from spotfit.spec.problems import DOCS, spec_error
 from spotfit.spec.rules import Notify, RuleSpec
@@ -171,7 +171,7 @@ def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
     path = Path(path)
     if not _is_file(path):
         raise SpecError(
-            f"Job spec not found: received {_short(str(path))}, expected a YAML file.",
+            f"Job spec not found: received {quoted_path(path)}, expected a YAML file.",
             hint="Pass the path of your job YAML, e.g. `spotfit validate examples/digits/spotfit.yaml`.",
         )
     raw = read_spec_file(path)
@@ -179,15 +179,15 @@ def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
     script = Path(spec.base_dir) / (spec.script or "")
     if check_script and not spec.is_notebook and not _is_file(script):
         raise SpecError(
-            f"Invalid `script` in {path}: received {_short(spec.script)}, expected a file relative to the "
-            f"spec's folder (looked for {_short(str(script))}).",
+            f"Invalid `script` in {path}: received {quoted_path(spec.script)}, expected a file relative to the "
+            f"spec's folder (looked for {quoted_path(script)}).",
             hint="Fix the path in `script:`; it is relative to the spec file.",
         )
     requirements = spec.environment.requirements
     if check_script and requirements and not _is_file(Path(spec.base_dir) / requirements):
         raise SpecError(
-            f"Invalid `environment.requirements` in {path}: received {_short(requirements)}, expected a file "
-            f"relative to the spec's folder (looked for {_short(str(Path(spec.base_dir) / requirements))}).",
+            f"Invalid `environment.requirements` in {path}: received {quoted_path(requirements)}, expected a file "
+            f"relative to the spec's folder (looked for {quoted_path(Path(spec.base_dir) / requirements)}).",
             hint="Fix the path, or list the packages in `environment.pip` instead.",
         )
     return spec

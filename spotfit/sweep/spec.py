@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from spotfit.errors import SpecError
-from spotfit.spec.base import _Section, _short
+from spotfit.spec.base import _Section, quoted_path
 from spotfit.spec.file import read_spec_file
 from spotfit.spec.problems import spec_error
 from spotfit.spec.sections import MAX_HOURS
@@ -131,7 +131,7 @@ def load_sweep(path: str | os.PathLike) -> SweepSpec:
     """Read and validate a sweep file; raise `SpecError` with one clear line."""
     path = Path(path)
     if not path.is_file():
-        raise SpecError(f"Sweep file not found: received {_short(str(path))}, expected a YAML file.",
+        raise SpecError(f"Sweep file not found: received {quoted_path(path)}, expected a YAML file.",
                         hint=f"Pass the sweep's YAML, e.g. `spotfit sweep sweep.yaml` (see {DOCS}).")
     raw = read_spec_file(path, "Sweep file")
     if not isinstance(raw, dict):
@@ -146,7 +146,7 @@ def load_sweep(path: str | os.PathLike) -> SweepSpec:
     except ValidationError as exc:
         raise spec_error(exc, raw, str(path), root=SweepSpec, docs=DOCS) from None
     if not sweep.job_path.is_file():
-        raise SpecError(f"Invalid `job` in {path}: received {_short(sweep.job)}, expected a job spec relative to "
-                        f"the sweep file (looked for {_short(str(sweep.job_path))}).",
+        raise SpecError(f"Invalid `job` in {path}: received {quoted_path(sweep.job)}, expected a job spec relative to "
+                        f"the sweep file (looked for {quoted_path(sweep.job_path)}).",
                         hint="Fix the path in `job:`.")
     return sweep

@@ -75,11 +75,13 @@ FOLDERS = [(home.home, "SPOTFIT_HOME"), (home.default_cache_dir, "SPOTFIT_CACHE_
 @pytest.mark.parametrize(("read", "name"), FOLDERS, ids=[f[1] for f in FOLDERS])
 def test_each_folder_setting_refuses_a_file_in_one_line_and_reads_a_folder(monkeypatch, tmp_path, read, name):
     monkeypatch.setenv("SPOTFIT_HOME", str(tmp_path / "home"))
-    (tmp_path / "a-file").write_text("not a folder")
-    monkeypatch.setenv(name, str(tmp_path / "a-file"))
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 8)  # CI's checkout paths are long: the path is shown whole
+    deep.mkdir()
+    (deep / "a-file").write_text("not a folder")
+    monkeypatch.setenv(name, str(deep / "a-file"))
     with pytest.raises(UsageError) as err:
         read()
-    assert err.value.message == f"Invalid {name}: received '{tmp_path / 'a-file'}', expected a folder (it is a file)."
+    assert err.value.message == f"Invalid {name}: received '{deep / 'a-file'}', expected a folder (it is a file)."
     assert err.value.hint and name in err.value.hint
     monkeypatch.setenv(name, str(tmp_path / "elsewhere"))
     assert read() == tmp_path / "elsewhere"
