@@ -49,6 +49,7 @@ class Tally:
     seen: dict[tuple[int, str], str] = field(default_factory=dict)  # (pid, start) -> "runtime" | "python" | "other"
     # (pid, start) -> (what it is, its own CPU seconds at the last look): only with SPOTFIT_SUITE_PROCS
     cpu: dict[tuple[int, str], tuple[str, float]] = field(default_factory=dict)
+    attempt_of: dict[tuple[int, str], tuple[str, str]] = field(default_factory=dict)  # runtime (pid, start) -> attempt
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ def poll_once(tally: Tally, root: int, track_cpu: bool = False) -> None:
                 at = words.index(RUNTIME_MODULE)
                 attempt = (" ".join(words[at + 1:at + 2]), " ".join(words[at + 2:at + 3]))
                 (tally.hollow if hollow else tally.real).add(attempt)
+                tally.attempt_of[key] = attempt
                 tally.runtime_processes += 1
                 kind = "runtime"
             else:
@@ -255,6 +257,12 @@ def write_cpu_by_kind(tally: Tally, path: Path) -> None:
         entry[1] += cpu
     lines = [f"{cpu:9.1f} s {int(n):6d}  {label}" for label, (n, cpu) in
              sorted(sums.items(), key=lambda kv: -kv[1][1])]
+    real: dict[tuple[str, str], float] = {}
+    for key, attempt in tally.attempt_of.items():
+        if tally.cpu.get(key, ("", 0.0))[0] == "runtime real":
+            real[attempt] = real.get(attempt, 0.0) + tally.cpu[key][1]
+    lines += ["", "real TensorFlow attempts (job URL, attempt), CPU seconds:"]
+    lines += [f"{cpu:9.1f} s  {url} {n}" for (url, n), cpu in sorted(real.items())]
     path.write_text("\n".join(lines) + "\n")
 
 
