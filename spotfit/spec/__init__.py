@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spotfit.lazy import lazy_names
+from spotfit.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from spotfit.spec.job import JobSpec as JobSpec
