@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spotfit import arguments, sdk
+from spotfit import sdk
+from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.home import home, state_is_shared
 from spotfit.state import lease

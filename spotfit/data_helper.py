@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from spotfit.arguments import env_folder
+from spotfit.core.arguments import env_folder
 from spotfit.errors import UsageError
 from spotfit.home import DATA_DIR_ENV as ENV_VAR
 from spotfit.home import default_cache_dir

@@ -18,7 +18,7 @@ import stat
 import sys
 from pathlib import Path
 
-from spotfit.arguments import env_folder
+from spotfit.core.arguments import env_folder
 from spotfit.errors import UsageError
 from spotfit.state.dialect import display_target
 

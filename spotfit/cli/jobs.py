@@ -187,7 +187,7 @@ def cancel(
     json_: JsonFlag = False,
 ) -> None:
     """Stop a job, or every running trial of a sweep: each saves a checkpoint and ends."""
-    from spotfit import arguments
+    from spotfit.core import arguments
     from spotfit.sweep import api as sweeps
 
     if sweeps.is_sweep(arguments.job_ref(job)):

@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from spotfit.arguments import env_number
+from spotfit.core.arguments import env_number
 
 WAIT_SCALE_ENV = "SPOTFIT_WAIT_SCALE"
 

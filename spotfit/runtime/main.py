@@ -26,12 +26,12 @@ import time
 import traceback
 from collections.abc import Callable
 
-from spotfit.arguments import env_number
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.attempt.exit_codes import EXIT_CONFIG, EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED, EXIT_STORE, RESERVED
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result, encode_exit
+from spotfit.core.arguments import env_number
 from spotfit.errors import NotFoundError, StoreError, UsageError
 from spotfit.runtime.fit_calls import FitCalls
 from spotfit.runtime.job_data import sync_job_data

@@ -12,7 +12,7 @@ trial's steps up to twice a measured step. `SPOTFIT_TRIAL_BUDGET` overrides the 
 
 from __future__ import annotations
 
-from spotfit.arguments import env_number
+from spotfit.core.arguments import env_number
 
 BUDGET_SHARE = 0.005
 BUDGET_ENV = "SPOTFIT_TRIAL_BUDGET"

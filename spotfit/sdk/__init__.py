@@ -33,8 +33,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from spotfit import arguments, job_secrets
+from spotfit import job_secrets
 from spotfit.attempt.layout import boot_log as boot_log_key
+from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.home import home, state_is_shared, state_target
 from spotfit.sdk.budgets import budget_list, budget_rm, budget_set

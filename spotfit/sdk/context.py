@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from spotfit import arguments
+from spotfit.core import arguments
 from spotfit.errors import NotFoundError
 from spotfit.home import state_target
 from spotfit.state.db import StateDB

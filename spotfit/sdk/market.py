@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spotfit import arguments
+from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.sdk.context import db
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from spotfit import arguments
 from spotfit.attempt import layout
 from spotfit.attempt.result import job_result
+from spotfit.core import arguments
 from spotfit.errors import NotFoundError
 from spotfit.home import home, state_is_shared
 from spotfit.sdk.context import controller_alive, db, find_job

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from spotfit import arguments
+from spotfit.core import arguments
 from spotfit.home import home
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import validate

@@ -28,7 +28,7 @@ import secrets
 import socket
 from dataclasses import dataclass
 
-from spotfit.arguments import env_number
+from spotfit.core.arguments import env_number
 from spotfit.errors import SpotfitError
 
 LEASE_TTL_ENV = "SPOTFIT_LEASE_TTL_S"

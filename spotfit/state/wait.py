@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from spotfit.arguments import env_number
+from spotfit.core.arguments import env_number
 
 BUSY_TIMEOUT_ENV = "SPOTFIT_STATE_BUSY_TIMEOUT_S"
 DEFAULT_BUSY_TIMEOUT_S = 5.0

@@ -27,7 +27,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from spotfit import arguments, sdk
+from spotfit import sdk
+from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.home import home
 from spotfit.sweep import report, study

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spotfit import arguments
+from spotfit.core import arguments
 from spotfit.errors import NotFoundError
 from spotfit.home import state_target
 from spotfit.state import lease

@@ -20,7 +20,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from spotfit import arguments, sdk
+from spotfit import sdk
+from spotfit.core import arguments
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import home
 from spotfit.state.states import JobState

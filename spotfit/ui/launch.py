@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from spotfit import arguments
+from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.home import state_target
 

@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from spotfit import crashpoints
-from spotfit.arguments import env_number
+from spotfit.core.arguments import env_number
 from spotfit.errors import SpecError, UsageError
 from spotfit.market import stopping
 from spotfit.market.trace import BUNDLED

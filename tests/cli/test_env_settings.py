@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from spotfit import data_helper, home
-from spotfit.arguments import env_number
 from spotfit.controller import waits
+from spotfit.core.arguments import env_number
 from spotfit.errors import UsageError
 from spotfit.runtime import trial
 from spotfit.state import lease, wait

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from spotfit import arguments
+from spotfit.core import arguments
 
 REGION = r"[a-z]{2}(-[a-z]+)+-\d{1,2}"
 

@@ -29,9 +29,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from spotfit import arguments
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.launch import LABEL_JOB, LABEL_MANAGED, label_value
+from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.market.trace import COLUMNS
 from spotfit.state.records import raw_spec_of
