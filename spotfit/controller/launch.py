@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from spotfit import crashpoints
 from spotfit.attempt import layout
 from spotfit.backends.base import Backend, LaunchRequest, backend_class, backend_options
 from spotfit.controller import attempt_config
@@ -19,6 +18,7 @@ from spotfit.controller.failures import FailureTracker
 from spotfit.controller.job_files import JobFiles
 from spotfit.controller.state_change import StateChange
 from spotfit.controller.watchdog import Watchdog
+from spotfit.core import crashpoints
 from spotfit.errors import NoCapacityError
 from spotfit.market.policies.base import Decision
 from spotfit.spec.job import JobSpec

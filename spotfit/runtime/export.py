@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spotfit import crashpoints
 from spotfit.attempt.registry import CARD, claim_version, published_by
+from spotfit.core import crashpoints
 from spotfit.stores import open_store
 
 TOLERANCE = {"savedmodel": 1e-5, "keras": 1e-6, "tflite": 1e-4}  # max |difference|, relative to max |y|

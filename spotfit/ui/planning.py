@@ -34,7 +34,7 @@ from urllib.parse import parse_qs
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from spotfit import crashpoints
+from spotfit.core import crashpoints
 from spotfit.core.arguments import env_number
 from spotfit.errors import SpecError, UsageError
 from spotfit.market import stopping

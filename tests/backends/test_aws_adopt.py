@@ -1,7 +1,7 @@
 """A controller that dies inside the launch window on AWS (moto): its successor finds the attempt by tag.
 
 The first controller runs the real loop and backend in a thread and dies at a crash point
-(`spotfit.crashpoints`): an exception no handler in the loop catches ends the thread
+(`spotfit.core.crashpoints`): an exception no handler in the loop catches ends the thread
 right there, which leaves the state DB and EC2 exactly as a process killed there leaves them
 (every DB write is committed when it returns; nothing is cleaned up). moto runs in this
 process, so a controller process of its own could not share it; tests/controller/test_adopt.py
@@ -19,13 +19,14 @@ import threading
 
 import pytest
 
-from spotfit import crashpoints, sdk
+from spotfit import sdk
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.gc import find_leftovers
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.base import LaunchRequest
 from spotfit.controller.loop import Controller
+from spotfit.core import crashpoints
 from spotfit.stores import open_store
 from tests.support.aws_moto import aws_backend, instances
 from tests.support.wait import wait_for

@@ -1,6 +1,6 @@
 """A controller SIGKILLed inside the launch window: its successor looks before it calls the attempt killed.
 
-Each test holds a real controller process at a crash point (`spotfit.crashpoints`),
+Each test holds a real controller process at a crash point (`spotfit.core.crashpoints`),
 kills it there with SIGKILL, and starts a new controller process, which must:
 
 - adopt the attempt's runtime process when it still runs (no second attempt is launched);
@@ -25,7 +25,7 @@ import pytest
 
 from spotfit import sdk
 from spotfit.backends.local_process import LocalHandle
-from spotfit.crashpoints import HOLD_ENV
+from spotfit.core.crashpoints import HOLD_ENV
 from tests.support.hollow_jobs import write_hollow_spec
 from tests.support.wait import wait_for
 

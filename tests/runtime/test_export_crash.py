@@ -19,7 +19,7 @@ import time
 import pytest
 
 from spotfit.attempt.registry import CARD, CLAIM, claim_version, versions
-from spotfit.crashpoints import HOLD_ENV
+from spotfit.core.crashpoints import HOLD_ENV
 from spotfit.home import export_scratch
 from spotfit.runtime import export
 from spotfit.stores import open_store

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from spotfit.crashpoints import HOLD_ENV
+from spotfit.core.crashpoints import HOLD_ENV
 from spotfit.ui.app import create_app
 from spotfit.ui.planning import LIMIT_ENV
 from tests.support.jobs import DIGITS, spotfit_cmd
