@@ -23,8 +23,8 @@ import re
 from typing import Any
 
 from spotfit.backends.base import Reachable, make_backend
+from spotfit.core.registry import registered_backends
 from spotfit.errors import UsageError
-from spotfit.registry import registered_backends
 
 
 def parse_ports(text: str) -> tuple[int, int]:

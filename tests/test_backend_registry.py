@@ -1,7 +1,7 @@
 """Adding a backend is a folder and one registry line: the job spec takes its section, the base loads its class.
 
 The new backend lives in a folder outside the package (written by the test), and the one line is
-added to `spotfit.registry.BACKENDS` before the spec is imported, in a fresh interpreter.
+added to `spotfit.core.registry.BACKENDS` before the spec is imported, in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class FakeBackend(BackendTraits):
 
 PROBE = '''
 import json, sys
-from spotfit import registry
+from spotfit.core import registry
 registry.BACKENDS["fake"] = registry.Entry("fakecloud.backend:FakeBackend", section="fakecloud.spec:Fake")
 
 from fakecloud.spec import Fake

@@ -22,7 +22,7 @@ small runtime-checkable protocols below, and callers ask `isinstance(backend, Pr
 What the code outside `backends/` needs to know about a backend without an instance (whether its
 attempts run on this machine, its spec section as launch options, its timeouts) are the class
 attributes and static hooks of `BackendTraits`, which each backend class inherits and overrides.
-The one registry (`spotfit/registry.py`, which imports nothing, so the planner reads it too) maps a
+The one registry (`spotfit/core/registry.py`, which imports nothing, so the planner reads it too) maps a
 backend's name to its class, imported lazily by `backend_class` (a cloud SDK loads only when its
 backend is used): adding a backend is a folder under `backends/` and one line there.
 """
@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
-from spotfit.registry import BACKENDS, load, registered_backends
+from spotfit.core.registry import BACKENDS, load, registered_backends
 from spotfit.state.states import Market
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class DryRunner(Protocol):
         """The exact requests of attempt 1 of the job spec at `path`; nothing is sent or recorded."""
 
 
-_BACKENDS = BACKENDS  # the one registry (spotfit/registry.py)
+_BACKENDS = BACKENDS  # the one registry (spotfit/core/registry.py)
 
 
 def backend_options(spec: Any) -> dict[str, Any]:

@@ -9,8 +9,8 @@ import typer
 
 from spotfit import interactive, sdk
 from spotfit.cli.app import JobRef, JsonFlag, app, console, print_json
+from spotfit.core.registry import registered_backends
 from spotfit.errors import UsageError
-from spotfit.registry import registered_backends
 from spotfit.state.states import JobState
 
 

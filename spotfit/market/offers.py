@@ -56,7 +56,7 @@ _PRICE_MATCH = 0.05  # relative on-demand difference within which a trace record
 
 def launchable_clouds() -> list[str]:
     """Clouds of the catalogs that a registered backend launches on."""
-    from spotfit.registry import registered_backends
+    from spotfit.core.registry import registered_backends
 
     return [c for c in CATALOGS if c in registered_backends()]
 

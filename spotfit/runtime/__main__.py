@@ -11,7 +11,7 @@ from spotfit.runtime.deep_stack import on_a_deep_stack
 
 def _start() -> None:
     from spotfit.attempt.config import HOLLOW_ENV, HOLLOW_TRAINER
-    from spotfit.registry import load
+    from spotfit.core.registry import load
     from spotfit.runtime.main import main
 
     if os.environ.get(HOLLOW_ENV, "0") not in ("", "0"):

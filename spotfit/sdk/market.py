@@ -118,7 +118,7 @@ def market_record(region: str, instance_type: str, zones: list[str] | None = Non
     default the one whose regions `region` names (us-east-1: aws, us-central1: gcp).
     """
     from spotfit.backends.base import MarketRecorder, able_backend, backend_class, make_backend
-    from spotfit.registry import registered_backends
+    from spotfit.core.registry import registered_backends
 
     arguments.number("--gap-s", gap_s, low=60, high=86400, hint="Pass --gap-s 300 (five minutes).")
     if cloud is None:

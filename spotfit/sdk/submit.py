@@ -129,7 +129,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     recorded (a notebook's token and seed files), so no controller sees it without them.
     """
     from spotfit.controller import waits
-    from spotfit.registry import registered_backends
+    from spotfit.core.registry import registered_backends
     from spotfit.settings import load_settings
     from spotfit.stores import child, open_store
 

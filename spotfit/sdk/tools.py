@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def dry_run(path: str, backend: str | None = None) -> dict:
     """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
     from spotfit.backends.base import DryRunner, able_backend, make_backend
-    from spotfit.registry import registered_backends
+    from spotfit.core.registry import registered_backends
 
     spec = validate(path, backend if backend in registered_backends() else None)  # `data.volume` for the backend
     chosen = able_backend(spec.backend if backend is None else backend, DryRunner, "send cloud requests",
@@ -47,8 +47,8 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     `regions` and `secrets` says its `backend`.
     """
     from spotfit.backends.base import LeftoverCollector, able_backend, backend_class, make_backend
+    from spotfit.core.registry import registered_backends
     from spotfit.errors import UsageError
-    from spotfit.registry import registered_backends
 
     if job is not None:
         arguments.text("--job", job, expected="a job id", hint="Leave --job out to clean up after every job.")

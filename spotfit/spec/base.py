@@ -56,7 +56,7 @@ class ProgressPublisher(Protocol):
 
 
 class BackendSection(_Section):
-    """A backend's settings: the job spec's `NAME:` section, named beside the backend in spotfit/registry.py.
+    """A backend's settings: the job spec's `NAME:` section, named beside the backend in spotfit/core/registry.py.
 
     The spec builds one field per registered section; a backend reads its own with `Section.of(spec)`.
     """
@@ -67,7 +67,7 @@ class BackendSection(_Section):
         for section in spec.backend_sections().values():
             if isinstance(section, cls):
                 return section
-        raise LookupError(f"{cls.__name__} is not a section of this spec: is it registered in spotfit/registry.py?")
+        raise LookupError(f"{cls.__name__} is not a section of this spec: is it registered in spotfit/core/registry.py?")
 
     def publisher(self, job_id: str, job_name: str) -> ProgressPublisher | None:
         """Where the controller also sends the job's progress while an attempt runs (None: nowhere)."""

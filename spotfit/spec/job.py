@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import Field, ValidationError, create_model, field_validator
 
+from spotfit.core.registry import load, registered_backends, section_targets
 from spotfit.errors import SpecError
-from spotfit.registry import load, registered_backends, section_targets
 from spotfit.spec.base import BackendSection, Labels, Slug, _Section, quoted_path
 from spotfit.spec.file import read_spec_file
 from spotfit.spec.problems import DOCS, spec_error
@@ -54,7 +54,7 @@ from spotfit.spec.sections import (
 class JobSpecBase(_Section):
     """A job: a Keras script (or a notebook) plus where, how and within which limits to run it.
 
-    `JobSpec` is this model plus one field per backend section in spotfit/registry.py (`aws:`,
+    `JobSpec` is this model plus one field per backend section in spotfit/core/registry.py (`aws:`,
     `kubernetes:`): a backend's settings live in its own folder, not here.
     """
 
@@ -66,7 +66,7 @@ class JobSpecBase(_Section):
                                                  "(required for kind: train)")
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict, description="environment for the script")
-    backend: str = Field("local", description="where attempts run: a backend in spotfit/registry.py")
+    backend: str = Field("local", description="where attempts run: a backend in spotfit/core/registry.py")
     resources: Resources = Field(default_factory=Resources)
     market: Market = Field(default_factory=Market)
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
@@ -153,7 +153,7 @@ class JobSpecBase(_Section):
         return hashlib.sha256(doc.encode()).hexdigest()
 
 
-# The backends' sections (spotfit/registry.py), each a field named after its backend.
+# The backends' sections (spotfit/core/registry.py), each a field named after its backend.
 SECTIONS: dict[str, type[BackendSection]] = {name: load(target) for name, target in section_targets().items()}
 
 if TYPE_CHECKING:

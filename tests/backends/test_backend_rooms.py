@@ -22,7 +22,7 @@ from spotfit.backends.base import (
     SecretKeeper,
     backend_class,
 )
-from spotfit.registry import registered_backends
+from spotfit.core.registry import registered_backends
 from spotfit.scriptcheck import parse
 
 PACKAGE = Path(spotfit.__file__).parent

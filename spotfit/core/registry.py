@@ -11,7 +11,7 @@ fields from these lines. The registry imports nothing at import time, so that th
 ['aws', 'gcp', 'kubernetes', 'local']
 >>> BACKENDS["aws"].section, BACKENDS["local"].section
 ('spotfit.backends.aws.spec:Aws', None)
->>> load("spotfit.registry:registered_backends") is registered_backends
+>>> load("spotfit.core.registry:registered_backends") is registered_backends
 True
 """
 
