@@ -67,7 +67,8 @@ class BackendSection(_Section):
         for section in spec.backend_sections().values():
             if isinstance(section, cls):
                 return section
-        raise LookupError(f"{cls.__name__} is not a section of this spec: is it registered in spotfit/core/registry.py?")
+        raise LookupError(f"{cls.__name__} is not a section of this spec: is it registered in "
+                          "spotfit/core/registry.py?")
 
     def publisher(self, job_id: str, job_name: str) -> ProgressPublisher | None:
         """Where the controller also sends the job's progress while an attempt runs (None: nowhere)."""
