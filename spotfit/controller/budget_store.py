@@ -60,8 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from spotfit.controller.team_budget import LEVELS, SPENT_USD, Crossing, crossings, period_start
-from spotfit.labels import matches
 from spotfit.settings import TeamBudget
+from spotfit.spec.labels import matches
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.records import raw_spec_of
 from spotfit.state.states import AttemptState

@@ -33,7 +33,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from spotfit.labels import UNLABELED, group_of
+from spotfit.spec.labels import UNLABELED, group_of
 from spotfit.state.records import AttemptRecord, JobRecord, raw_spec_of
 
 BY_FIXED = ("backend", "zone")  # every other `by` is a label key

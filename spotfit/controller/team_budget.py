@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from spotfit.labels import matches
 from spotfit.settings import TeamBudget
+from spotfit.spec.labels import matches
 
 LEVELS = ((100, "at_100_percent"), (80, "at_80_percent"))  # highest first: the highest level crossed acts
 SPENT_USD = 1e-6  # an allowance with less than this left is spent (budget_store.py)

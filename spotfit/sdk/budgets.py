@@ -14,8 +14,8 @@ import time
 
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.home import state_is_shared, state_target
-from spotfit.labels import matches
 from spotfit.sdk.context import db
+from spotfit.spec.labels import matches
 
 
 def _store():

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 
 from spotfit.controller.cost_doc import cost_of, spend_entries
 from spotfit.errors import UsageError
-from spotfit.labels import KEY
 from spotfit.sdk.context import db, find_job
+from spotfit.spec.labels import KEY
 from spotfit.state.records import AttemptRecord, JobRecord
 
 _UNITS_S = {"h": 3600.0, "d": 86_400.0, "w": 604_800.0}

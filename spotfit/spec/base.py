@@ -20,7 +20,7 @@ from typing import Annotated, Any, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator
 
-from spotfit import labels
+from spotfit.spec import labels
 
 MAX_INT = 2**53  # larger integers lose precision in JSON and as floats: no spec field needs one
 # PROTOCOL://USERINFO@...: whatever stands before an `@` in the authority is a credential.
@@ -113,5 +113,5 @@ def _labels(value: Any) -> Any:
 
 # A name of a job or a budget (it becomes a file name, a tag and a Kubernetes label value).
 Slug = Annotated[str, AfterValidator(_slug)]
-# Free `key: value` labels (spotfit.labels): costs and budgets group jobs by them.
+# Free `key: value` labels (spotfit.spec.labels): costs and budgets group jobs by them.
 Labels = Annotated[dict[str, str], BeforeValidator(_labels)]
