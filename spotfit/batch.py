@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from spotfit import sdk
 from spotfit.core import arguments
 from spotfit.errors import UsageError
-from spotfit.home import home, state_is_shared
+from spotfit.host.home import home, state_is_shared
 from spotfit.state import lease
 from spotfit.state.records import JobRecord
 from spotfit.state.states import JobState

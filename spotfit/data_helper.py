@@ -22,8 +22,8 @@ from pathlib import Path
 
 from spotfit.core.arguments import env_folder
 from spotfit.errors import UsageError
-from spotfit.home import DATA_DIR_ENV as ENV_VAR
-from spotfit.home import default_cache_dir
+from spotfit.host.home import DATA_DIR_ENV as ENV_VAR
+from spotfit.host.home import default_cache_dir
 
 
 def data_dir(source: str | None = None) -> Path:

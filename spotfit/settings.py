@@ -38,7 +38,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from spotfit.errors import SpecError
-from spotfit.home import home
+from spotfit.host.home import home
 from spotfit.spec.base import Labels, Slug, _Section
 from spotfit.spec.sinks import Sink, one_target
 

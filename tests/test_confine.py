@@ -16,7 +16,7 @@ import yaml
 
 from spotfit.controller.classify import ConfigError
 from spotfit.controller.loop import Controller
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 from spotfit.spec.job import load_spec
 from spotfit.state.db import StateDB
 from tests.support.jobs import DIGITS, place_script, spotfit_cmd

@@ -15,7 +15,7 @@ from spotfit import interactive, job_secrets, notebooks, sdk
 from spotfit.attempt.notebook import TOKEN_ENV
 from spotfit.controller import notify
 from spotfit.errors import UsageError
-from spotfit.home import home
+from spotfit.host.home import home
 from spotfit.spec.job import JobSpec, parse_spec
 from spotfit.spec.rules import Notify
 from spotfit.state.db import StateDB

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spotfit.home import home
+from spotfit.host.home import home
 
 TOKEN_ENV = "SPOTFIT_NOTEBOOK_TOKEN"  # the token, from a cloud backend's secret store
 

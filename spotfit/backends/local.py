@@ -39,7 +39,7 @@ from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.errors import SpotfitError
-from spotfit.home import home
+from spotfit.host.home import home
 
 _ENDED_OK = (EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED)
 GROUP_GRACE_S = 60.0

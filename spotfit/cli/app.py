@@ -19,7 +19,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from spotfit.errors import SpotfitError
-from spotfit.home import private_umask
+from spotfit.host.home import private_umask
 
 # Pipes and CI logs get wide tables instead of columns cut to 80 characters.
 console = Console(width=None if sys.stdout.isatty() else 160)

@@ -3,7 +3,7 @@
 import sys
 
 from spotfit.controller.loop import Controller
-from spotfit.home import private_umask, state_target
+from spotfit.host.home import private_umask, state_target
 from spotfit.state.db import StateDB
 
 

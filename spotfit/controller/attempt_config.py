@@ -71,7 +71,7 @@ def _export_options(plan: AttemptPlanner, attempt: int, zone: str | None) -> dic
     """What the runtime needs to export and to fill the model card (runtime/export.py)."""
     if plan.spec.export is None:
         return None
-    from spotfit.home import default_registry_url
+    from spotfit.host.home import default_registry_url
 
     before = sum(a["cost_usd"] or 0.0 for a in plan.db.attempts(plan.job_id) if a["number"] < attempt)
     price = plan.spot_price(zone) if zone is not None else plan.on_demand_usd_per_h()

@@ -35,7 +35,7 @@ from spotfit.controller.state_change import StateChange
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
-from spotfit.home import export_scratch, state_is_shared
+from spotfit.host.home import export_scratch, state_is_shared
 from spotfit.spec.job import spec_of
 from spotfit.state import lease
 from spotfit.state.db import StateDB

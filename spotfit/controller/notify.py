@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
-from spotfit.home import home
+from spotfit.host.home import home
 
 if TYPE_CHECKING:
     from spotfit.controller.rules import Verdict

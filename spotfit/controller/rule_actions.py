@@ -25,7 +25,7 @@ from spotfit.controller.state_change import StateChange
 from spotfit.controller.team_budget import SPENT_USD, Crossing
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import SpotfitError
-from spotfit.home import state_is_shared
+from spotfit.host.home import state_is_shared
 from spotfit.settings import TeamBudget, load_settings
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB

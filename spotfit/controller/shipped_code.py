@@ -23,7 +23,7 @@ import tarfile
 from typing import TYPE_CHECKING
 
 from spotfit.attempt import layout
-from spotfit.home import home
+from spotfit.host.home import home
 
 if TYPE_CHECKING:
     from spotfit.spec.job import JobSpec

@@ -135,7 +135,7 @@ def unmount_all() -> None:
 
 def mount_job_data(config, reporter, root: Path) -> bool:
     """Mount `config.data_source` and export `SPOTFIT_DATA_DIR`; False (after one event) to copy instead."""
-    from spotfit.home import DATA_DIR_ENV
+    from spotfit.host.home import DATA_DIR_ENV
 
     started = time.monotonic()
     target, how = mount(config.data_source, root, config.data_cache_limit_gib)

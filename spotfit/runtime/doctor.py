@@ -41,7 +41,7 @@ def run(store_url: str | None = None, registry_url: str | None = None,
     """All checks; returns {"checks": [...], "ok": bool} (the `--json` document).
 
     `keras_choice`: a spec's script name and the Keras it runs on (`--spec`)."""
-    from spotfit.home import default_registry_url, default_store_url
+    from spotfit.host.home import default_registry_url, default_store_url
 
     checks: list[Check] = [Check("python", OK, f"Python {platform.python_version()} on {platform.system()}")]
     tf = _tensorflow(checks)

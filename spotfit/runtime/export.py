@@ -201,7 +201,7 @@ def scratch(job_id: str) -> Iterator[Path]:
     What an export that died there left (a SavedModel copy) is removed first; the folder goes
     when the export ends, however it ends, and the controller removes the job's when the job ends.
     """
-    from spotfit.home import export_scratch
+    from spotfit.host.home import export_scratch
 
     root = export_scratch(job_id)
     shutil.rmtree(root, ignore_errors=True)

@@ -23,7 +23,7 @@ def sync_job_data(config, reporter) -> SyncStats | None:
     """
     if not config.data_source:
         return None
-    from spotfit.home import DATA_DIR_ENV, default_cache_dir
+    from spotfit.host.home import DATA_DIR_ENV, default_cache_dir
 
     root = Path(config.data_cache_dir or default_cache_dir())
     if config.data_mode == "mount":

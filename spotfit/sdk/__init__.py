@@ -37,7 +37,7 @@ from spotfit import job_secrets
 from spotfit.attempt.layout import boot_log as boot_log_key
 from spotfit.core import arguments
 from spotfit.errors import UsageError
-from spotfit.home import home, state_is_shared, state_target
+from spotfit.host.home import home, state_is_shared, state_target
 from spotfit.sdk.budgets import budget_list, budget_rm, budget_set
 from spotfit.sdk.context import controller_alive, db, find_job, live_controllers, reading_from
 from spotfit.sdk.costs import cost, cost_all

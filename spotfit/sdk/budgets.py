@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.home import state_is_shared, state_target
+from spotfit.host.home import state_is_shared, state_target
 from spotfit.sdk.context import db
 from spotfit.spec.labels import matches
 

@@ -12,7 +12,7 @@ from contextvars import ContextVar
 
 from spotfit.core import arguments
 from spotfit.errors import NotFoundError
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 from spotfit.state.db import StateDB
 from spotfit.state.records import JobRecord
 

@@ -6,7 +6,7 @@ from spotfit.attempt import layout
 from spotfit.attempt.result import job_result
 from spotfit.core import arguments
 from spotfit.errors import NotFoundError
-from spotfit.home import home, state_is_shared
+from spotfit.host.home import home, state_is_shared
 from spotfit.sdk.context import controller_alive, db, find_job
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord, EventRecord, JobRecord

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from spotfit import job_secrets, keras2, scriptcheck
 from spotfit.attempt import layout
 from spotfit.errors import UsageError
-from spotfit.home import default_store_url, state_is_shared
+from spotfit.host.home import default_store_url, state_is_shared
 from spotfit.sdk.context import db
 from spotfit.state.states import JobState
 

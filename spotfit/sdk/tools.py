@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from spotfit.core import arguments
-from spotfit.home import home
+from spotfit.host.home import home
 from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import validate
 from spotfit.state.states import JobState

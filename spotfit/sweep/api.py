@@ -30,7 +30,7 @@ from collections.abc import Callable
 from spotfit import sdk
 from spotfit.core import arguments
 from spotfit.errors import UsageError
-from spotfit.home import home
+from spotfit.host.home import home
 from spotfit.sweep import report, study
 from spotfit.sweep.runner import FINAL, SweepRunner, controller_alive, db
 from spotfit.sweep.spec import load_sweep

@@ -28,7 +28,7 @@ from typing import Any
 
 from spotfit.core import arguments
 from spotfit.errors import NotFoundError
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 from spotfit.state import lease
 from spotfit.state.db import RELEASE_QUEUED_SQL
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema, is_postgres

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import UsageError
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 from spotfit.state.dialect import POSTGRES_SCHEMES, is_postgres
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from fastapi.templating import Jinja2Templates
 from spotfit import sdk
 from spotfit.core import arguments
 from spotfit.errors import NotFoundError, UsageError
-from spotfit.home import home
+from spotfit.host.home import home
 from spotfit.state.states import JobState
 from spotfit.sweep.store import sweeps_target
 from spotfit.ui import board, planning

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from spotfit.core import arguments
 from spotfit.errors import UsageError
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 
 
 def ui(host: str = "127.0.0.1", port: int = 8765, on_start: Callable[[str], None] | None = None,

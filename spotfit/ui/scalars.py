@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spotfit.home import home
+from spotfit.host.home import home
 from spotfit.tensorboard_server import fetch, local_folder
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from spotfit import data_helper, home
+from spotfit import data_helper
 from spotfit.controller import waits
 from spotfit.core.arguments import env_number
 from spotfit.errors import UsageError
+from spotfit.host import home
 from spotfit.runtime import trial
 from spotfit.state import lease, wait
 from spotfit.ui import planning

@@ -19,7 +19,7 @@ from spotfit import sdk
 from spotfit.controller.budget_store import BudgetStore
 from spotfit.controller.loop import Controller
 from spotfit.errors import UsageError
-from spotfit.home import home
+from spotfit.host.home import home
 from spotfit.settings import TeamBudget
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB

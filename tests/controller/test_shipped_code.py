@@ -7,7 +7,7 @@ import shutil
 from spotfit import sdk
 from spotfit.controller import shipped_code
 from spotfit.controller.loop import Controller
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 from spotfit.state.db import StateDB
 from spotfit.stores import open_store
 

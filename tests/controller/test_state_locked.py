@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from spotfit import sdk
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 from tests.controller.test_full_disk import MARKET_SCRIPT, SCRIPT
 from tests.support.hollow_jobs import reference, write_scenario
 from tests.support.jobs import spotfit_cmd

@@ -15,7 +15,7 @@ import typer
 import yaml
 
 from spotfit.cli import app
-from spotfit.home import STATE_URL_ENV, state_target
+from spotfit.host.home import STATE_URL_ENV, state_target
 from tests.support.k8s_schemas import schemas
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

@@ -20,7 +20,7 @@ import pytest
 
 from spotfit.attempt.registry import CARD, CLAIM, claim_version, versions
 from spotfit.core.crashpoints import HOLD_ENV
-from spotfit.home import export_scratch
+from spotfit.host.home import export_scratch
 from spotfit.runtime import export
 from spotfit.stores import open_store
 

@@ -19,7 +19,7 @@ import zlib
 import pytest
 
 from spotfit.errors import UsageError
-from spotfit.home import state_target
+from spotfit.host.home import state_target
 from spotfit.state import lease
 from spotfit.state.db import StateDB
 from spotfit.state.states import JobState

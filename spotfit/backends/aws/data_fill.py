@@ -55,7 +55,7 @@ def fill_and_snapshot(source: str, cache_dir: str, ec2: Any, instance_id: str, j
 def main(argv: list[str] | None = None) -> int:
     from spotfit.backends.aws.agent import Imds
     from spotfit.backends.aws.client import load_boto3
-    from spotfit.home import default_cache_dir
+    from spotfit.host.home import default_cache_dir
 
     parser = argparse.ArgumentParser(prog="python -m spotfit.backends.aws.data_fill")
     parser.add_argument("source")

@@ -14,7 +14,7 @@ from typing import Any
 from spotfit.backends.aws.spec import Aws, aws_options
 from spotfit.backends.base import LaunchRequest
 from spotfit.backends.shipping import check_env
-from spotfit.home import default_store_url
+from spotfit.host.home import default_store_url
 from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
 from spotfit.stores import child

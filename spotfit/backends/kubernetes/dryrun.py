@@ -15,7 +15,7 @@ from typing import Any
 from spotfit.backends.base import LaunchRequest, backend_options
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.spec import Kubernetes
-from spotfit.home import default_store_url
+from spotfit.host.home import default_store_url
 from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
 from spotfit.stores import child
