@@ -60,7 +60,7 @@ class Roots:
 def owner_roots(spec_dir: str | Path) -> Roots:
     """The roots of a job run by its owner: the home, `$SPOTFIT_HOME`, the spec's folder and `paths.allow`."""
     from spotfit.host.home import home
-    from spotfit.settings import load_settings
+    from spotfit.host.settings import load_settings
 
     allow = tuple(Path(p) for p in load_settings().paths.allow)
     return Roots((Path.home(), home(), Path(spec_dir), *allow), "paths.allow",
@@ -70,7 +70,7 @@ def owner_roots(spec_dir: str | Path) -> Roots:
 def shared_roots() -> Roots:
     """The roots of a job a shared controller runs: its own default folders and `paths.shared`."""
     from spotfit.host.home import home
-    from spotfit.settings import load_settings
+    from spotfit.host.settings import load_settings
 
     own = tuple(home() / name for name in ("store", "registry", "cache"))
     shared = tuple(Path(p) for p in load_settings().paths.shared)

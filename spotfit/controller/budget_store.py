@@ -34,7 +34,7 @@ counts instead.
 Example (SQLite; the lock is the write transaction):
 
 >>> import os, tempfile
->>> from spotfit.settings import TeamBudget
+>>> from spotfit.host.settings import TeamBudget
 >>> from spotfit.state import StateDB
 >>> path = os.path.join(tempfile.mkdtemp(), "state.db")
 >>> for job in ("j1", "j2"):
@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from spotfit.controller.team_budget import LEVELS, SPENT_USD, Crossing, crossings, period_start
-from spotfit.settings import TeamBudget
+from spotfit.host.settings import TeamBudget
 from spotfit.spec.labels import matches
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.records import raw_spec_of

@@ -63,7 +63,7 @@ def sinks() -> list[Sink]:
     A broken settings file pauses the job at its next launch (`rule_actions`), with the error.
     """
     from spotfit.errors import SpotfitError
-    from spotfit.settings import load_settings
+    from spotfit.host.settings import load_settings
 
     try:
         return list(load_settings().notify.sinks)

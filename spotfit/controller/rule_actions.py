@@ -26,7 +26,7 @@ from spotfit.controller.team_budget import SPENT_USD, Crossing
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import SpotfitError
 from spotfit.host.home import state_is_shared
-from spotfit.settings import TeamBudget, load_settings
+from spotfit.host.settings import TeamBudget, load_settings
 from spotfit.spec.job import JobSpec
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord, handle_text

@@ -14,7 +14,7 @@ attempt saves and stops; `spotfit resume` after the period turns or the budget i
 
 Example:
 
->>> from spotfit.settings import TeamBudget
+>>> from spotfit.host.settings import TeamBudget
 >>> b = TeamBudget(name="nlp", labels={"project": "nlp"}, usd=100.0)
 >>> start = period_start("month", 1_700_000_000.0)  # 2023-11-14 22:13 UTC
 >>> start == 1_698_796_800.0  # 2023-11-01 00:00 UTC
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from spotfit.settings import TeamBudget
+from spotfit.host.settings import TeamBudget
 from spotfit.spec.labels import matches
 
 LEVELS = ((100, "at_100_percent"), (80, "at_80_percent"))  # highest first: the highest level crossed acts

@@ -1,6 +1,6 @@
 """Budgets over many jobs: list them with what they have spent this period, set one, remove one.
 
-They live in `$SPOTFIT_HOME/config.yaml` (`spotfit/settings.py`, loaded on use: `spotfit status`
+They live in `$SPOTFIT_HOME/config.yaml` (`spotfit/host/settings.py`, loaded on use: `spotfit status`
 imports neither pydantic's models nor YAML), or, with `shared`, in the shared state DB's
 `team_budgets` table (`spotfit/controller/budget_store.py`; `SPOTFIT_STATE_URL` must be set), which every
 controller of the team reads and which wins over a file budget of the same name; the
@@ -41,7 +41,7 @@ def budget_list() -> dict:
     """`path`, `shared` and `budgets`: each budget's fields, `where` it is kept (`file` or `shared`), its
     period's start, what its jobs spent since and the share."""
     from spotfit.controller.team_budget import period_start
-    from spotfit.settings import load_settings, settings_path
+    from spotfit.host.settings import load_settings, settings_path
 
     store = _store()
     shared = store.budgets() if store is not None else []
@@ -65,7 +65,7 @@ def budget_set(name: str, usd: float, labels: list[str] | None = None, period: s
     shared state DB's table. Returns `budget_list()`."""
     from pydantic import ValidationError
 
-    from spotfit.settings import TeamBudget, load_settings, save_settings
+    from spotfit.host.settings import TeamBudget, load_settings, save_settings
 
     selector = {}
     for item in labels or []:
@@ -96,7 +96,7 @@ def budget_set(name: str, usd: float, labels: list[str] | None = None, period: s
 
 def budget_rm(name: str, shared: bool = False) -> dict:
     """Remove budget `name` (`shared`: from the shared state DB's table); returns `budget_list()`."""
-    from spotfit.settings import load_settings, save_settings, settings_path
+    from spotfit.host.settings import load_settings, save_settings, settings_path
 
     if shared:
         store = _shared_store()

@@ -130,7 +130,7 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     """
     from spotfit.controller import waits
     from spotfit.core.registry import registered_backends
-    from spotfit.settings import load_settings
+    from spotfit.host.settings import load_settings
     from spotfit.stores import child, open_store
 
     chosen = spec.backend if backend is None else backend

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spotfit.cli import app
-from spotfit.settings import load_settings
+from spotfit.host.settings import load_settings
 from tests.support.statedb import seed_jobs
 
 

@@ -20,7 +20,7 @@ from spotfit.controller.budget_store import BudgetStore
 from spotfit.controller.loop import Controller
 from spotfit.errors import UsageError
 from spotfit.host.home import home
-from spotfit.settings import TeamBudget
+from spotfit.host.settings import TeamBudget
 from spotfit.spec import JobSpec
 from spotfit.state import StateDB
 from spotfit.state.states import JobState, StopRequest

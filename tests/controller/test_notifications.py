@@ -23,7 +23,7 @@ from spotfit import sdk
 from spotfit.controller.loop import Controller
 from spotfit.controller.notifications import TRIES, Notifier
 from spotfit.errors import SpecError
-from spotfit.settings import Settings, load_settings
+from spotfit.host.settings import Settings, load_settings
 from spotfit.spec.job import JobSpec
 from spotfit.spec.sinks import Sink
 from spotfit.state.states import JobState

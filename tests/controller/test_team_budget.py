@@ -14,7 +14,7 @@ import pytest
 from spotfit import sdk
 from spotfit.controller.loop import Controller
 from spotfit.controller.team_budget import crossings, period_start
-from spotfit.settings import TeamBudget
+from spotfit.host.settings import TeamBudget
 from spotfit.spec.job import JobSpec
 from spotfit.state.states import JobState
 from tests.support.stand_in import START, ZONE, RunsUntilSignalled, first_minute_usd
