@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from spotfit import confine, job_secrets
+from spotfit import job_secrets
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result
@@ -35,6 +35,7 @@ from spotfit.controller.state_change import StateChange
 from spotfit.controller.store_guard import StoreGuard
 from spotfit.controller.watchdog import Watchdog
 from spotfit.errors import UsageError
+from spotfit.host import confine
 from spotfit.host.home import export_scratch, state_is_shared
 from spotfit.spec.job import spec_of
 from spotfit.state import lease

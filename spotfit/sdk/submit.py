@@ -50,7 +50,7 @@ def check_paths(spec: JobSpec, source: str) -> None:
     """The local paths the spec names are inside the roots its controller may write to (confine.py):
     the owner's (the home, $SPOTFIT_HOME, the spec's folder, `paths.allow`), or on a shared state
     a shared controller's (`paths.shared`); else one `SpecError` line naming the setting."""
-    from spotfit import confine
+    from spotfit.host import confine
 
     roots = confine.shared_roots() if state_is_shared() else confine.owner_roots(spec.base_dir)
     confine.check(spec, roots, source)

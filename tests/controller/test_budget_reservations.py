@@ -48,7 +48,7 @@ def _billed(db: StateDB, job_id: str, usd: float, labels: dict) -> None:
 def _waiting_job(db: StateDB, job_id: str, tmp_path) -> None:
     spec = JobSpec.model_validate({"name": job_id, "script": "train.py", "labels": {"project": "nlp"}, "work_h": 1.0,
                                    "market": {"trace": "aws-v100", "zones": [ZONE], "start": START}})
-    # In the controller's own store: a shared state's controller writes nowhere else (spotfit/confine.py).
+    # In the controller's own store: a shared state's controller writes nowhere else (spotfit/host/confine.py).
     db.create_job(job_id, job_id, spec.model_dump_json(), f"file://{home() / 'store' / 'jobs' / job_id}")
 
 
