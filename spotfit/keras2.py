@@ -59,7 +59,7 @@ class Reason:
 
 def reasons(source: str) -> list[Reason]:
     """The Keras-2-only uses in `source`, in line order (none when it does not parse: that is another check's)."""
-    from spotfit.scriptcheck import parse
+    from spotfit.script.scriptcheck import parse
 
     try:
         tree = parse(source)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from spotfit import sdk
-from spotfit.scriptcheck import checkpointable
+from spotfit.script.scriptcheck import checkpointable
 from tests.support.jobs import spotfit_cmd
 
 

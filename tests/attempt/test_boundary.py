@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import spotfit
-from spotfit.scriptcheck import parse
+from spotfit.script.scriptcheck import parse
 
 PACKAGE = Path(spotfit.__file__).parent
 FORBIDDEN_ON_CONTROLLER_SIDE = ("tensorflow", "keras", "spotfit.runtime")

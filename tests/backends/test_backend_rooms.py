@@ -23,7 +23,7 @@ from spotfit.backends.base import (
     backend_class,
 )
 from spotfit.core.registry import registered_backends
-from spotfit.scriptcheck import parse
+from spotfit.script.scriptcheck import parse
 
 PACKAGE = Path(spotfit.__file__).parent
 NAMES = set(registered_backends())

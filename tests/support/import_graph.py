@@ -13,7 +13,7 @@ import ast
 from functools import cache
 from pathlib import Path
 
-from spotfit.scriptcheck import parse
+from spotfit.script.scriptcheck import parse
 
 PACKAGE = Path(__file__).resolve().parents[2] / "spotfit"
 
