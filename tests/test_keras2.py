@@ -1,6 +1,6 @@
 """Which Keras a script runs on is decided before a launch, from lines that really need Keras 2 (issue 48).
 
-`spotfit validate` and `spotfit run` read the script's syntax tree (spotfit/keras2.py): with
+`spotfit validate` and `spotfit run` read the script's syntax tree (spotfit/script/keras2.py): with
 `training.keras: auto` a script with lines that only `tf.keras` 2 runs goes to Keras 2, and the
 choice is said in one line; with `keras: 3` those lines are named in a warning. Each snippet below
 is run under the Keras 3 spotfit pins and under Keras 2 (`tf-keras`, `TF_USE_LEGACY_KERAS=1`), so
@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from spotfit.keras2 import reasons
+from spotfit.script.keras2 import reasons
 from tests.support.jobs import spotfit_cmd
 
 KERAS_2 = {  # snippet -> the words its reason carries

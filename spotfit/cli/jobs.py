@@ -15,7 +15,7 @@ from spotfit.state.states import JobState
 @app.command()
 def validate(spec: SpecPath, json_: JsonFlag = False) -> None:
     """Check a job spec; exit 2 with one clear line if it is invalid."""
-    from spotfit import keras2
+    from spotfit.script import keras2
 
     job = sdk.validate(str(spec))
     choice = None if job.is_notebook else keras2.choose(job.training.keras, job.script_path)

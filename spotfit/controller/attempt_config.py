@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spotfit import keras2
 from spotfit.attempt.config import RuntimeConfig
+from spotfit.script import keras2
 
 if TYPE_CHECKING:
     from spotfit.controller.attempts import AttemptPlanner

@@ -2,7 +2,7 @@
 
 Checks: TensorFlow and Keras versions and the CUDA/cuDNN versions TensorFlow was built with;
 whether Keras 2 (`tf-keras`, for `training.keras: 2`) is installed, and with `--spec`, which
-Keras the spec's script runs on and why (spotfit/keras2.py);
+Keras the spec's script runs on and why (spotfit/script/keras2.py);
 visible devices; each GPU's compute capability and what it means for mixed precision (the
 choice `training.mixed_precision: auto` makes here); whether XLA compiles a function; the
 TensorBoard package; and whether the object store and the model registry can be written,
@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from spotfit.keras2 import KerasChoice
+    from spotfit.script.keras2 import KerasChoice
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -96,7 +96,7 @@ def _keras2(checks: list[Check]) -> bool:
 
 def _script_keras(script: str, choice: KerasChoice, keras_2: bool) -> Check:
     """Which Keras the spec's script runs on, why, and whether this machine has it."""
-    from spotfit.keras2 import choice_line
+    from spotfit.script.keras2 import choice_line
 
     if choice.version == "2" and not keras_2:
         return Check(f"keras ({script})", FAIL, choice_line(choice, script) + "; tf-keras is not installed here",

@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from spotfit import job_secrets, keras2
+from spotfit import job_secrets
 from spotfit.attempt import layout
 from spotfit.errors import UsageError
 from spotfit.host.home import default_store_url, state_is_shared
-from spotfit.script import scriptcheck
+from spotfit.script import keras2, scriptcheck
 from spotfit.sdk.context import db
 from spotfit.state.states import JobState
 

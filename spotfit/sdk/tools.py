@@ -139,7 +139,7 @@ def doctor(store: str | None = None, registry: str | None = None, spec: str | No
                            hint=f"Leave {flag} out to probe the home's.")
     choice = None
     if spec is not None:
-        from spotfit import keras2
+        from spotfit.script import keras2
         from spotfit.spec.job import load_spec
 
         job = load_spec(spec)
