@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from spotfit.loop_data import batches
+from spotfit.runtime.loop_data import batches
 
 
 def loop(model: Any, data: Iterable | Callable[[], Iterable], steps: int,

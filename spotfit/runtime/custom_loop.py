@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from spotfit.loop_data import batches
+from spotfit.runtime.loop_data import batches
 
 if TYPE_CHECKING:
     from spotfit.runtime.session import Session
