@@ -16,8 +16,8 @@ from spotfit.errors import SpotfitError
 from spotfit.version import __version__
 
 if TYPE_CHECKING:
+    from spotfit.runtime.training_loop import loop
     from spotfit.spec.job import JobSpec, load_spec
-    from spotfit.training_loop import loop
 
 __all__ = ["JobSpec", "SpotfitError", "__version__", "load_spec", "loop"]
 
@@ -28,7 +28,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(spec, name)
     if name == "loop":  # for custom training loops, in the runtime's process: loaded on first use
-        from spotfit.training_loop import loop
+        from spotfit.runtime.training_loop import loop
 
         return loop
     raise AttributeError(f"module 'spotfit' has no attribute {name!r}")
