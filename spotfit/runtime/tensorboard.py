@@ -30,7 +30,7 @@ loses at most the scalars since its last save. Every attempt adds its own event 
 TensorBoard merges them, and the steps continue across attempts because resume is exact.
 
 Each `fit` call gets a `TensorBoardLogger` over the attempt's log, placed before the main
-callback. Serving the logs is controller side: spotfit/tensorboard_server.py.
+callback. Serving the logs is controller side: spotfit/attempt/tensorboard_server.py.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ import tensorflow as tf
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
+from spotfit.attempt.tensorboard_server import PREFIX, local_folder
 from spotfit.errors import StoreError
-from spotfit.tensorboard_server import PREFIX, local_folder
 
 BUDGET_SHARE = 0.005  # `auto`: batch scalars cost at most this share of the step time
 UPDATE_FREQS = ("auto", "epoch")  # or an integer number of steps

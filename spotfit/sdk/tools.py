@@ -154,7 +154,7 @@ def tensorboard(ref: str | None, port: int = 6006,
 
     `on_start(job_id, url, logdir)` is called once the server runs.
     """
-    from spotfit import tensorboard_server as tb
+    from spotfit.attempt import tensorboard_server as tb
 
     arguments.number("--port", port, low=1, high=65_535, hint="Pass --port 6006.")
     job = find_job(db(), ref)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spotfit.attempt.tensorboard_server import fetch, local_folder
 from spotfit.host.home import home
-from spotfit.tensorboard_server import fetch, local_folder
 
 
 def scalars(job_url: str) -> dict[str, list[tuple[int, float]]]:

@@ -22,8 +22,8 @@ from pathlib import Path
 from tensorboard import program
 from werkzeug import serving
 
+from spotfit.attempt.tensorboard_server import follow, logdir_for, require_tensorboard
 from spotfit.errors import SpotfitError
-from spotfit.tensorboard_server import follow, logdir_for, require_tensorboard
 
 
 class UnixSocketServer(serving.ThreadedWSGIServer, program.TensorBoardServer):

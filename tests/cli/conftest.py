@@ -39,7 +39,7 @@ def nothing_launches(monkeypatch, tmp_path):
         return _raise
 
     for target in ("spotfit.sdk.run_job", "spotfit.sdk.start_detached", "spotfit.backends.aws.gc.collect",
-                   "spotfit.tensorboard_server.serve", "spotfit.runtime.doctor.run", "spotfit.ui.server.serve"):
+                   "spotfit.attempt.tensorboard_server.serve", "spotfit.runtime.doctor.run", "spotfit.ui.server.serve"):
         monkeypatch.setattr(target, never(target))
     work = tmp_path / "cwd"
     work.mkdir()

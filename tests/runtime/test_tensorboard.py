@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from spotfit import tensorboard_server as tb
+from spotfit.attempt import tensorboard_server as tb
 from spotfit.stores import open_store
 from tests.support.jobs import run_inline_job, spotfit_cmd
 from tests.support.wait import wait_for
@@ -44,7 +44,7 @@ def test_fetch_copies_a_remote_jobs_logs(tmp_path):
 
 
 def test_serving_the_logs_imports_no_tensorflow():
-    code = ("import sys, spotfit.tensorboard_server; "
+    code = ("import sys, spotfit.attempt.tensorboard_server; "
             "print(sorted({'tensorflow', 'keras'} & {m.split('.')[0] for m in sys.modules}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL, env=os.environ.copy())
