@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from spotfit import interactive, job_secrets, notebooks, sdk
+from spotfit import interactive, notebooks, sdk
 from spotfit.attempt.notebook import TOKEN_ENV
-from spotfit.controller import notify
+from spotfit.controller import job_secrets, notify
 from spotfit.errors import UsageError
 from spotfit.host.home import home
 from spotfit.spec.job import JobSpec, parse_spec

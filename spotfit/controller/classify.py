@@ -24,8 +24,8 @@ uniform_progress, uniform_progress_first, or leave it out.
 from __future__ import annotations
 
 from spotfit.attempt.exit_codes import EXIT_CONFIG
+from spotfit.controller.job_secrets import check_present
 from spotfit.errors import SpotfitError, StoreError, TraceError, UsageError
-from spotfit.job_secrets import check_present
 from spotfit.market.policies.base import ALIASES, POLICIES, make_policy
 from spotfit.market.trace import resolve_trace
 from spotfit.script import scriptcheck

@@ -15,12 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from spotfit import job_secrets
 from spotfit.attempt import layout
 from spotfit.attempt.progress import Phase
 from spotfit.attempt.result import Result
 from spotfit.backends.base import Backend, Handle, make_backend
-from spotfit.controller import budget, classify, cost_doc, notify, outcome, shipped_code
+from spotfit.controller import budget, classify, cost_doc, job_secrets, notify, outcome, shipped_code
 from spotfit.controller.attempt_end import EndRecorder
 from spotfit.controller.attempt_watch import AttemptWatches
 from spotfit.controller.attempts import AttemptPlanner

@@ -35,7 +35,7 @@ def webhook_for(state_db: StateDB, job_id: str, spec_notify: Notify | None) -> s
 
     A webhook the spec names but this controller cannot get is an event, once per controller start.
     """
-    from spotfit.job_secrets import webhook_env
+    from spotfit.controller.job_secrets import webhook_env
     from spotfit.spec.rules import is_redacted
 
     if (url := os.environ.pop(webhook_env(job_id), None)) is not None:

@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from spotfit import job_secrets
 from spotfit.attempt.layout import boot_log as boot_log_key
+from spotfit.controller import job_secrets
 from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.host.home import home, state_is_shared, state_target

@@ -102,7 +102,7 @@ def move(state_db: StateDB, job: JobRecord, change: Move) -> dict[str, str]:
     classify.preflight(spec)
     _check_market(spec)
     if change.spec_path is not None:
-        from spotfit import job_secrets
+        from spotfit.controller import job_secrets
         from spotfit.host.home import state_is_shared
 
         job_secrets.keep_webhook(job["id"], spec.notify, shared=state_is_shared())

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from spotfit import job_secrets
 from spotfit.attempt import layout
+from spotfit.controller import job_secrets
 from spotfit.errors import UsageError
 from spotfit.host.home import default_store_url, state_is_shared
 from spotfit.script import keras2, scriptcheck

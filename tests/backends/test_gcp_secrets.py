@@ -124,7 +124,7 @@ def test_an_unreachable_secret_manager_is_one_backend_error(job, job_spec):
 
 def test_secrets_the_end_of_a_job_could_not_delete_are_an_event_naming_gc(job_spec):
     from spotfit import sdk
-    from spotfit.job_secrets import release
+    from spotfit.controller.job_secrets import release
 
     spec = load_spec(job_spec(SPEC))
     sdk.db().create_job("job-1", "digits", spec.model_dump_json(), "file:///tmp/job-1")
