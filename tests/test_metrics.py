@@ -1,4 +1,4 @@
-"""The state's Prometheus metrics (`spotfit/metrics.py`): figures read from a state DB filled directly,
+"""The state's Prometheus metrics (`spotfit/controller/metrics.py`): figures read from a state DB filled directly,
 served by `spotfit controller --metrics-port` and by the dashboard, scraped over HTTP on 127.0.0.1."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from spotfit import metrics
+from spotfit.controller import metrics
 from spotfit.state.db import StateDB
 from spotfit.ui.app import create_app
 from tests.support.statedb import seed_jobs

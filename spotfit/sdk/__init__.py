@@ -137,7 +137,7 @@ def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 3
     """Run a long-running controller on this state until the process ends (`spotfit controller`).
 
     With `metrics_port`, it also serves the state's Prometheus metrics on `metrics_host:metrics_port/metrics`
-    (`spotfit/metrics.py`).
+    (`spotfit/controller/metrics.py`).
     """
     from spotfit.controller.service import Service
 
@@ -145,7 +145,7 @@ def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 3
     arguments.number("--poll-s", poll_s, low=0, high=60, low_open=True, hint="Pass --poll-s 1.")
     arguments.number("--max-jobs", max_jobs, low=1, high=10_000, hint="Pass --max-jobs 32.")
     if metrics_port is not None:
-        from spotfit import metrics
+        from spotfit.controller import metrics
 
         arguments.number("--metrics-port", metrics_port, low=1, high=65_535, hint="Pass --metrics-port 9464.")
         arguments.text("--metrics-host", metrics_host, hint="Pass --metrics-host 127.0.0.1 (0.0.0.0 in a pod).")

@@ -49,7 +49,7 @@ def add(app: FastAPI, site: Site) -> None:
 
     @routes.get("/metrics")
     def prometheus_metrics() -> Response:
-        from spotfit import metrics
+        from spotfit.controller import metrics
 
         return Response(metrics.exposition(lambda: ReadOnlyStateDB.open(site.target)),
                         media_type="text/plain; version=0.0.4; charset=utf-8")

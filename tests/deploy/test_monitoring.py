@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from spotfit import metrics
+from spotfit.controller import metrics
 from spotfit.state.db import StateDB
 from tests.support.statedb import seed_jobs
 
