@@ -85,7 +85,7 @@ def follow(job_url: str, logdir: Path, running: Callable[[], bool]) -> bool:
     Ctrl-C; True when SIGTERM ended it."""
     stop = {"now": False}
 
-    def _stop(signum, frame):
+    def _stop(signum: int, frame: object) -> None:
         stop["now"] = True
 
     previous = signal.signal(signal.SIGTERM, _stop)
@@ -104,7 +104,8 @@ def follow(job_url: str, logdir: Path, running: Callable[[], bool]) -> bool:
     return stop["now"]
 
 
-def serve(job_url: str, job_id: str, port: int, cache: Path, on_start=None) -> int:
+def serve(job_url: str, job_id: str, port: int, cache: Path,
+          on_start: Callable[[str, Path], None] | None = None) -> int:
     """Serve the job's logs on 127.0.0.1:`port` until interrupted; returns TensorBoard's exit code."""
     require_tensorboard()
     logdir = logdir_for(job_url, job_id, cache)

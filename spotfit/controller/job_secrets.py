@@ -28,9 +28,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import UsageError
+
+if TYPE_CHECKING:
+    from spotfit.backends.base import Backend
+    from spotfit.spec.job import JobSpec
+    from spotfit.spec.rules import Notify
+    from spotfit.state.db import StateDB
+    from spotfit.stores.base import ObjectStore
 
 
 def read_from_shell(names: list[str], environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -53,7 +61,8 @@ def check_present(names: list[str]) -> None:
                              hint=f"Resume the job from a shell where {name} is set (`spotfit resume JOB`).")
 
 
-def store_at_submit(backend_name: str, job_id: str, spec, values: dict[str, str], store) -> None:
+def store_at_submit(backend_name: str, job_id: str, spec: JobSpec, values: dict[str, str],
+                    store: ObjectStore) -> None:
     """Put the values where the backend's attempts read them (a `SecretKeeper`, aws: SSM); local keeps them in
     memory only."""
     if not values:
@@ -65,7 +74,7 @@ def store_at_submit(backend_name: str, job_id: str, spec, values: dict[str, str]
         backend.put_job_secrets(job_id, values, spec, store)
 
 
-def release(backend, db, job_id: str, spec, state: str) -> None:
+def release(backend: Backend[Any], db: StateDB, job_id: str, spec: JobSpec, state: str) -> None:
     """The job ended (a stopped job may resume: its secrets stay): delete what `store_at_submit` stored,
     and a notebook's token file."""
     if state == "stopped" or not (spec.secrets or spec.is_notebook):
@@ -94,11 +103,12 @@ def webhook_env(job_id: str) -> str:
     return WEBHOOK_ENV_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", job_id).upper()
 
 
-def keep_webhook(job_id: str, notify, shared: bool, environ: dict[str, str] | None = None) -> None:
+def keep_webhook(job_id: str, notify: Notify | None, shared: bool,
+                 environ: MutableMapping[str, str] | None = None) -> None:
     """At submit: a named webhook must be set here; a literal one is kept in the environment, never on disk."""
     from spotfit.spec.rules import is_redacted
 
-    env = os.environ if environ is None else environ
+    env: MutableMapping[str, str] = os.environ if environ is None else environ
     if notify is None:
         return
     if (name := notify.webhook_secret) is not None:

@@ -66,11 +66,11 @@ class StateCollector:
         finally:
             if db is not None:
                 db.close()
-        states: Counter = Counter({str(s): 0 for s in JobState})
-        ended: Counter = Counter()
-        live: Counter = Counter()
-        spend: dict[tuple, float] = defaultdict(float)
-        preempted: Counter = Counter()
+        states: Counter[str] = Counter({str(s): 0 for s in JobState})
+        ended: Counter[tuple[str, str, str]] = Counter()
+        live: Counter[tuple[str, str]] = Counter()
+        spend: dict[tuple[str, ...], float] = defaultdict(float)
+        preempted: Counter[tuple[str, str]] = Counter()
         rates = []
         now = time.time()
         for job, attempts in jobs:

@@ -14,7 +14,7 @@
 | `/api/sweeps` | every sweep's `spotfit sweep status SWEEP --json`, newest first |
 | `/api/sweeps/{sweep}` | `spotfit sweep status SWEEP --json` |
 | `/api/board?state=S&q=TEXT&limit=N` | the jobs page's rows (cost and saving per job; no CLI verb prints it) |
-| `/metrics` | the state's Prometheus metrics (`spotfit/controller/metrics.py`), as `spotfit controller --metrics-port` does |
+| `/metrics` | the state's Prometheus metrics (`controller/metrics.py`), as `spotfit controller --metrics-port` does |
 
 Every request reads the state DB (a SQLite file, or a team's PostgreSQL where `SPOTFIT_STATE_URL`
 points) through its own read-only connection (`ReadOnlyStateDB`),
