@@ -34,6 +34,7 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
     attempt whose server is up; raises `NotFoundError` when none is.
     """
     from spotfit import access, notebooks
+    from spotfit.attempt.notebook import token_file
     from spotfit.stores import open_store
 
     job = find_job(db(), ref)
@@ -54,7 +55,7 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
     forward = None
     if not backend_class(backend).runs_here:  # the same port here, carried by the backend's forwarding
         forward = access.port_forward_command(backend, _live_handle(job)[1], _options(job), port, port)
-    return {"id": job["id"], "url": notebooks.url(port), "token_file": str(notebooks.token_file(job["id"])),
+    return {"id": job["id"], "url": notebooks.url(port), "token_file": str(token_file(job["id"])),
             "attempt": info["attempt"], "backend": backend, "port": port, "forward": forward}
 
 

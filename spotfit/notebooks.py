@@ -1,10 +1,10 @@
 """Notebook jobs on the controller side: submit one with a fresh token, and say where it listens.
 
 A notebook is a job of `kind: notebook` (docs/notebooks.md). It is recorded with a random token
-(`new_token`), kept in a 0600 file under `$SPOTFIT_HOME/notebooks/JOB/token` (which the user's
-browser and a local attempt read) and, on a cloud backend, in its secret store (SSM, the
-attempt's Kubernetes Secret), never in the job's store; the file is deleted when the job ends
-(`forget_token`). The token never appears in a JSON document nor on a command line. `where`
+(`attempt/notebook.py`'s `new_token`), kept in a 0600 file under `$SPOTFIT_HOME/notebooks/JOB/token`
+(which the user's browser and a local attempt read) and, on a cloud backend, in its secret store
+(SSM, the attempt's Kubernetes Secret), never in the job's store; the file is deleted when the job
+ends (`forget_token`). The token never appears in a JSON document nor on a command line. `where`
 reads the running attempt's `notebook/server.json` and answers the local URL: on the local
 backend the server's own 127.0.0.1 port; elsewhere a local port that `spotfit port-forward`
 carries to it.
@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from pathlib import Path
 
 from spotfit.attempt import layout
-from spotfit.attempt.notebook import token_file
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.spec.job import JobSpec, load_spec, parse_spec
 from spotfit.stores.base import ObjectStore
@@ -41,21 +39,8 @@ def notebook_spec(path: str | None) -> JobSpec:
     return spec
 
 
-def new_token(job_id: str) -> str:
-    """A fresh random token for notebook `job_id`, written to its 0600 file (folders 0700); returns it."""
-    token = secrets.token_urlsafe(32)
-    path = token_file(job_id)
-    for folder in (path.parent.parent, path.parent):
-        folder.mkdir(exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(token + "\n")
-    return token
 
 
-def forget_token(job_id: str) -> None:
-    """The job ended: delete its token file (a cloud backend deletes its secret store's copy)."""
-    token_file(job_id).unlink(missing_ok=True)
 
 
 def seed(spec: JobSpec, job_id: str, store: ObjectStore) -> None:
@@ -70,12 +55,6 @@ def seed(spec: JobSpec, job_id: str, store: ObjectStore) -> None:
         FolderSync(store, layout.NOTEBOOK_FILES, folder).push()
 
 
-def read_token(job_id: str) -> str:
-    path = token_file(job_id)
-    if not path.is_file():
-        raise NotFoundError(f"No token for notebook {job_id} on this machine: expected {path}.",
-                            hint="Open the notebook from the machine that started it.")
-    return path.read_text().strip()
 
 
 def server_info(store: ObjectStore, attempt: int | None) -> dict | None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spotfit import interactive, notebooks, sdk
-from spotfit.attempt.notebook import TOKEN_ENV
+from spotfit import interactive, sdk
+from spotfit.attempt.notebook import TOKEN_ENV, token_file
 from spotfit.controller import job_secrets, notify
 from spotfit.errors import UsageError
 from spotfit.host.home import home
@@ -91,7 +91,7 @@ def _notebook_spec(tmp_path: Path, extra: str = "") -> Path:
 
 def test_a_notebook_token_is_never_in_the_store_and_goes_when_the_job_ends(tmp_path, spotfit_home, open_umask):
     job_id = interactive.notebook(str(_notebook_spec(tmp_path)), backend="local")
-    path = notebooks.token_file(job_id)
+    path = token_file(job_id)
     token = path.read_text().strip()
     assert len(token) >= 32 and _mode(path) == 0o600 and _mode(path.parent) == 0o700
     store = open_store(sdk.status(job_id)["store"])

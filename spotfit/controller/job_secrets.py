@@ -80,7 +80,7 @@ def release(backend: Backend[Any], db: StateDB, job_id: str, spec: JobSpec, stat
     if state == "stopped" or not (spec.secrets or spec.is_notebook):
         return
     if spec.is_notebook:
-        from spotfit.notebooks import forget_token
+        from spotfit.attempt.notebook import forget_token
 
         forget_token(job_id)
     from spotfit.backends.base import SecretKeeper

@@ -160,10 +160,9 @@ def submit_spec(spec: JobSpec, preempt_at: str | None = None, backend: str | Non
     store_url = child(spec.checkpoint.store or default_store_url(), "jobs", job_id)
     store = open_store(store_url)
     if spec.is_notebook:  # its token: a 0600 file here and, on a cloud, the secret store (never the job's store)
-        from spotfit import notebooks
-        from spotfit.attempt.notebook import TOKEN_ENV
+        from spotfit.attempt.notebook import TOKEN_ENV, new_token
 
-        values[TOKEN_ENV] = notebooks.new_token(job_id)
+        values[TOKEN_ENV] = new_token(job_id)
     job_secrets.store_at_submit(chosen, job_id, spec, values, store)
     store.write_bytes(layout.SPEC, spec.model_dump_json(indent=2).encode())
     if state_is_shared() and not spec.is_notebook:  # the script's folder goes to the controller, wherever it runs

@@ -16,6 +16,7 @@ import pytest
 
 from spotfit import interactive, notebooks, sdk
 from spotfit.attempt.exit_codes import EXIT_PREEMPTED
+from spotfit.attempt.notebook import token_file
 from spotfit.backends.wheel import running_wheel
 from spotfit.stores import open_store
 from tests.backends.test_aws_emulated import cloud  # noqa: F401 — the emulated cloud fixture
@@ -60,7 +61,7 @@ def test_a_notebook_on_the_emulated_instance_keeps_its_files_through_a_spot_inte
     spec = folder / "notebook.yaml"
     spec.write_text(SPEC.format(store=f"s3://{BUCKET}/emulated-nb-{uuid.uuid4().hex[:6]}"))
     job_id = interactive.notebook(str(spec))
-    token = notebooks.token_file(job_id).read_text().strip()
+    token = token_file(job_id).read_text().strip()
     loop = cloud.start_controller(job_id)
     store = open_store(sdk.db().get_job(job_id)["store_url"])
     try:

@@ -81,12 +81,13 @@ def test_a_notebook_on_aws_opens_nothing_to_the_world_and_requires_imdsv2(tmp_pa
 def _running_notebook(tmp_path, backend: str, handle) -> str:
     """A notebook job recorded as running on `backend` with `handle`, its server up on port 8888."""
     from spotfit import notebooks
+    from spotfit.attempt import notebook
     from spotfit.state.states import AttemptState
 
     spec = parse_spec({"name": "nb", "kind": "notebook", "backend": backend}, base_dir=str(tmp_path))
     url = f"file://{tmp_path}/store/jobs/nb-1"
     store = open_store(url)
-    notebooks.new_token("nb-1")
+    notebook.new_token("nb-1")
     notebooks.seed(spec, "nb-1", store)
     sdk.db().create_job("nb-1", "nb", spec.model_dump_json(), url)
     number = sdk.db().add_attempt("nb-1", backend=backend, zone=None, market="spot", state=AttemptState.LAUNCHING)

@@ -23,7 +23,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from spotfit.attempt.notebook import TOKEN_ENV
+from spotfit.attempt.notebook import TOKEN_ENV, read_token
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest, NodePrice
 from spotfit.backends.data_disk import GIB, data_disk_gib
 from spotfit.backends.kubernetes import access
@@ -38,7 +38,6 @@ from spotfit.backends.kubernetes.profiles import placement
 from spotfit.backends.kubernetes.spec import DEFAULT_IMAGE, kubernetes_options
 from spotfit.backends.wheel import ship_wheel, shipped_wheel_url
 from spotfit.errors import BackendError, UsageError
-from spotfit.notebooks import read_token
 
 _STORE_CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                       "GOOGLE_APPLICATION_CREDENTIALS"}
