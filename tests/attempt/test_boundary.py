@@ -69,11 +69,11 @@ def test_the_attempt_contract_imports_neither_side():
 
 def test_neither_side_imports_the_other_even_inside_a_function():
     """The controller side here: controller/, backends/ (which start `python -m spotfit.runtime` by name),
-    notebooks.py and interactive.py."""
+    and interactive/ (notebooks, ssh, port-forward)."""
     runtime_to_controller = {p.name: sorted(n for n in _imports(p) if n.startswith("spotfit.controller"))
                              for p in (PACKAGE / "runtime").rglob("*.py")}
     controller_side = [*(PACKAGE / "controller").rglob("*.py"), *(PACKAGE / "backends").rglob("*.py"),
-                       PACKAGE / "notebooks.py", PACKAGE / "interactive.py"]
+                       *(PACKAGE / "interactive").rglob("*.py")]
     controller_to_runtime = {str(p.relative_to(PACKAGE)): sorted(n for n in _imports(p)
                                                                  if n.startswith("spotfit.runtime"))
                              for p in controller_side}
