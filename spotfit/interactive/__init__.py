@@ -33,8 +33,9 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
     that carries the port here (None on the local backend). Waits up to `wait_s` for a live
     attempt whose server is up; raises `NotFoundError` when none is.
     """
-    from spotfit import access, notebooks
+    from spotfit import notebooks
     from spotfit.attempt.notebook import token_file
+    from spotfit.interactive import access
     from spotfit.stores import open_store
 
     job = find_job(db(), ref)
@@ -82,7 +83,7 @@ def shell(ref: str, command: list[str] | None = None) -> dict:
     On the local backend `cwd` is the attempt's folder (a notebook's working folder, a script's
     folder); elsewhere `argv` is the SSM / SSH / kubectl command and `cwd` is None.
     """
-    from spotfit import access
+    from spotfit.interactive import access
 
     job = find_job(db(), ref)
     attempt, handle = _live_handle(job)
@@ -107,7 +108,7 @@ def port_forward(ref: str, ports: str) -> dict:
 
     `argv` is None on the local backend, where the CLI relays on loopback itself.
     """
-    from spotfit import access
+    from spotfit.interactive import access
 
     local, remote = access.parse_ports(ports)
     job = find_job(db(), ref)

@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from spotfit import access, interactive, sdk
+from spotfit import interactive, sdk
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.controller.budget import rules_of
 from spotfit.controller.rules import Observation, RuleEngine
 from spotfit.errors import SpecError, UsageError
+from spotfit.interactive import access
 from spotfit.spec.job import parse_spec
 from spotfit.spec.rules import IdleNotebook
 from spotfit.stores import open_store
