@@ -108,7 +108,7 @@ def port_forward(
     if doc["local"] == doc["remote"]:  # the attempt listens here already
         console.print(f"job {doc['id']} runs here: 127.0.0.1:{doc['remote']} is reachable as it is")
         return
-    from spotfit.port_relay import Relay
+    from spotfit.interactive.port_relay import Relay
 
     relay = Relay(doc["local"], doc["remote"])
     console.print(f"127.0.0.1:{relay.local_port} -> 127.0.0.1:{doc['remote']} (Ctrl-C to stop)")
