@@ -18,7 +18,7 @@ from spotfit.state.states import AttemptState, JobState
 
 def notebook(path: str | None = None, backend: str | None = None) -> str:
     """Record a `kind: notebook` job (the spec at `path`, or the default one); returns its id."""
-    from spotfit import notebooks
+    from spotfit.interactive import notebooks
 
     spec = notebooks.notebook_spec(path)
     # Several notebooks may be open at once: each `spotfit notebook` without a spec is named "notebook".
@@ -33,9 +33,8 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
     that carries the port here (None on the local backend). Waits up to `wait_s` for a live
     attempt whose server is up; raises `NotFoundError` when none is.
     """
-    from spotfit import notebooks
     from spotfit.attempt.notebook import token_file
-    from spotfit.interactive import access
+    from spotfit.interactive import access, notebooks
     from spotfit.stores import open_store
 
     job = find_job(db(), ref)

@@ -14,10 +14,11 @@ import uuid
 
 import pytest
 
-from spotfit import interactive, notebooks, sdk
+from spotfit import interactive, sdk
 from spotfit.attempt.exit_codes import EXIT_PREEMPTED
 from spotfit.attempt.notebook import token_file
 from spotfit.backends.wheel import running_wheel
+from spotfit.interactive import notebooks
 from spotfit.stores import open_store
 from tests.backends.test_aws_emulated import cloud  # noqa: F401 — the emulated cloud fixture
 from tests.notebooks.jupyter import request

@@ -81,8 +81,8 @@ def test_a_notebook_on_aws_opens_nothing_to_the_world_and_requires_imdsv2(tmp_pa
 
 def _running_notebook(tmp_path, backend: str, handle) -> str:
     """A notebook job recorded as running on `backend` with `handle`, its server up on port 8888."""
-    from spotfit import notebooks
     from spotfit.attempt import notebook
+    from spotfit.interactive import notebooks
     from spotfit.state.states import AttemptState
 
     spec = parse_spec({"name": "nb", "kind": "notebook", "backend": backend}, base_dir=str(tmp_path))
