@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from spotfit import batch, sdk
+from spotfit import sdk
 from spotfit.hollow import SCENARIO_FILE
+from spotfit.sdk import batch
 from tests.support.jobs import spotfit_cmd
 
 

@@ -133,7 +133,7 @@ def submit(
 
     `spotfit list` groups them, `spotfit cancel JOB` drops a queued one, `spotfit batch resume` replaces a dead queue.
     """
-    from spotfit import batch
+    from spotfit.sdk import batch
 
     doc = batch.submit(specs, parallel, allow_duplicate=allow_duplicate)
     if wait:

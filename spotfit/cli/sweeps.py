@@ -111,7 +111,7 @@ def batch_resume(
     json_: JsonFlag = False,
 ) -> None:
     """Give a batch whose queue died a new one: it starts the jobs still queued, no job run twice."""
-    from spotfit import batch as batches
+    from spotfit.sdk import batch as batches
 
     doc = batches.resume(batch, detach=detach)
     if json_:

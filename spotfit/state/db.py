@@ -35,7 +35,7 @@ from spotfit.state.states import JobState, StopRequest
 from spotfit.state.wait import Wait, WaitPolicy, retried
 
 # What a long-running controller picks up: not paused (that waits for `spotfit resume`), not queued
-# (that waits for its batch's queue, `spotfit/batch.py`), not terminal.
+# (that waits for its batch's queue, `spotfit/sdk/batch.py`), not terminal.
 CLAIMABLE_STATES = tuple(str(s) for s in (JobState.PENDING, JobState.WAITING, JobState.RUNNING))
 # A batch's queue hands a queued job over to the controllers; a cancelled one stays as it is.
 RELEASE_QUEUED_SQL = transitions.update_sql(JobState.PENDING, ())

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from spotfit import batch, sdk
+from spotfit import sdk
+from spotfit.sdk import batch
 from tests.support.jobs import spotfit_cmd
 
 

@@ -67,7 +67,7 @@ def test_parallel_holds_a_batch_back_from_the_shared_states_controllers(shared_s
     batch_id, (first, second, third) = doc["id"], doc["jobs"]
     owner = wait_for(lambda: sweeps.get_batch(batch_id)["lease_owner"], 120, "the detached queue to take its lease")
     queue = psutil.Process(lease.Holder.parse(owner).pid)
-    assert queue.cmdline()[-2:] == ["spotfit.batch", batch_id], queue.cmdline()  # that queue, nothing else
+    assert queue.cmdline()[-2:] == ["spotfit.sdk.batch", batch_id], queue.cmdline()  # that queue, nothing else
     shared_state.append(queue)
 
     wait_for(lambda: all(state.get_job(j)["state"] == JobState.RUNNING for j in (first, second)), 240,

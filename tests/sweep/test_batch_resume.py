@@ -19,7 +19,8 @@ import subprocess
 import psutil
 import pytest
 
-from spotfit import batch, sdk
+from spotfit import sdk
+from spotfit.sdk import batch
 from spotfit.state import lease
 from spotfit.state.states import JobState
 from spotfit.sweep.runner import db
@@ -57,7 +58,7 @@ def test_a_killed_queue_is_resumed_without_running_a_job_twice_or_losing_one(tmp
 
     owner, _ = wait_for(lambda: _queue_lease(batch_id), 120, "the detached queue to take the batch's lease")
     queue = psutil.Process(lease.Holder.parse(owner).pid)
-    assert queue.cmdline()[-2:] == ["spotfit.batch", batch_id], queue.cmdline()  # that queue, nothing else
+    assert queue.cmdline()[-2:] == ["spotfit.sdk.batch", batch_id], queue.cmdline()  # that queue, nothing else
     killed_queue.append(queue)
     wait_for(lambda: all(sdk.db().get_job(j)["state"] == JobState.RUNNING for j in (first, second)), 240,
              "the first two jobs to run")

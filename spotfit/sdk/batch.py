@@ -181,11 +181,11 @@ def _start_controller(sweeps: SweepDB, batch_id: str, job_id: str) -> None:
 
 
 def start_queue(batch_id: str) -> int:
-    """Run the queue in a detached process (`python -m spotfit.batch BATCH`); its pid."""
+    """Run the queue in a detached process (`python -m spotfit.sdk.batch BATCH`); its pid."""
     log = home() / "logs" / batch_id / "queue.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "spotfit.batch", batch_id],
+        proc = subprocess.Popen([sys.executable, "-m", "spotfit.sdk.batch", batch_id],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={**os.environ})
     return proc.pid
