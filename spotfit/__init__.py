@@ -3,7 +3,7 @@
 The controller side (spec, planner, market, controller, CLI) never imports TensorFlow; the
 runtime (`spotfit.runtime`) is the only part that does. The spec models (pydantic) load on
 first use of `JobSpec` or `load_spec`, so that `spotfit status` starts without them, and
-`spotfit.loop` (`training_loop.py`) on its first use. The version is `spotfit/version.py`'s.
+`spotfit.loop` (`runtime/training_loop.py`) on its first use. The version is `spotfit/version.py`'s.
 
 >>> from spotfit import JobSpec
 >>> JobSpec.__name__

@@ -1,4 +1,4 @@
-"""A spec's local paths stay inside the folders spotfit may write for its job (confine.py).
+"""A spec's local paths stay inside the folders spotfit may write for its job (host/confine.py).
 
 Run by its owner: the home, $SPOTFIT_HOME, the spec's folder and `paths.allow`. On a shared state
 or a shared controller: the controller's own store/registry/cache folders and `paths.shared`.

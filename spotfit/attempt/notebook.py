@@ -2,7 +2,7 @@
 read and deleted here), the local folders.
 
 A `kind: notebook` attempt (runtime/notebook.py) runs JupyterLab; `spotfit notebook` and the
-backends (notebooks.py, backends/) hand it its token and find its files. The store keys it
+backends (interactive/notebooks.py, backends/) hand it its token and find its files. The store keys it
 writes are in layout.py (`NOTEBOOK_FILES`, `NOTEBOOK_SERVER`).
 
 >>> token_file("j1").relative_to(attempt_dir("j1", 2).parent).as_posix(), attempt_dir("j1", 2).name

@@ -40,7 +40,7 @@ def runtime_config(plan: AttemptPlanner, job_url: str, attempt: int, zone: str |
         hold_at_steps=sorted(p.at_step for p in plan.pending_injections()),
         hold_on_nan=_nan_rule_armed(plan),
         heartbeat_s=0.5,
-        # Decided again from the script, as at submission (keras2.py): the same file gives the same answer.
+        # Decided again from the script, as at submission (script/keras2.py): the same file gives the same answer.
         keras="3" if spec.is_notebook else keras2.choose(spec.training.keras, spec.script_path).version,
         strategy=spec.training.strategy,
         mixed_precision=spec.training.mixed_precision,

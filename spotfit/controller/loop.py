@@ -70,7 +70,7 @@ class Controller:
         self.holder, self.lease_s = lease.this_process(), lease.ttl_s()  # the one controller of the job
         self.on_update = on_update or (lambda: None)
         try:
-            # Where the job may write on this host (confine.py): a shared controller, or a shared
+            # Where the job may write on this host (host/confine.py): a shared controller, or a shared
             # state's job, keeps to what its owner opened to every submitter (the row may never have
             # passed `validate`). A job on its owner's private state passed the owner's check at submit.
             if for_others or state_is_shared():

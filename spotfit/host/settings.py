@@ -72,7 +72,7 @@ def _absolute(value: list[str]) -> list[str]:
 
 
 class PathSettings(_Section):
-    """Folders, besides the defaults, that a job spec's local paths may resolve inside (confine.py)."""
+    """Folders, besides the defaults, that a job spec's local paths may resolve inside (host/confine.py)."""
 
     allow: list[str] = Field(default_factory=list, description="for jobs run by their owner")
     shared: list[str] = Field(default_factory=list, description="for the jobs a shared controller runs")

@@ -48,7 +48,7 @@ def keras_choice(spec: JobSpec) -> keras2.KerasChoice:
 
 
 def check_paths(spec: JobSpec, source: str) -> None:
-    """The local paths the spec names are inside the roots its controller may write to (confine.py):
+    """The local paths the spec names are inside the roots its controller may write to (host/confine.py):
     the owner's (the home, $SPOTFIT_HOME, the spec's folder, `paths.allow`), or on a shared state
     a shared controller's (`paths.shared`); else one `SpecError` line naming the setting."""
     from spotfit.host import confine

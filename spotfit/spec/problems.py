@@ -2,7 +2,7 @@
 
 An unknown key comes first (a misspelt key usually also explains a "missing" one) and gets a
 did-you-mean from the fields valid where it stands; a field of a union reports once. The job
-spec (`job.py`), the sweep file (`sweep/spec.py`) and the settings file (`settings.py`) all
+spec (`job.py`), the sweep file (`sweep/spec.py`) and the settings file (`host/settings.py`) all
 report their problems through `spec_error`.
 
 Example:

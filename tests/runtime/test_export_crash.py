@@ -2,7 +2,7 @@
 
 A real process publishes a model folder (runtime/export.py `publish`, as the attempt's export
 does after writing and checking the formats) and is held at a crash point
-(crashpoints.py), then SIGKILLed there. The next export of the same job then
+(core/crashpoints.py), then SIGKILLed there. The next export of the same job then
 publishes version 1, whole, and no other version exists: no orphaned claim, no half-written
 folder, no version 2. Against a `file://` registry.
 """

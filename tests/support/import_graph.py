@@ -99,7 +99,7 @@ def module_cycles() -> list[list[str]]:
 
 
 def part(module: str) -> str:
-    """The part a module belongs to: its sub-package (`market/`), or itself at the root (`labels.py`)."""
+    """The part a module belongs to: its sub-package (`market/`), or itself at the root (`data_helper.py`)."""
     parts = module.split(".")
     if len(parts) == 1:
         return "__init__.py"
