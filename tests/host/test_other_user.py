@@ -31,7 +31,7 @@ from tests.support.wait import wait_for
 pytestmark = pytest.mark.slow
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c"]
-RULES_SCRIPT = Path(__file__).parent / "controller" / "scripts" / "rules_train.py"
+RULES_SCRIPT = Path(__file__).parents[1] / "controller" / "scripts" / "rules_train.py"
 START_S = 240.0
 
 # Run as uid 65534 with the standard library only: {paths, port} on stdin, what it got on stdout.

@@ -39,7 +39,7 @@ def test_the_check_survives_another_thread_parsing_at_the_same_time():
     # failed a CI run with `SystemError: AST constructor recursion depth mismatch` while a thread of the
     # emulated cloud printed a traceback (3.11's traceback module parses each line it marks). Unfixed, most
     # of the checks below fail.
-    source = (Path(__file__).parents[1] / "examples" / "digits" / "train.py").read_text()
+    source = (Path(__file__).parents[2] / "examples" / "digits" / "train.py").read_text()
     interval = sys.getswitchinterval()
     done = threading.Event()
     parses = []

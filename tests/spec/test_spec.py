@@ -21,7 +21,7 @@ from spotfit.spec.job import (
 )
 from spotfit.spec.sections import SecondsInterval, StepsInterval
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "digits" / "spotfit.yaml"
 MINIMAL = {"name": "digits", "script": "train.py"}
 
@@ -410,7 +410,7 @@ def test_a_jobs_recorded_spec_is_read_through_its_two_accessors_only():
     """`spec.job.spec_of` (typed) and `state.records.raw_spec_of` (as recorded, for many jobs of any version)."""
     import ast
 
-    root = Path(__file__).resolve().parents[1] / "spotfit"
+    root = Path(__file__).resolve().parents[2] / "spotfit"
     sweeps = {"sweep/report.py", "sweep/runner.py", "ui/sweepview.py"}  # a sweep's own spec, not a job's
     readers = []
     for path in sorted(root.rglob("*.py")):
