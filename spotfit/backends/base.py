@@ -30,13 +30,34 @@ backend is used): adding a backend is a folder under `backends/` and one line th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypedDict, TypeVar, cast, runtime_checkable
 
 from spotfit.core.registry import BACKENDS, load, registered_backends
 from spotfit.state.states import Market
 
 if TYPE_CHECKING:
+    from spotfit.market.live import LiveMarket
     from spotfit.market.policies.base import Decision
+    from spotfit.spec.job import JobSpec
+    from spotfit.state.db import StateDB
+    from spotfit.stores.base import ObjectStore
+
+LaunchOptions: TypeAlias = "dict[str, Any]"
+"""The spec's section of a backend (`aws:`, `gcp:`, `kubernetes:`) dumped, with what the backend also needs of
+the spec (`runtime_extras`, `data_*`, `environment`): what `BackendTraits.options` makes and the backend reads."""
+Report: TypeAlias = "dict[str, object]"
+"""A JSON-able report (`market record`, `--dry-run`): its reader prints it or dumps it."""
+
+
+class LeftoverReport(TypedDict, total=False):
+    """What `LeftoverCollector.collect_leftovers` found (and removed): `spotfit gc --json` merges one per backend."""
+
+    dry_run: bool
+    kept_jobs: list[str]
+    project: str  # gcp: the project searched
+    regions: list[dict[str, object]]  # per region or zone: {region, found, count, ...}
+    secrets: list[dict[str, object]]  # per ended job's secret: {job, ...}
+    secret_store: str  # where the secrets were looked for (SSM, Secret Manager)
 
 
 @dataclass
@@ -53,7 +74,7 @@ class LaunchRequest:
     log_key: str = ""
     accelerator: str = "V100"  # per machine, as in the spec's `resources`
     accelerator_count: int = 1
-    options: dict[str, Any] = field(default_factory=dict)  # the spec's section of this backend (`aws:`)
+    options: LaunchOptions = field(default_factory=dict)  # the spec's section of this backend (`aws:`)
     decision: Decision | None = None  # the policy's decision this launch carries out (None: a recovery's find)
 
 
@@ -122,17 +143,17 @@ class BackendTraits:
     data_volumes: ClassVar[tuple[str, ...]] = ("root",)
 
     @staticmethod
-    def options(spec: Any) -> dict[str, Any]:
+    def options(spec: JobSpec) -> LaunchOptions:
         """The spec's section of this backend as the launch options (`LaunchRequest.options`)."""
         return {}
 
     @staticmethod
-    def boot_timeout_s(spec: Any) -> float | None:
+    def boot_timeout_s(spec: JobSpec) -> float | None:
         """Wall seconds after which an attempt with no runtime progress failed to boot; None: no limit."""
         return None
 
     @staticmethod
-    def pending_timeout_s(spec: Any) -> float | None:
+    def pending_timeout_s(spec: JobSpec) -> float | None:
         """Wall seconds after which an attempt still waiting for a machine ends no_capacity; None: no limit."""
         return None
 
@@ -141,7 +162,7 @@ class BackendTraits:
 class Preflight(Protocol):
     """A backend that checks a job spec before `spotfit run` records the job."""
 
-    def preflight(self, spec: Any) -> list[str]:
+    def preflight(self, spec: JobSpec) -> list[str]:
         """Raise `UsageError` for what cannot work; return notes on what was chosen instead."""
 
 
@@ -149,7 +170,7 @@ class Preflight(Protocol):
 class LiveMarketSource(Protocol):
     """A backend that reads live spot prices (a `LiveMarket`) for a job without a replayed trace."""
 
-    def live_market(self, request: LaunchRequest, zones: list[str]) -> Any:
+    def live_market(self, request: LaunchRequest, zones: list[str]) -> LiveMarket | None:
         """The live market of the request's instance type in `zones`, or None when none is published."""
 
 
@@ -182,12 +203,12 @@ class NodePricer(Protocol):
     """A backend whose attempts run on nodes it can price (Kubernetes: a node's instance-type and
     capacity-type labels), so that an attempt without a market is still billed."""
 
-    def node_prices(self, handle: Any, launched: str, spec: Any) -> list[NodePrice]:
+    def node_prices(self, handle: Handle, launched: str, spec: JobSpec) -> list[NodePrice]:
         """The $/h of each node the attempt's pods run on (a Kubernetes node's price: `kubernetes/nodes.py`), its own
         section of the job `spec` saying whether to read live prices and the price of a node the catalog
         does not know."""
 
-    def reprice(self, prices: list[NodePrice], spec: Any) -> list[NodePrice]:
+    def reprice(self, prices: list[NodePrice], spec: JobSpec) -> list[NodePrice]:
         """The same nodes priced again now (a live price may have moved; a catalog price does not)."""
 
 
@@ -195,13 +216,13 @@ class NodePricer(Protocol):
 class SecretKeeper(Protocol):
     """A backend that stores the job's `secrets:` values where its attempts read them."""
 
-    def put_job_secrets(self, job_id: str, values: dict[str, str], spec: Any, store: Any) -> None:
+    def put_job_secrets(self, job_id: str, values: dict[str, str], spec: JobSpec, store: ObjectStore) -> None:
         """At submit: store the values (and, in the job's store, where to find them: names only)."""
 
-    def delete_job_secrets(self, job_id: str, spec: Any) -> None:
+    def delete_job_secrets(self, job_id: str, spec: JobSpec) -> None:
         """The job ended for good: delete what `put_job_secrets` stored."""
 
-    def job_secrets_region(self, spec: Any) -> str:
+    def job_secrets_region(self, spec: JobSpec) -> str:
         """Where the job's secrets live (`spotfit gc` deletes those left behind)."""
 
 
@@ -210,7 +231,7 @@ class LeftoverCollector(Protocol):
     """A backend that can leave resources behind in a cloud, which `spotfit gc` finds by tag and removes."""
 
     def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
-                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict[str, Any]:
+                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> LeftoverReport:
         """Find (and unless `dry_run`, remove) the leftovers in `places` (its regions; None: its default)
         of the jobs not in `keep` (`job`'s only), the secrets of `ended_secrets` ({job id: where
         `job_secrets_region` said}) and the data snapshots none of whose sources is in `keep_sources` (None: no
@@ -226,7 +247,7 @@ class MarketRecorder(Protocol):
     """A backend whose cloud publishes spot price history, which `spotfit market record` appends to a trace."""
 
     def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
-                      gap_s: int, state: Any) -> dict[str, Any]:
+                      gap_s: int, state: StateDB) -> Report:
         """Append `instance_type`'s history in `region` (and the outages `state`, the state DB, saw) to `path`."""
 
     def owns_place(self, place: str) -> bool:
@@ -237,10 +258,11 @@ class MarketRecorder(Protocol):
 class Reachable(Protocol):
     """A backend whose running attempts a user can reach (`spotfit ssh`, `spotfit port-forward`)."""
 
-    def shell_command(self, handle: Any, options: dict[str, Any], command: list[str]) -> list[str]:
+    def shell_command(self, handle: Handle, options: LaunchOptions, command: list[str]) -> list[str]:
         """The command that runs `command` (a login shell when empty) on the attempt's machine."""
 
-    def port_forward_command(self, handle: Any, options: dict[str, Any], local: int, remote: int) -> list[str] | None:
+    def port_forward_command(self, handle: Handle, options: LaunchOptions, local: int,
+                             remote: int) -> list[str] | None:
         """The command that carries 127.0.0.1:`local` here to `remote` there; None: spotfit relays it itself."""
 
 
@@ -248,14 +270,14 @@ class Reachable(Protocol):
 class DryRunner(Protocol):
     """A backend that sends cloud requests, and can print them instead (`spotfit run --dry-run`)."""
 
-    def dry_run(self, path: str) -> dict[str, Any]:
+    def dry_run(self, path: str) -> Report:
         """The exact requests of attempt 1 of the job spec at `path`; nothing is sent or recorded."""
 
 
 _BACKENDS = BACKENDS  # the one registry (spotfit/core/registry.py)
 
 
-def backend_options(spec: Any) -> dict[str, Any]:
+def backend_options(spec: JobSpec) -> LaunchOptions:
     """The spec's section of its backend (`aws:`, `kubernetes:`) as a dict; {} for a backend without one.
 
     The `aws:` section carries the job's resolved `environment` (what its instances install); both
@@ -294,6 +316,6 @@ def able_backend(name: str | None, ability: type, what: str, flag: str = "--back
     return name
 
 
-def make_backend(name: str, **options: Any) -> Backend[Any]:
+def make_backend(name: str, **options: object) -> Backend[Handle]:
     """The backend registered as `name`."""
     return backend_class(name)(**options)  # type: ignore[return-value]
