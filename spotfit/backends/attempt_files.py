@@ -12,12 +12,13 @@ import io
 import json
 import tarfile
 from pathlib import Path
+from typing import Any
 
 from spotfit.attempt import layout
 from spotfit.stores.base import ObjectStore
 
 
-def unpack_attempt(store: ObjectStore, attempt: int) -> tuple[dict, Path]:
+def unpack_attempt(store: ObjectStore, attempt: int) -> tuple[dict[str, Any], Path]:
     """Attempt `attempt`'s launch document and its working folder, made, with the shipped code unpacked in it."""
     launch = json.loads(store.read_bytes(layout.launch_file(attempt)))
     workdir = Path(launch["workdir"])
@@ -28,7 +29,7 @@ def unpack_attempt(store: ObjectStore, attempt: int) -> tuple[dict, Path]:
     return launch, workdir
 
 
-def tf_config(cluster: list[str], index: int) -> dict:
+def tf_config(cluster: list[str], index: int) -> dict[str, Any]:
     """The `TF_CONFIG` of worker `index` of `cluster` (worker 0 is the chief).
 
     >>> tf_config(["10.0.0.5:2222", "10.0.0.9:2222"], 1)["task"]

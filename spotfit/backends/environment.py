@@ -29,14 +29,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from spotfit.backends.wheel import cache_root, put_wheel, running_wheel
+from spotfit.backends.wheel import Wheel, cache_root, put_wheel, running_wheel
 from spotfit.stores import child, open_store
 
+if TYPE_CHECKING:
+    from spotfit.backends.base import LaunchOptions
+    from spotfit.spec.job import JobSpec
+
 DEFAULT_EXTRAS = ("tf-gpu", "s3")
+
+
+class EnvironmentOptions(TypedDict):
+    """The job's `environment` in the launch options (`environment_options`): what `requirements_text` reads."""
+
+    pip: list[str]
+    requirements: str  # the requirements file's text ("" without one)
 
 
 @dataclass(frozen=True)
@@ -62,22 +74,25 @@ class InstanceEnv:
         return child(self.cache_url, "wheels", self.wheel_name) if self.wheel_name else None
 
 
-def requirements_text(environment: dict) -> str:
+def requirements_text(environment: Mapping[str, Any]) -> str:
     """The job's `environment` (resolved by `aws_options`, backends/aws/spec.py) as one requirements file."""
     lines = [line for line in environment.get("requirements", "").splitlines() if line.strip()]
     return "\n".join(lines + list(environment.get("pip", []))) + "\n"
 
 
-def instance_env(job_url: str, image_id: str, options: dict) -> InstanceEnv:
+def instance_env(job_url: str, image_id: str, options: LaunchOptions) -> InstanceEnv:
     """What the instances of a job install (pure apart from building the wheel in memory)."""
     requirements = requirements_text(options.get("environment") or {})
     extras = ",".join(options.get("runtime_extras") or DEFAULT_EXTRAS)
     published = options.get("runtime_pip")
-    wheel = None if published else running_wheel()
-    runtime = published or f"{wheel.filename}#{wheel.sha256}[{extras}]"  # type: ignore[union-attr]
+    wheel: Wheel | None = None
+    if published:
+        runtime = pip_spec = published
+    else:
+        wheel = running_wheel()
+        runtime, pip_spec = f"{wheel.filename}#{wheel.sha256}[{extras}]", f"./{wheel.filename}[{extras}]"
     key = hashlib.sha256(json.dumps([image_id, runtime, requirements]).encode()).hexdigest()[:32]
-    return InstanceEnv(key=key, cache_url=cache_root(job_url),
-                       pip_spec=published or f"./{wheel.filename}[{extras}]",  # type: ignore[union-attr]
+    return InstanceEnv(key=key, cache_url=cache_root(job_url), pip_spec=pip_spec,
                        wheel_name=wheel.filename if wheel else None, requirements=requirements)
 
 
@@ -91,7 +106,7 @@ def upload(env: InstanceEnv) -> None:
         store.write_bytes(key, env.requirements.encode())
 
 
-def environment_options(spec: Any) -> dict[str, Any]:
+def environment_options(spec: JobSpec) -> EnvironmentOptions:
     """The job's `environment` as a cloud instance installs it: `pip` and the requirements file's text
     (what `instance_env` packs; every cloud backend installs the same way)."""
     from spotfit.errors import SpecError

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from spotfit.attempt import layout
 from spotfit.attempt.config import LOGICAL_CPUS_ENV
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
-from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchOptions, LaunchRequest
 from spotfit.backends.local_process import LocalHandle, LocalProcess, find_runtime, runtime_command
 from spotfit.errors import SpotfitError
 from spotfit.host.home import home
@@ -53,15 +53,15 @@ class LocalBackend(BackendTraits):
 
     def __init__(self, python: str | None = None):
         self.python = python or sys.executable
-        self._children: dict[int, subprocess.Popen] = {}
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._first_exit: dict[int, float] = {}  # group (chief pid) -> when a worker ended
         self._log_uploads: dict[int, tuple[str, str]] = {}  # pid -> (job URL, key) of a log kept outside the store
 
-    def shell_command(self, handle: LocalHandle, options: dict, command: list[str]) -> list[str]:
+    def shell_command(self, handle: LocalHandle, options: LaunchOptions, command: list[str]) -> list[str]:
         """`command`, or a login shell when empty: the CLI starts it in the attempt's folder."""
         return command or [os.environ.get("SHELL") or "/bin/sh"]
 
-    def port_forward_command(self, handle: LocalHandle, options: dict, local: int, remote: int) -> None:
+    def port_forward_command(self, handle: LocalHandle, options: LaunchOptions, local: int, remote: int) -> None:
         """None: the attempt listens on this machine, and spotfit relays the port itself."""
         return None
 

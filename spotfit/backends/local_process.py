@@ -50,9 +50,10 @@ class LocalProcess:
         """Whether this very process (not a later one with its pid) still runs."""
         try:
             proc = psutil.Process(self.pid)
-            now = since_boot_s(self.pid) if self.start_s is not None else None
-            if now is not None:
-                same = abs(now - float(self.start_s)) < _SAME_START_S  # type: ignore[arg-type]
+            start_s = self.start_s
+            now = since_boot_s(self.pid) if start_s is not None else None
+            if now is not None and start_s is not None:
+                same = abs(now - float(start_s)) < _SAME_START_S
             else:
                 same = abs(proc.create_time() - self.create_time) < _SAME_START_S
             return same and proc.status() != psutil.STATUS_ZOMBIE
@@ -94,7 +95,7 @@ class LocalHandle:
                          for m in members))
 
 
-def _fields(process: LocalProcess) -> dict:
+def _fields(process: LocalProcess) -> dict[str, object]:
     """A process as stored: `start_s` only when known (older readers see the fields they knew)."""
     return {k: v for k, v in asdict(process).items() if not (k == "start_s" and v is None)}
 

@@ -17,11 +17,16 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spotfit.attempt import layout
 from spotfit.attempt.config import RuntimeConfig
 from spotfit.errors import UsageError
+
+if TYPE_CHECKING:
+    from spotfit.stores.base import ObjectStore
 
 MAX_CODE_BYTES = 64 * 2**20
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", "node_modules"}
@@ -45,7 +50,7 @@ def code_archive(folder: Path) -> bytes:
     return data
 
 
-def _files(folder: Path):
+def _files(folder: Path) -> Iterator[Path]:
     for path in folder.iterdir():
         if path.is_dir() and not path.is_symlink():
             if path.name not in _SKIP_DIRS:
@@ -63,7 +68,7 @@ def check_env(env: dict[str, str]) -> None:
                                             "that may read and write the job's bucket.")
 
 
-def ship(store, attempt: int, env: dict[str, str], workers: int, worker_port: int) -> dict:
+def ship(store: ObjectStore, attempt: int, env: dict[str, str], workers: int, worker_port: int) -> dict[str, object]:
     """Upload the code (once) and write `attempts/<n>/launch.json`; returns that document."""
     check_env(env)
     config = RuntimeConfig.from_json(store.read_bytes(layout.runtime_config(attempt)).decode())
@@ -74,13 +79,13 @@ def ship(store, attempt: int, env: dict[str, str], workers: int, worker_port: in
         code_key = layout.code_archive(hashlib.sha256(data).hexdigest()[:32])
         if not store.exists(code_key):
             store.write_bytes(code_key, data)
-    doc = {"workdir": str(workdir), "code_key": code_key, "env": dict(env), "workers": workers,
-           "worker_port": worker_port}
+    doc: dict[str, object] = {"workdir": str(workdir), "code_key": code_key, "env": dict(env), "workers": workers,
+                              "worker_port": worker_port}
     store.write_bytes(layout.launch_file(attempt), json.dumps(doc, indent=2).encode())
     return doc
 
 
-def write_cluster(store, attempt: int, private_ips: list[str], worker_port: int) -> dict:
+def write_cluster(store: ObjectStore, attempt: int, private_ips: list[str], worker_port: int) -> dict[str, list[str]]:
     """Record the workers' addresses (launch order: worker 0 is the chief)."""
     doc = {"ips": list(private_ips), "worker": [f"{ip}:{worker_port}" for ip in private_ips]}
     store.write_bytes(layout.cluster_file(attempt), json.dumps(doc, indent=2).encode())

@@ -21,11 +21,12 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from spotfit.attempt import layout
-from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchOptions, LaunchRequest, LeftoverReport, Report
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.handle import GcpHandle
 from spotfit.backends.gcp.launch import Insert, LaunchSettings, insert_requests
@@ -35,12 +36,23 @@ from spotfit.errors import BackendError, NoCapacityError, UsageError
 from spotfit.state.states import Market
 from spotfit.stores import open_store
 
+if TYPE_CHECKING:
+    from google.auth.credentials import Credentials
+
+    from spotfit.backends.gcp.prices import VmPrices
+    from spotfit.backends.gcp.secrets import SecretManager
+    from spotfit.market.live import LiveMarket
+    from spotfit.spec.job import JobSpec
+    from spotfit.state.db import StateDB
+    from spotfit.stores.base import ObjectStore
+
 # Insert errors that mean "not here, not now": the policy should try another zone or offer.
 CAPACITY_ERRORS = {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
                    "QUOTA_EXCEEDED", "quotaExceeded", "RESOURCE_NOT_AVAILABLE"}
 RUNNING_STATES = ("PROVISIONING", "STAGING", "RUNNING")
 DEFAULT_REGION = "us-central1"
 PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
+T = TypeVar("T")
 
 
 class GcpBackend(BackendTraits):
@@ -50,10 +62,10 @@ class GcpBackend(BackendTraits):
     options = staticmethod(gcp_options)
 
     @staticmethod
-    def boot_timeout_s(spec: Any) -> float | None:
+    def boot_timeout_s(spec: JobSpec) -> float | None:
         return float(Gcp.of(spec).boot_timeout_s)
 
-    def __init__(self, project: str | None = None, endpoint: str | None = None, credentials: Any = None,
+    def __init__(self, project: str | None = None, endpoint: str | None = None, credentials: Credentials | None = None,
                  allow_local_store: bool = False, operation_timeout_s: float = 300.0,
                  billing_endpoint: str | None = None, secrets_endpoint: str | None = None):
         from spotfit.backends.gcp.prices import BillingCatalog
@@ -110,15 +122,15 @@ class GcpBackend(BackendTraits):
         return insert_requests(s, request.job_id, request.attempt,
                                startup_script(request.job_url, request.attempt, boot))
 
-    def live_market(self, request: LaunchRequest, zones: list[str]) -> Any:
+    def live_market(self, request: LaunchRequest, zones: list[str]) -> LiveMarket | None:
         """A `LiveMarket` of the job's machine in `zones` at the Billing Catalog's (or the bundled) prices."""
         from spotfit.backends.gcp.prices import live_prices
         from spotfit.market.live import LiveMarket
 
         s = self.settings(request)
 
-        def prices() -> dict[str, Any]:
-            out = {}
+        def prices() -> dict[str, VmPrices]:
+            out: dict[str, VmPrices] = {}
             for zone in zones or [s.zone]:
                 try:
                     machine = machine_for(request.accelerator, request.accelerator_count, zone,
@@ -142,31 +154,31 @@ class GcpBackend(BackendTraits):
         od = min(float(p.on_demand_usd_per_h or 0) for p in priced.values())
         return LiveMarket(list(priced), 300, od, fetch, source=f"spot and on-demand from {'; '.join(sources)}")
 
-    def preflight(self, spec: Any) -> list[str]:
+    def preflight(self, spec: JobSpec) -> list[str]:
         """One `UsageError` for what cannot work: no project, no credentials, a zone without the GPU, no gs:// store."""
         from spotfit.backends.gcp.preflight import preflight
 
         return preflight(self, spec)
 
-    def dry_run(self, path: str) -> dict[str, Any]:
+    def dry_run(self, path: str) -> Report:
         from spotfit.backends.gcp.dryrun import dry_run
 
         return dry_run(path, self)
 
-    def shell_command(self, handle: GcpHandle, options: dict[str, Any], command: list[str]) -> list[str]:
+    def shell_command(self, handle: GcpHandle, options: LaunchOptions, command: list[str]) -> list[str]:
         """`gcloud compute ssh` through IAP (the VM has no external IP), OS Login as the caller."""
         cmd = ["gcloud", "compute", "ssh", handle.instances[0], f"--project={handle.project}",
                f"--zone={handle.zone}", "--tunnel-through-iap"]
         return cmd + (["--command", " ".join(command)] if command else [])
 
-    def port_forward_command(self, handle: GcpHandle, options: dict[str, Any], local: int,
+    def port_forward_command(self, handle: GcpHandle, options: LaunchOptions, local: int,
                              remote: int) -> list[str]:
         return ["gcloud", "compute", "start-iap-tunnel", handle.instances[0], str(remote),
                 f"--local-host-port=127.0.0.1:{local}", f"--project={handle.project}", f"--zone={handle.zone}"]
 
     # -- secrets (backends/gcp/secrets.py) ----------------------------------------------------------
 
-    def job_project(self, spec: Any) -> str:
+    def job_project(self, spec: JobSpec) -> str:
         """The project of a job's VMs and secrets: `gcp.project`, else the backend's, else $GOOGLE_CLOUD_PROJECT."""
         project = Gcp.of(spec).project or self.project or os.environ.get(PROJECT_ENV)
         if not project:
@@ -174,12 +186,12 @@ class GcpBackend(BackendTraits):
                              f"is ${PROJECT_ENV}.", hint="Set `gcp.project: MY-PROJECT` in the job spec.")
         return project
 
-    def secret_manager(self, project: str) -> Any:
+    def secret_manager(self, project: str) -> SecretManager:
         from spotfit.backends.gcp.secrets import SecretManager
 
         return SecretManager(project, self.secrets_endpoint, self.credentials)
 
-    def put_job_secrets(self, job_id: str, values: dict[str, str], spec: Any, store: Any) -> None:
+    def put_job_secrets(self, job_id: str, values: dict[str, str], spec: JobSpec, store: ObjectStore) -> None:
         """Create the job's secrets in Secret Manager, and `secrets.json` (ids only) in its store."""
         from spotfit.backends.gcp.secrets import write_pointer
 
@@ -188,12 +200,12 @@ class GcpBackend(BackendTraits):
                         lambda: self.secret_manager(project).put(job_id, values))
         write_pointer(store, project, ids)
 
-    def delete_job_secrets(self, job_id: str, spec: Any) -> None:
+    def delete_job_secrets(self, job_id: str, spec: JobSpec) -> None:
         project = self.job_project(spec)
         _sdk_call(f"delete the job's secrets from Secret Manager ({project})",
                   lambda: self.secret_manager(project).delete_job(job_id))
 
-    def job_secrets_region(self, spec: Any) -> str:
+    def job_secrets_region(self, spec: JobSpec) -> str:
         """Where a job's secrets live: its project (Secret Manager replicates them itself)."""
         return self.job_project(spec)
 
@@ -206,14 +218,14 @@ class GcpBackend(BackendTraits):
         return owns_place(place)
 
     def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
-                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict[str, Any]:
+                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> LeftoverReport:
         """VMs, disks and secrets by label (gcp makes no data snapshots: `keep_sources` is not used)."""
         from spotfit.backends.gcp.verbs import leftovers
 
         return leftovers(self, places, keep, job, dry_run, ended_secrets)
 
     def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
-                      gap_s: int, state: Any) -> dict[str, Any]:
+                      gap_s: int, state: StateDB) -> Report:
         from spotfit.backends.gcp.verbs import record_live
 
         return record_live(self, region, instance_type, path, zones, hours, gap_s, state)
@@ -359,7 +371,7 @@ class GcpBackend(BackendTraits):
                                   "may use it) in the job spec.")
 
 
-def _scopes(opts: dict[str, Any]) -> tuple[str, ...]:
+def _scopes(opts: LaunchOptions) -> tuple[str, ...]:
     """The VM's scopes; a job with secrets adds `cloud-platform`, the only scope Secret Manager accepts
     (the service account's IAM roles then decide what it may do)."""
     from spotfit.backends.gcp.secrets import SCOPE
@@ -370,7 +382,7 @@ def _scopes(opts: dict[str, Any]) -> tuple[str, ...]:
     return scopes
 
 
-def _sdk_call(what: str, call: Any) -> Any:
+def _sdk_call(what: str, call: Callable[[], T]) -> T:
     with gc.sdk_errors(f"Could not {what}", hint="Check the credentials, that the Secret Manager API is enabled "
                                                  "and that the controller has roles/secretmanager.admin "
                                                  "(docs/gcp.md#secrets)."):

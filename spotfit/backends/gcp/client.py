@@ -23,9 +23,12 @@ import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import BackendError, cloud_errors
+
+if TYPE_CHECKING:
+    from google.auth.credentials import Credentials
 
 ENDPOINT_ENV = "SPOTFIT_GCP_ENDPOINT"
 
@@ -48,50 +51,52 @@ class Clients:
     zone_operations: Any
 
 
-def clients(endpoint: str | None = None, credentials: Any = None) -> Clients:
+def anonymous_credentials() -> Credentials:
+    """Credentials that send none: for another endpoint (the tests' emulators), which takes no token."""
+    from google.auth.credentials import AnonymousCredentials
+
+    return AnonymousCredentials()  # type: ignore[no-untyped-call, unused-ignore]  # google-auth: untyped __init__
+
+
+def clients(endpoint: str | None = None, credentials: Credentials | None = None) -> Clients:
     """REST clients of the Compute Engine API at `endpoint` (default: Google's, or `$SPOTFIT_GCP_ENDPOINT`)."""
     compute_v1 = compute()
     endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
     options = {"api_endpoint": endpoint} if endpoint else None
     if endpoint and credentials is None:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials = AnonymousCredentials()
+        credentials = anonymous_credentials()
     kwargs = {"transport": "rest", "client_options": options, "credentials": credentials}
     return Clients(instances=compute_v1.InstancesClient(**kwargs),
                    zone_operations=compute_v1.ZoneOperationsClient(**kwargs))
 
 
-def disks_client(endpoint: str | None = None, credentials: Any = None) -> Any:
+def disks_client(endpoint: str | None = None, credentials: Credentials | None = None) -> Any:
     """A REST `DisksClient` of the same endpoint and credentials as `clients` (for `spotfit gc`)."""
     compute_v1 = compute()
     endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
     if endpoint and credentials is None:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials = AnonymousCredentials()
+        credentials = anonymous_credentials()
     return compute_v1.DisksClient(transport="rest", credentials=credentials,
                                   client_options={"api_endpoint": endpoint} if endpoint else None)
 
 
-def _catalog_kwargs(endpoint: str | None, credentials: Any) -> dict[str, Any]:
+def _catalog_kwargs(endpoint: str | None, credentials: Credentials | None) -> dict[str, Any]:
     endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
     if endpoint and credentials is None:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials = AnonymousCredentials()
+        credentials = anonymous_credentials()
     return {"transport": "rest", "credentials": credentials,
             "client_options": {"api_endpoint": endpoint} if endpoint else None}
 
 
-def region_zones(project: str, region: str, endpoint: str | None = None, credentials: Any = None) -> list[str]:
+def region_zones(project: str, region: str, endpoint: str | None = None,
+                 credentials: Credentials | None = None) -> list[str]:
     """The zones of `region` that are `UP`, as `zones.list` names them (sorted)."""
     listed = compute().ZonesClient(**_catalog_kwargs(endpoint, credentials)).list(project=project)
     return sorted(z.name for z in listed if z.region.rsplit("/", 1)[-1] == region and z.status == "UP")
 
 
 def zone_offers(project: str, zone: str, machine_type: str, accelerator_type: str | None = None,
-                endpoint: str | None = None, credentials: Any = None) -> bool:
+                endpoint: str | None = None, credentials: Credentials | None = None) -> bool:
     """Whether `zone` lists `machine_type` (`machineTypes.get`) and, for attached GPUs, `accelerator_type`
     (`acceleratorTypes.get`); a 404 means it does not."""
     kwargs = _catalog_kwargs(endpoint, credentials)

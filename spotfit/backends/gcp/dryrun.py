@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from spotfit.backends.base import LaunchRequest
+from spotfit.backends.base import LaunchRequest, Report
 from spotfit.backends.gcp.spec import Gcp, gcp_options
 from spotfit.backends.shipping import check_env
 from spotfit.host.home import default_store_url
@@ -17,8 +17,11 @@ from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
 from spotfit.stores import child
 
+if TYPE_CHECKING:
+    from spotfit.backends.gcp.backend import GcpBackend
 
-def dry_run(path: str, backend: Any) -> dict[str, Any]:
+
+def dry_run(path: str, backend: GcpBackend) -> Report:
     """The inserts `launch` would send for attempt 1 of the job spec at `path` (`backend`: the `GcpBackend`)."""
     spec = load_spec(path)
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"

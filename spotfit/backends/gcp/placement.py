@@ -13,12 +13,17 @@ the zones come from the API: `zones.list` (those of the region that are `UP`), t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.machines import ATTACHED, Machine, check_machine_type, machine_for, n1_host
 from spotfit.backends.gcp.spec import Gcp
 from spotfit.errors import UsageError
+
+if TYPE_CHECKING:
+    from google.auth.credentials import Credentials
+
+    from spotfit.spec.job import JobSpec
 
 DEFAULT_REGION = "us-central1"
 
@@ -39,7 +44,7 @@ class Placement:
                 f"with {self.machine.machine_type}{gpu}, in this order: {', '.join(self.zones)}")
 
 
-def plan_region(spec: Any) -> tuple[str, str]:
+def plan_region(spec: JobSpec) -> tuple[str, str]:
     """(region, why): `gcp.region`, else the plan's cheapest GCP offer, else `us-central1`."""
     from spotfit.market import offers
 
@@ -59,7 +64,8 @@ def plan_region(spec: Any) -> tuple[str, str]:
                           f"${offer.expected_cost_usd:.2f}")
 
 
-def place(spec: Any, project: str, endpoint: str | None = None, credentials: Any = None) -> Placement:
+def place(spec: JobSpec, project: str, endpoint: str | None = None,
+          credentials: Credentials | None = None) -> Placement:
     """The placement of a job without zones; `UsageError` when no zone of the region offers its machine."""
     section = Gcp.of(spec)
     region, why = plan_region(spec)

@@ -17,17 +17,21 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.machines import machine_for
 from spotfit.backends.gcp.spec import Gcp
 from spotfit.errors import UsageError
 
+if TYPE_CHECKING:
+    from spotfit.backends.gcp.backend import GcpBackend
+    from spotfit.spec.job import JobSpec
+
 PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
 
 
-def preflight(backend: Any, spec: Any) -> list[str]:
+def preflight(backend: GcpBackend, spec: JobSpec) -> list[str]:
     """Raise `UsageError` for what cannot work; the notes returned say what was chosen instead."""
     notes: list[str] = []
     section = Gcp.of(spec)
@@ -83,7 +87,7 @@ def check_store(url: str, allow_local: bool = False) -> None:
     if scheme not in ("gs", "gcs"):
         raise UsageError(f"Invalid `checkpoint.store` for the gcp backend: received {url or 'none'!r}, expected a "
                          "gs:// URL that the VMs can reach.", hint="Set `checkpoint.store: gs://BUCKET/PREFIX`.")
-    from spotfit.stores import FsspecStore
+    from spotfit.stores.fsspec_store import FsspecStore
 
     bucket = url.split("://", 1)[1].split("/", 1)[0]
     store = FsspecStore(f"{scheme}://{bucket}")

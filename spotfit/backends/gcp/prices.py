@@ -30,9 +30,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spotfit.backends.gcp.machines import ATTACHED, Machine
+
+if TYPE_CHECKING:
+    from google.auth.credentials import Credentials
 
 COMPUTE_SERVICE = "services/6F81-5844-456A"
 BILLING_ENDPOINT_ENV = "SPOTFIT_GCP_BILLING_ENDPOINT"
@@ -132,7 +135,7 @@ def bundled_prices(machine: Machine, accelerator: str, count: int, region: str) 
 class BillingCatalog:
     """The Compute Engine SKUs of the Cloud Billing Catalog API, read once an hour (thread-safe)."""
 
-    def __init__(self, endpoint: str | None = None, credentials: Any = None):
+    def __init__(self, endpoint: str | None = None, credentials: Credentials | None = None):
         self.endpoint = endpoint or os.environ.get(BILLING_ENDPOINT_ENV) or None
         self.credentials = credentials
         self._skus: list[Sku] | None = None
@@ -150,9 +153,9 @@ class BillingCatalog:
 
         credentials = self.credentials
         if self.endpoint and credentials is None:
-            from google.auth.credentials import AnonymousCredentials
+            from spotfit.backends.gcp.client import anonymous_credentials
 
-            credentials = AnonymousCredentials()
+            credentials = anonymous_credentials()
         client = billing_v1.CloudCatalogClient(
             transport="rest", credentials=credentials,
             client_options={"api_endpoint": self.endpoint} if self.endpoint else None)

@@ -33,17 +33,30 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from spotfit.attempt import layout
 from spotfit.backends.gcp.launch import LABEL_JOB, LABEL_MANAGED, label_value
 from spotfit.errors import NotFoundError
+
+if TYPE_CHECKING:
+    import requests
+    from google.auth.credentials import Credentials
+
+    from spotfit.stores.base import ObjectStore
 
 ENDPOINT_ENV = "SPOTFIT_GCP_SECRETS_ENDPOINT"
 DEFAULT_ENDPOINT = "https://secretmanager.googleapis.com"
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # the only scope Secret Manager accepts
 TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
 POINTER_KEY = layout.SECRETS
+
+
+class ManagedSecret(TypedDict):
+    """A secret spotfit made, as `SecretManager.find` lists it: its id and labels, never a value."""
+
+    id: str
+    labels: dict[str, str]
 
 
 def endpoint(given: str | None = None) -> str:
@@ -57,7 +70,7 @@ def secret_id(job_id: str, name: str) -> str:
     return f"spotfit-{stem}-{digest}-{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
 
 
-def session(endpoint_url: str | None, credentials: Any = None) -> Any:
+def session(endpoint_url: str | None, credentials: Credentials | None = None) -> requests.Session:
     """A `requests` session for the controller's calls: anonymous to another endpoint, else ADC's."""
     import requests
 
@@ -69,13 +82,14 @@ def session(endpoint_url: str | None, credentials: Any = None) -> Any:
         import google.auth
 
         credentials, _ = google.auth.default(scopes=[SCOPE])
-    return AuthorizedSession(credentials)
+    return AuthorizedSession(credentials)  # type: ignore[no-untyped-call, unused-ignore]  # google-auth: untyped
 
 
 class SecretManager:
     """The controller's side: create, list (names and labels only) and delete a project's secrets."""
 
-    def __init__(self, project: str, endpoint_url: str | None = None, credentials: Any = None, http: Any = None):
+    def __init__(self, project: str, endpoint_url: str | None = None, credentials: Credentials | None = None,
+                 http: requests.Session | None = None):
         self.project = project
         self.base = f"{endpoint(endpoint_url)}/v1/projects/{project}/secrets"
         self.http = http or session(endpoint_url, credentials)
@@ -83,7 +97,7 @@ class SecretManager:
     def put(self, job_id: str, values: dict[str, str]) -> dict[str, str]:
         """One secret per value, labelled with the job; returns {NAME: secret id}. A secret that exists
         already (a retried submit) gets the value as a new version."""
-        ids = {}
+        ids: dict[str, str] = {}
         for name, value in sorted(values.items()):
             sid = secret_id(job_id, name)
             answer = self.http.post(self.base, params={"secretId": sid}, json={
@@ -96,7 +110,7 @@ class SecretManager:
             ids[name] = sid
         return ids
 
-    def find(self, job_id: str | None = None) -> Iterator[dict[str, Any]]:
+    def find(self, job_id: str | None = None) -> Iterator[ManagedSecret]:
         """The secrets spotfit made ({"id", "labels"}), `job_id`'s only when given; never a value."""
         query = f"labels.{LABEL_MANAGED}=true" + (f" AND labels.{LABEL_JOB}={label_value(job_id)}" if job_id else "")
         token = ""
@@ -125,12 +139,12 @@ class SecretManager:
         return found
 
 
-def write_pointer(store: Any, project: str, ids: dict[str, str]) -> None:
+def write_pointer(store: ObjectStore, project: str, ids: dict[str, str]) -> None:
     """The job's `secrets.json`: where the agents find the values (project, secret ids; never a value)."""
     store.write_bytes(POINTER_KEY, json.dumps({"cloud": "gcp", "project": project, "secrets": ids}).encode())
 
 
-def agent_env(store: Any, metadata_url: str, timeout_s: float = 10.0) -> dict[str, str]:
+def agent_env(store: ObjectStore, metadata_url: str, timeout_s: float = 10.0) -> dict[str, str]:
     """On the VM: the attempt's secrets, read from Secret Manager with the VM's service account ({} without any).
 
     The access token comes from the metadata server (`Metadata-Flavor: Google`); the value goes

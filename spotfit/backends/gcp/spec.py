@@ -8,11 +8,15 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
 from spotfit.spec.base import BackendSection, matching
+
+if TYPE_CHECKING:
+    from spotfit.backends.base import LaunchOptions
+    from spotfit.spec.job import JobSpec
 
 DEFAULT_IMAGE_PROJECT = "deeplearning-platform-release"
 DEFAULT_IMAGE_FAMILY = "tf-2-17-cu121"  # a Deep Learning VM image with TensorFlow and CUDA
@@ -64,7 +68,7 @@ class Gcp(BackendSection):
         return value
 
 
-def gcp_options(spec: Any) -> dict[str, Any]:
+def gcp_options(spec: JobSpec) -> LaunchOptions:
     """The `gcp:` section for the backend, with the data size, the notebook extra of a notebook job and the
     job's `environment` resolved as the AWS backend resolves it (the requirements file's text)."""
     from spotfit.backends.environment import environment_options

@@ -25,9 +25,10 @@ from __future__ import annotations
 import csv
 import os
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotfit.backends.gcp import client as gc
 from spotfit.backends.gcp.launch import LABEL_JOB, LABEL_MANAGED, label_value
@@ -35,6 +36,11 @@ from spotfit.core import arguments
 from spotfit.errors import UsageError
 from spotfit.market.trace import COLUMNS
 from spotfit.state.records import raw_spec_of
+
+if TYPE_CHECKING:
+    from spotfit.backends.base import LeftoverReport, Report
+    from spotfit.backends.gcp.backend import GcpBackend
+    from spotfit.state.db import StateDB
 
 REGION = r"[a-z]+-[a-z]+\d+"
 PLACE = rf"{REGION}(-[a-z])?"
@@ -48,7 +54,7 @@ def owns_place(place: str) -> bool:
     return re.fullmatch(PLACE, place) is not None
 
 
-def project_of(backend: Any) -> str:
+def project_of(backend: GcpBackend) -> str:
     project = backend.project or os.environ.get("GOOGLE_CLOUD_PROJECT")
     if not project:
         raise UsageError("No Google Cloud project for the gcp backend: $GOOGLE_CLOUD_PROJECT is not set.",
@@ -59,8 +65,8 @@ def project_of(backend: Any) -> str:
 # -- spotfit gc ---------------------------------------------------------------------------------------
 
 
-def leftovers(backend: Any, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
-              ended_secrets: dict[str, str]) -> dict[str, Any]:
+def leftovers(backend: GcpBackend, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
+              ended_secrets: dict[str, str]) -> LeftoverReport:
     """Find (and unless `dry_run`, delete) the project's VMs and disks of jobs not in `keep`, then the
     secrets of `ended_secrets`; one JSON-able report (see the module doc)."""
     for place in places or []:
@@ -70,7 +76,7 @@ def leftovers(backend: Any, places: list[str] | None, keep: set[str], job: str |
     kept = {label_value(j) for j in keep}
     only = label_value(job) if job else None
 
-    def wanted(labels: Any, zone: str) -> str | None:
+    def wanted(labels: Mapping[str, str] | None, zone: str) -> str | None:
         owner = dict(labels or {}).get(LABEL_JOB, "?")
         if owner in kept or (only is not None and owner != only):
             return None
@@ -78,8 +84,9 @@ def leftovers(backend: Any, places: list[str] | None, keep: set[str], job: str |
             return None
         return str(owner)
 
-    report: dict[str, Any] = {"dry_run": dry_run, "kept_jobs": sorted(keep), "project": project, "regions": [],
-                              "secret_store": SECRET_STORE}
+    # base.py's LeftoverReport types `secret_store` as str; gc reads a dict {name, what, item} (cli/render.py)
+    report: LeftoverReport = {"dry_run": dry_run, "kept_jobs": sorted(keep), "project": project, "regions": [],
+                              "secret_store": SECRET_STORE}  # type: ignore[typeddict-item]
     with gc.sdk_errors(f"Could not clean up Compute Engine in project {project}",
                        hint="Check the credentials, the project and SPOTFIT_GCP_ENDPOINT; docs/gcp.md lists "
                             "the roles `spotfit gc` needs."):
@@ -112,7 +119,7 @@ def leftovers(backend: Any, places: list[str] | None, keep: set[str], job: str |
     return report
 
 
-def _remove(backend: Any, disks_client: Any, project: str, zone: str, found: dict[str, Any]) -> list[str]:
+def _remove(backend: GcpBackend, disks_client: Any, project: str, zone: str, found: dict[str, Any]) -> list[str]:
     """Delete the VMs (waiting for each operation), then the disks; returns the disks still in use."""
     ops = []
     for name in found["instances"]:
@@ -136,9 +143,9 @@ def _remove(backend: Any, disks_client: Any, project: str, zone: str, found: dic
     return in_use
 
 
-def _secrets(backend: Any, ended: dict[str, str], dry_run: bool) -> list[dict[str, Any]]:
+def _secrets(backend: GcpBackend, ended: dict[str, str], dry_run: bool) -> list[dict[str, object]]:
     """The Secret Manager secrets of the ended jobs ({job id: project}), deleted unless `dry_run`."""
-    out = []
+    out: list[dict[str, object]] = []
     for job_id, project in sorted(ended.items()):
         manager = backend.secret_manager(project)
         ids = [s["id"] for s in manager.find(job_id)]
@@ -165,8 +172,8 @@ def parse_machine(text: str) -> tuple[str, str | None, int]:
     return match.group("machine"), gpu.upper() if gpu else None, (int(match.group("n") or 1) if gpu else 0)
 
 
-def record_live(backend: Any, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
-                gap_s: int, state: Any, now: datetime | None = None) -> dict[str, Any]:
+def record_live(backend: GcpBackend, region: str, instance_type: str, path: str, zones: list[str] | None,
+                hours: float, gap_s: int, state: StateDB, now: datetime | None = None) -> Report:
     """Append one observation of `instance_type`'s prices in `region` (Billing Catalog) to the trace `path`."""
     from spotfit.backends.gcp.machines import ATTACHED
     from spotfit.backends.gcp.prices import price_from_skus, shape
@@ -205,7 +212,7 @@ def record_live(backend: Any, region: str, instance_type: str, path: str, zones:
 
 
 def append_observation(path: Path, zones: list[str], spot: float, od: float, gap_s: int,
-                       outages: list[tuple[str, float, str]], now: datetime) -> dict[str, Any]:
+                       outages: list[tuple[str, float, str]], now: datetime) -> Report:
     """Append the ticks since the file's last one (one tick for a new file) with the observed prices."""
     tail = _read_tail(path)
     if tail is None:
@@ -262,11 +269,11 @@ def _read_tail(path: Path) -> tuple[list[str], int, datetime, dict[str, tuple[fl
     return zones, last, datetime.strptime(rows[-1]["timestamp"], _STAMP), prices
 
 
-def observed_outages(db: Any, region: str, machine: str) -> list[tuple[str, float, str]]:
+def observed_outages(db: StateDB, region: str, machine: str) -> list[tuple[str, float, str]]:
     """(zone, epoch s, kind) of the preemptions and capacity errors of this machine's gcp attempts in `region`."""
     from spotfit.backends.gcp.machines import machine_for
 
-    out = []
+    out: list[tuple[str, float, str]] = []
     for job in db.list_jobs(limit=1_000_000):
         spec = raw_spec_of(job)
         if spec.get("backend") != "gcp":

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotfit.attempt.notebook import TOKEN_ENV, read_token
-from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest, NodePrice
+from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchOptions, LaunchRequest, NodePrice, Report
 from spotfit.backends.data_disk import GIB, data_disk_gib
 from spotfit.backends.kubernetes import access
 from spotfit.backends.kubernetes import client as kc
@@ -35,9 +36,12 @@ from spotfit.backends.kubernetes.live_price import LivePrices
 from spotfit.backends.kubernetes.nodes import price_node, reprice
 from spotfit.backends.kubernetes.podstatus import attempt_status, disrupted, node_gone, owner_finished
 from spotfit.backends.kubernetes.profiles import placement
-from spotfit.backends.kubernetes.spec import DEFAULT_IMAGE, kubernetes_options
+from spotfit.backends.kubernetes.spec import DEFAULT_IMAGE, Kubernetes, kubernetes_options
 from spotfit.backends.wheel import ship_wheel, shipped_wheel_url
 from spotfit.errors import BackendError, UsageError
+
+if TYPE_CHECKING:
+    from spotfit.spec.job import JobSpec
 
 _STORE_CREDENTIALS = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                       "GOOGLE_APPLICATION_CREDENTIALS"}
@@ -50,8 +54,8 @@ class KubernetesBackend(BackendTraits):
     options = staticmethod(kubernetes_options)
 
     @staticmethod
-    def pending_timeout_s(spec) -> float | None:
-        return spec.kubernetes.pending_timeout_s
+    def pending_timeout_s(spec: JobSpec) -> float | None:
+        return Kubernetes.of(spec).pending_timeout_s
 
     def __init__(self, allow_local_store: bool = False, api_client: Any = None, aws_session: Any = None):
         self.allow_local_store = allow_local_store  # tests: a file:// store the emulated pods share
@@ -78,14 +82,14 @@ class KubernetesBackend(BackendTraits):
 
     # -- resolving an attempt -----------------------------------------------------------------------
 
-    def preflight(self, spec: Any) -> list[str]:
+    def preflight(self, spec: JobSpec) -> list[str]:
         """Check a job spec before it is recorded: no store credentials in it, the `secret_env`
         variables set here, the kubeconfig and context, and for several workers the TFJob CRD.
 
         Bad input raises a `UsageError` (exit 2); the notes returned say what was chosen instead
         (the Indexed Job fallback).
         """
-        options, workers = spec.kubernetes.model_dump(), spec.resources.workers
+        options, workers = Kubernetes.of(spec).model_dump(), spec.resources.workers
         check_env(dict(spec.env), options["secret_env"])
         secret_values(tuple(options["secret_env"]))
         self.client(options.get("kubeconfig"), options.get("context"))
@@ -96,18 +100,19 @@ class KubernetesBackend(BackendTraits):
         return [f"the cluster has no TFJob CRD ({mf.TFJOB_CRD}): the job's {workers} workers run as an Indexed "
                 "Job behind a headless Service, each pod building TF_CONFIG from its index"]
 
-    def shell_command(self, handle: KubernetesHandle, options: dict, command: list[str]) -> list[str]:
+    def shell_command(self, handle: KubernetesHandle, options: LaunchOptions, command: list[str]) -> list[str]:
         return access.shell_command(handle, options, command)
 
-    def port_forward_command(self, handle: KubernetesHandle, options: dict, local: int, remote: int) -> list[str]:
+    def port_forward_command(self, handle: KubernetesHandle, options: LaunchOptions, local: int,
+                             remote: int) -> list[str]:
         return access.port_forward_command(handle, options, local, remote)
 
-    def dry_run(self, path: str) -> dict:
+    def dry_run(self, path: str) -> Report:
         from spotfit.backends.kubernetes.dryrun import dry_run
 
         return dry_run(path, self)
 
-    def multi_worker_kind(self, options: dict, workers: int, has_tfjob: bool | None = None) -> str:
+    def multi_worker_kind(self, options: LaunchOptions, workers: int, has_tfjob: bool | None = None) -> str:
         """"tfjob" or "indexed" for `workers` > 1, by `kubernetes.multi_worker` and the cluster's CRDs."""
         multi = options.get("multi_worker") or "auto"
         if multi == "indexed":
@@ -120,7 +125,7 @@ class KubernetesBackend(BackendTraits):
                                   "(an Indexed Job + headless Service when the CRD is missing).")
         return "tfjob" if has else "indexed"
 
-    def has_tfjob(self, options: dict) -> bool:
+    def has_tfjob(self, options: LaunchOptions) -> bool:
         """Whether the cluster has Kubeflow's TFJob CRD (`tfjobs.kubeflow.org`)."""
         k8s = kc.load_kubernetes().client
         api = self.client(options.get("kubeconfig"), options.get("context"))
@@ -219,7 +224,7 @@ class KubernetesBackend(BackendTraits):
             return replace(status, disrupted=True)
         return status
 
-    def _node_gone(self, handle: KubernetesHandle, pods: list[dict]) -> bool:
+    def _node_gone(self, handle: KubernetesHandle, pods: list[dict[str, Any]]) -> bool:
         """Whether events about the pods or their nodes say a node went away (an unexplained end only)."""
         api, core, _, _ = self._apis(handle)
         about = [(handle.namespace, p["metadata"]["name"]) for p in pods]
@@ -257,33 +262,36 @@ class KubernetesBackend(BackendTraits):
         if handle.secret:
             _quietly(core.delete_namespaced_secret, handle.secret, handle.namespace)
 
-    def node_prices(self, handle: KubernetesHandle, launched: str, spec: Any) -> list[NodePrice]:
+    def node_prices(self, handle: KubernetesHandle, launched: str, spec: JobSpec) -> list[NodePrice]:
         """The price of each node the attempt's pods run on ([] while none has a node yet): live where the
         spec asks and the node's cloud allows (live_price.py), else the catalog's, else the spec's."""
         api, core, _, _ = self._apis(handle)
         nodes = sorted({n for p in self._pods(handle) if (n := (p.get("spec") or {}).get("nodeName"))})
         docs = [kc.to_dict(api, core.read_node(node)) for node in nodes]
+        section = Kubernetes.of(spec)
         return [price_node(d["metadata"]["name"], d["metadata"].get("labels") or {}, launched,
-                           spec.kubernetes.price_usd_per_h, self._live.lookup(spec.kubernetes, d)) for d in docs]
+                           section.price_usd_per_h, self._live.lookup(section, d)) for d in docs]
 
-    def reprice(self, prices: list[NodePrice], spec: Any) -> list[NodePrice]:
+    def reprice(self, prices: list[NodePrice], spec: JobSpec) -> list[NodePrice]:
         """The same nodes priced again now: a live price may have moved (the others stay)."""
-        return [reprice(p, self._live.lookup(spec.kubernetes)) for p in prices]
+        section = Kubernetes.of(spec)
+        return [reprice(p, self._live.lookup(section)) for p in prices]
 
     # -- reading ------------------------------------------------------------------------------------
 
-    def _pods(self, handle: KubernetesHandle) -> list[dict]:
+    def _pods(self, handle: KubernetesHandle) -> list[dict[str, Any]]:
         api, core, _, _ = self._apis(handle)
         listing = core.list_namespaced_pod(handle.namespace, label_selector=f"{mf.LABEL_NAME}={handle.name}")
         return [kc.to_dict(api, p) for p in listing.items]
 
-    def _owner(self, handle: KubernetesHandle) -> dict | None:
+    def _owner(self, handle: KubernetesHandle) -> dict[str, Any] | None:
         """The attempt's Job (TFJob) as a dict, None when it does not exist."""
         api, _, batch, custom = self._apis(handle)
         try:
             if handle.kind == "TFJob":
-                return custom.get_namespaced_custom_object(mf.TFJOB_GROUP, mf.TFJOB_VERSION, handle.namespace,
-                                                           mf.TFJOB_PLURAL, handle.name)
+                owner: dict[str, Any] = custom.get_namespaced_custom_object(
+                    mf.TFJOB_GROUP, mf.TFJOB_VERSION, handle.namespace, mf.TFJOB_PLURAL, handle.name)
+                return owner
             return kc.to_dict(api, batch.read_namespaced_job(handle.name, handle.namespace))
         except Exception as exc:
             if kc.status_code(exc) == 404:
@@ -298,7 +306,7 @@ class KubernetesBackend(BackendTraits):
                                   "through `kubernetes.service_account` (IRSA, workload identity).")
 
 
-def ships_wheel(options: dict) -> bool:
+def ships_wheel(options: LaunchOptions) -> bool:
     """Whether the pods install the running spotfit's wheel (neither `runtime_wheel` nor `runtime_pip` set)."""
     return not (options.get("runtime_wheel") or options.get("runtime_pip"))
 
@@ -333,7 +341,7 @@ def secret_values(names: tuple[str, ...]) -> dict[str, str]:
     return {n: os.environ[n] for n in names}
 
 
-def _create(obj: dict, core: Any, batch: Any, custom: Any) -> None:
+def _create(obj: dict[str, Any], core: Any, batch: Any, custom: Any) -> None:
     ns = obj["metadata"]["namespace"]
     kind = obj["kind"]
     if kind == "Secret":
@@ -346,7 +354,7 @@ def _create(obj: dict, core: Any, batch: Any, custom: Any) -> None:
         custom.create_namespaced_custom_object(mf.TFJOB_GROUP, mf.TFJOB_VERSION, ns, mf.TFJOB_PLURAL, obj)
 
 
-def _launch_error(exc: Exception, obj: dict) -> Exception:
+def _launch_error(exc: Exception, obj: dict[str, Any]) -> Exception:
     how = kc.failure(exc)
     if how is None:
         return exc
@@ -355,7 +363,7 @@ def _launch_error(exc: Exception, obj: dict) -> Exception:
                              "`kubectl get events`.")
 
 
-def _quietly(call, *args, **kwargs) -> None:
+def _quietly(call: Callable[..., object], *args: object, **kwargs: object) -> None:
     """Call a delete or eviction; an object already gone (404) is fine."""
     try:
         call(*args, **kwargs)

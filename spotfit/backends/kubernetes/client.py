@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from spotfit.errors import BackendError, UsageError
 
@@ -28,7 +28,7 @@ def load_kubernetes() -> ModuleType:
     except ImportError:
         raise BackendError("The kubernetes backend needs the `kubernetes` client, which is not installed.",
                            hint="Install the extra: pip install 'spotfit[kubernetes]'.") from None
-    return kubernetes
+    return cast(ModuleType, kubernetes)  # the client has no type hints: mypy sees Any
 
 
 def kubeconfig_path(kubeconfig: str | None) -> Path | None:
@@ -95,6 +95,6 @@ def failure(exc: BaseException) -> str | None:
     return None
 
 
-def to_dict(client: Any, obj: Any) -> dict:
+def to_dict(client: Any, obj: Any) -> dict[str, Any]:
     """An API object (a model of the client) as the JSON dict the API sent (camelCase keys)."""
     return client.sanitize_for_serialization(obj) if not isinstance(obj, dict) else obj

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from spotfit.backends.base import LaunchRequest, backend_options
+from spotfit.backends.base import LaunchRequest, Report, backend_options
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.host.home import default_store_url
@@ -20,8 +20,11 @@ from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
 from spotfit.stores import child
 
+if TYPE_CHECKING:
+    from spotfit.backends.kubernetes.backend import KubernetesBackend
 
-def dry_run(path: str, backend: Any) -> dict:
+
+def dry_run(path: str, backend: KubernetesBackend) -> Report:
     """The objects `launch` would create for attempt 1 of the job spec at `path` (`backend`: the
     `KubernetesBackend` asked)."""
     spec = load_spec(path)

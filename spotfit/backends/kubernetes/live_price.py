@@ -24,9 +24,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotfit.backends.aws.prices import PricePoint, spot_price_history
+
+if TYPE_CHECKING:
+    from spotfit.backends.kubernetes.spec import Kubernetes
 
 SOURCE = "aws spot price history"
 HISTORY_S = 86400.0  # a zone's price in force is the last one published in the day before now
@@ -88,7 +91,7 @@ class LivePrices:
     def __init__(self, aws_session: Any = None):
         self._aws = AwsSpotPrices(aws_session)
 
-    def lookup(self, section: Any, node: dict[str, Any] | None = None) -> LiveLookup | None:
+    def lookup(self, section: Kubernetes, node: dict[str, Any] | None = None) -> LiveLookup | None:
         """The reader of `node`'s cloud (of any node when None) when `section.live_prices` asks for one."""
         if not section.live_prices:
             return None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from spotfit.backends.kubernetes.profiles import Placement
 
@@ -111,22 +112,22 @@ def secret_name(s: AttemptSettings) -> str | None:
     return f"{s.name}-env" if s.secret_env else None
 
 
-def _env(s: AttemptSettings) -> list[dict]:
+def _env(s: AttemptSettings) -> list[dict[str, Any]]:
     fixed = {"SPOTFIT_JOB_URL": s.job_url, "SPOTFIT_ATTEMPT": str(s.attempt), "SPOTFIT_WORKERS": str(s.workers),
              "PYTHONUNBUFFERED": "1"}
     if s.data_volume_gib:
         fixed["SPOTFIT_CACHE_DIR"] = DATA_CACHE_MOUNT
     if s.kind == "IndexedJob":
         fixed |= {"SPOTFIT_SERVICE": s.name, "SPOTFIT_WORKER_PORT": str(s.worker_port)}
-    env: list[dict] = [{"name": k, "value": v} for k, v in {**s.env, **fixed}.items()]
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in {**s.env, **fixed}.items()]
     if s.kind == "IndexedJob":
         env.append({"name": "SPOTFIT_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}})
     return env
 
 
-def pod_template(s: AttemptSettings) -> dict:
+def pod_template(s: AttemptSettings) -> dict[str, Any]:
     """The pod template every worker of the attempt runs."""
-    container: dict = {"name": CONTAINER, "image": s.image, "command": ["/bin/bash", "-c", s.script],
+    container: dict[str, Any] = {"name": CONTAINER, "image": s.image, "command": ["/bin/bash", "-c", s.script],
                        "env": _env(s)}
     env_from = [{"secretRef": {"name": n}} for n in ([secret_name(s)] if s.secret_env else [])]
     env_from += [{"secretRef": {"name": n}} for n in s.env_from_secrets]
@@ -136,8 +137,8 @@ def pod_template(s: AttemptSettings) -> dict:
         container["resources"] = {"limits": {"nvidia.com/gpu": s.gpus}}
     if s.workers > 1:
         container["ports"] = [{"name": "tf-worker", "containerPort": s.worker_port}]
-    spec: dict = {"restartPolicy": "Never", "terminationGracePeriodSeconds": s.grace_s, "containers": [container],
-                  **s.placement.pod_fields()}
+    spec: dict[str, Any] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": s.grace_s,
+                            "containers": [container], **s.placement.pod_fields()}
     if s.service_account:
         spec["serviceAccountName"] = s.service_account
     if s.data_volume_gib:
@@ -153,35 +154,36 @@ def pod_template(s: AttemptSettings) -> dict:
     return {"metadata": {"labels": labels(s)}, "spec": spec}
 
 
-def data_volume(s: AttemptSettings) -> dict:
+def data_volume(s: AttemptSettings) -> dict[str, Any]:
     """The data cache's generic ephemeral volume: a PVC made with the pod and deleted with it."""
-    claim: dict = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{s.data_volume_gib}Gi"}}}
+    claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
+                             "resources": {"requests": {"storage": f"{s.data_volume_gib}Gi"}}}
     if s.data_storage_class:
         claim["storageClassName"] = s.data_storage_class
     return {"name": DATA_VOLUME, "ephemeral": {"volumeClaimTemplate": {"metadata": {"labels": labels(s)},
                                                                        "spec": claim}}}
 
 
-def _meta(s: AttemptSettings, name: str) -> dict:
+def _meta(s: AttemptSettings, name: str) -> dict[str, Any]:
     return {"name": name, "namespace": s.namespace, "labels": labels(s)}
 
 
-def job(s: AttemptSettings) -> dict:
+def job(s: AttemptSettings) -> dict[str, Any]:
     """The batch/v1 Job: one pod, or an Indexed Job of `workers` pods started together."""
-    spec: dict = {"backoffLimit": 0, "ttlSecondsAfterFinished": FINISHED_TTL_S, "template": pod_template(s)}
+    spec: dict[str, Any] = {"backoffLimit": 0, "ttlSecondsAfterFinished": FINISHED_TTL_S, "template": pod_template(s)}
     if s.kind == "IndexedJob":
         spec |= {"completionMode": "Indexed", "completions": s.workers, "parallelism": s.workers}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(s, s.name), "spec": spec}
 
 
-def headless_service(s: AttemptSettings) -> dict:
+def headless_service(s: AttemptSettings) -> dict[str, Any]:
     """The Service that gives each worker of an Indexed Job a DNS name its peers reach."""
     return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(s, s.name),
             "spec": {"clusterIP": "None", "selector": {LABEL_NAME: s.name}, "publishNotReadyAddresses": True,
                      "ports": [{"name": "tf-worker", "port": s.worker_port, "targetPort": s.worker_port}]}}
 
 
-def tfjob(s: AttemptSettings) -> dict:
+def tfjob(s: AttemptSettings) -> dict[str, Any]:
     """The Kubeflow TFJob (kubeflow.org/v1): `workers` Worker replicas, worker 0 the chief."""
     template = pod_template(s)
     template["spec"]["containers"][0]["name"] = "tensorflow"  # the container the operator configures
@@ -192,13 +194,13 @@ def tfjob(s: AttemptSettings) -> dict:
                                                    "template": template}}}}
 
 
-def secret(s: AttemptSettings, values: dict[str, str]) -> dict:
+def secret(s: AttemptSettings, values: dict[str, str]) -> dict[str, Any]:
     """The attempt's Secret: `values` (of the `secret_env` names) as `stringData`."""
     return {"apiVersion": "v1", "kind": "Secret", "metadata": _meta(s, str(secret_name(s))), "type": "Opaque",
             "stringData": dict(values)}
 
 
-def attempt_objects(s: AttemptSettings, secret_values: dict[str, str] | None = None) -> list[dict]:
+def attempt_objects(s: AttemptSettings, secret_values: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Every object of the attempt, in the order they are created (the Secret and Service before the pods)."""
     objects = [secret(s, secret_values or {n: "" for n in s.secret_env})] if s.secret_env else []
     if s.kind == "IndexedJob":

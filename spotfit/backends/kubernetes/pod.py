@@ -19,13 +19,15 @@ import os
 import signal
 import subprocess
 import sys
+from types import FrameType
+from typing import Any
 
 from spotfit.attempt import layout
 from spotfit.backends.attempt_files import unpack_attempt
 from spotfit.stores import open_store
 
 
-def tf_config(workers: int, index: int, name: str, namespace: str, port: int) -> dict:
+def tf_config(workers: int, index: int, name: str, namespace: str, port: int) -> dict[str, Any]:
     """The `TF_CONFIG` of worker `index` of an Indexed Job behind its headless Service `name`.
 
     >>> tf_config(2, 1, "sf-j-1", "ml", 2222)["cluster"]["worker"]
@@ -61,7 +63,7 @@ def run(job_url: str, attempt: int) -> int:
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
-    def forward(signum, _frame) -> None:  # the kubelet's SIGTERM: the runtime saves and exits 75
+    def forward(signum: int, _frame: FrameType | None) -> None:  # the kubelet's SIGTERM: the runtime saves and exits 75
         try:
             os.killpg(proc.pid, signum)
         except ProcessLookupError:

@@ -22,6 +22,8 @@ AttemptStatus(running=False, exit_code=75, signal=None, disrupted=True, unschedu
 
 from __future__ import annotations
 
+from typing import Any
+
 from spotfit.attempt.exit_codes import EXIT_DONE, EXIT_PREEMPTED, EXIT_STOPPED
 from spotfit.backends.base import AttemptStatus
 
@@ -36,7 +38,7 @@ NODE_GONE_REASONS = {"NodeNotReady", "TaintManagerEviction", "RemovingNode", "De
 _INDEX_KEYS = ("batch.kubernetes.io/job-completion-index", "training.kubeflow.org/replica-index")
 
 
-def worker_index(pod: dict) -> int:
+def worker_index(pod: dict[str, Any]) -> int:
     """The worker index of `pod` (Indexed Job or TFJob label/annotation); 0 for a one-pod Job."""
     meta = pod.get("metadata") or {}
     for source in (meta.get("labels") or {}, meta.get("annotations") or {}):
@@ -46,7 +48,7 @@ def worker_index(pod: dict) -> int:
     return 0
 
 
-def disrupted(pod: dict) -> bool:
+def disrupted(pod: dict[str, Any]) -> bool:
     """Whether the platform took `pod`'s node (or the pod) away."""
     status = pod.get("status") or {}
     if any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in status.get("conditions") or []):
@@ -54,7 +56,7 @@ def disrupted(pod: dict) -> bool:
     return status.get("reason") in _SHUTDOWN_REASONS
 
 
-def exit_code(pod: dict) -> int | None:
+def exit_code(pod: dict[str, Any]) -> int | None:
     """The exit code of `pod`'s container once it terminated, else None."""
     for container in (pod.get("status") or {}).get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated")
@@ -63,7 +65,7 @@ def exit_code(pod: dict) -> int | None:
     return None
 
 
-def owner_finished(owner: dict) -> bool:
+def owner_finished(owner: dict[str, Any]) -> bool:
     """Whether a Job (Complete, Failed) or TFJob (Succeeded, Failed) has finished.
 
     >>> owner_finished({"status": {"conditions": [{"type": "Failed", "status": "True"}]}})
@@ -73,7 +75,7 @@ def owner_finished(owner: dict) -> bool:
                for c in (owner.get("status") or {}).get("conditions") or [])
 
 
-def node_gone(events: list[dict]) -> bool:
+def node_gone(events: list[dict[str, Any]]) -> bool:
     """Whether `events` (about a pod or its node) say the node was reclaimed or lost.
 
     >>> node_gone([{"reason": "Scheduled"}]), node_gone([{"reason": "RemovingNode"}])
@@ -82,7 +84,7 @@ def node_gone(events: list[dict]) -> bool:
     return any(e.get("reason") in NODE_GONE_REASONS for e in events)
 
 
-def unscheduled(pod: dict) -> bool:
+def unscheduled(pod: dict[str, Any]) -> bool:
     """Whether `pod` waits for a node: Pending with no node bound (PodScheduled False or not yet set).
 
     >>> unscheduled({"spec": {}, "status": {"phase": "Pending", "conditions": [
@@ -98,11 +100,11 @@ def unscheduled(pod: dict) -> bool:
     return not any(c.get("type") == "PodScheduled" and c.get("status") == "True" for c in conditions)
 
 
-def finished(pod: dict) -> bool:
+def finished(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or exit_code(pod) is not None
 
 
-def attempt_status(pods: list[dict], workers: int, owner_active: bool) -> AttemptStatus:
+def attempt_status(pods: list[dict[str, Any]], workers: int, owner_active: bool) -> AttemptStatus:
     """The attempt's status from its pods; `owner_active`: its Job (TFJob) exists and has not finished."""
     was_disrupted = any(disrupted(p) for p in pods)
     done = {worker_index(p): exit_code(p) for p in pods if finished(p)}

@@ -22,9 +22,13 @@ Without a profile (`spot:` left out) pods go wherever the scheduler puts them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import UsageError
 from spotfit.state.states import Market
+
+if TYPE_CHECKING:
+    from spotfit.backends.base import LaunchOptions
 
 PROFILES = ("eks", "gke", "aks", "custom")
 GKE_SPOT = "cloud.google.com/gke-spot"
@@ -38,11 +42,11 @@ class Placement:
 
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, str]] = field(default_factory=list)
-    affinity: dict | None = None
+    affinity: dict[str, Any] | None = None
 
-    def pod_fields(self) -> dict:
+    def pod_fields(self) -> dict[str, Any]:
         """The fields to merge into a pod spec (none when empty)."""
-        out: dict = {}
+        out: dict[str, Any] = {}
         if self.node_selector:
             out["nodeSelector"] = dict(self.node_selector)
         if self.tolerations:
@@ -52,15 +56,15 @@ class Placement:
         return out
 
 
-def _avoid(key: str, operator: str, values: list[str] | None = None) -> dict:
-    expression: dict = {"key": key, "operator": operator}
+def _avoid(key: str, operator: str, values: list[str] | None = None) -> dict[str, Any]:
+    expression: dict[str, Any] = {"key": key, "operator": operator}
     if values is not None:
         expression["values"] = values
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}
 
 
-def placement(profile: str | None, market: Market, options: dict | None = None) -> Placement:
+def placement(profile: str | None, market: Market, options: LaunchOptions | None = None) -> Placement:
     """The placement of a `market` (spot or on-demand) attempt under `profile`."""
     options = options or {}
     spot = market == Market.SPOT

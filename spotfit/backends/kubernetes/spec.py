@@ -8,11 +8,15 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from spotfit.spec.base import BackendSection, matching
+
+if TYPE_CHECKING:
+    from spotfit.backends.base import LaunchOptions
+    from spotfit.spec.job import JobSpec
 
 KubernetesProfile = Literal["eks", "gke", "aks", "custom"]
 MultiWorker = Literal["auto", "tfjob", "indexed"]
@@ -81,8 +85,9 @@ class Kubernetes(BackendSection):
         return self
 
 
-def kubernetes_options(spec: Any) -> dict[str, Any]:
+def kubernetes_options(spec: JobSpec) -> LaunchOptions:
     """The `kubernetes:` section for the backend, with the notebook extra (and its token) for a notebook job."""
-    return {**spec.kubernetes.model_dump(), "runtime_extras": spec.runtime_extras(spec.kubernetes.runtime_extras),
+    section = Kubernetes.of(spec)
+    return {**section.model_dump(), "runtime_extras": spec.runtime_extras(section.runtime_extras),
             "notebook_token": spec.is_notebook, "data_size_gib": spec.data.size_gib if spec.data else None,
             "data_mode": spec.data.mode if spec.data else "copy"}
