@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spotfit.errors import UsageError
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.handle import AwsHandle
+    from spotfit.backends.base import LaunchOptions
 
 AWS_USER = "ubuntu"  # the login of the Deep Learning AMIs spotfit launches by default
 
 
-def shell_command(handle: Any, options: dict, command: list[str]) -> list[str]:
+def shell_command(handle: AwsHandle, options: LaunchOptions, command: list[str]) -> list[str]:
     """The command that runs `command` (a login shell when empty) on the attempt's chief instance."""
     instance, region = _instance(handle)
     if options.get("key_name"):
@@ -33,7 +37,7 @@ def shell_command(handle: Any, options: dict, command: list[str]) -> list[str]:
             "--parameters", json.dumps({"command": [" ".join(command)]})]
 
 
-def port_forward_command(handle: Any, options: dict, local: int, remote: int) -> list[str]:
+def port_forward_command(handle: AwsHandle, options: LaunchOptions, local: int, remote: int) -> list[str]:
     """The command that carries 127.0.0.1:`local` here to `remote` on the attempt's chief instance."""
     instance, region = _instance(handle)
     if options.get("key_name"):
@@ -44,7 +48,7 @@ def port_forward_command(handle: Any, options: dict, local: int, remote: int) ->
             "--parameters", json.dumps({"portNumber": [str(remote)], "localPortNumber": [str(local)]})]
 
 
-def _instance(handle: Any) -> tuple[str, str]:
+def _instance(handle: AwsHandle) -> tuple[str, str]:
     if not handle.instances:
         raise UsageError(f"Attempt {handle.attempt} of job {handle.job} has no instance yet.",
                          hint="Wait until `spotfit status` says it runs.")

@@ -56,7 +56,8 @@ class Imds:
             req = urllib.request.Request(f"{self.base_url}{path}",
                                          headers={"X-aws-ec2-metadata-token": self._get_token()})
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return resp.read().decode()
+                body: bytes = resp.read()
+                return body.decode()
         except urllib.error.HTTPError as exc:
             if exc.code == 401:
                 self._token = None

@@ -13,7 +13,12 @@ falls back to the newest image named like `DEFAULT_NAME` owned by Amazon.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from spotfit.errors import BackendError, UsageError
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import Ec2Client, SsmClient
 
 DEFAULT_SSM_PARAMETER = (
     "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
@@ -21,7 +26,7 @@ DEFAULT_SSM_PARAMETER = (
 DEFAULT_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*"
 
 
-def resolve_ami(ec2, ssm, choice: str | None = None) -> str:
+def resolve_ami(ec2: Ec2Client, ssm: SsmClient, choice: str | None = None) -> str:
     """The image id for `choice` (see the module doc); raises with a hint when none is found."""
     if choice is None:
         found = _from_ssm(ssm, DEFAULT_SSM_PARAMETER)
@@ -41,18 +46,18 @@ def resolve_ami(ec2, ssm, choice: str | None = None) -> str:
                      "or `name:PATTERN`.", hint="Example: `aws.ami: ssm:" + DEFAULT_SSM_PARAMETER + "`.")
 
 
-def _from_ssm(ssm, name: str) -> str | None:
+def _from_ssm(ssm: SsmClient, name: str) -> str | None:
     try:
-        return ssm.get_parameter(Name=name)["Parameter"]["Value"]
+        return cast(str, ssm.get_parameter(Name=name)["Parameter"]["Value"])
     except ssm.exceptions.ParameterNotFound:
         return None
 
 
-def _by_name(ec2, owner: str, pattern: str) -> str:
+def _by_name(ec2: Ec2Client, owner: str, pattern: str) -> str:
     images = ec2.describe_images(Owners=[owner], Filters=[
         {"Name": "name", "Values": [pattern]}, {"Name": "state", "Values": ["available"]},
     ])["Images"]
     if not images:
         raise BackendError(f"No machine image named like {pattern!r} owned by {owner!r} in this region.",
                            hint="Set `aws.ami` to an image id, an `ssm:` parameter or a `name:` pattern.")
-    return max(images, key=lambda im: im.get("CreationDate", ""))["ImageId"]
+    return cast(str, max(images, key=lambda im: im.get("CreationDate", ""))["ImageId"])

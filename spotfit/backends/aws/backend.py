@@ -22,7 +22,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from spotfit.attempt import layout
 from spotfit.backends.aws import access
@@ -30,15 +32,26 @@ from spotfit.backends.aws import instances as instances_api
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.client import load_boto3, sdk_errors
 from spotfit.backends.aws.data_volume import boot_script
-from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB, GIB
+from spotfit.backends.aws.disks import DEFAULT_ROOT_DEVICE, DEFAULT_ROOT_GIB
 from spotfit.backends.aws.handle import AwsHandle
 from spotfit.backends.aws.launch import Call, LaunchSettings
 from spotfit.backends.aws.regions import DEFAULT_REGION, instance_type_for, region_of
 from spotfit.backends.aws.snapshots import enable_fast_restore, planned_volume, record_source
-from spotfit.backends.aws.spec import aws_options
+from spotfit.backends.aws.spec import Aws, aws_options
 from spotfit.backends.base import AttemptStatus, BackendTraits, LaunchRequest
+from spotfit.backends.data_disk import GIB
 from spotfit.errors import UsageError
 from spotfit.stores import open_store
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import Client, Ec2Client, Session
+    from spotfit.backends.base import LaunchOptions, LeftoverReport, Report
+    from spotfit.market.live import LiveMarket
+    from spotfit.spec.job import JobSpec
+    from spotfit.state.db import StateDB
+    from spotfit.stores.base import ObjectStore
+
+_T = TypeVar("_T")
 
 
 class AwsBackend(BackendTraits):
@@ -49,23 +62,23 @@ class AwsBackend(BackendTraits):
     data_volumes = ("root", "snapshot")
 
     @staticmethod
-    def boot_timeout_s(spec) -> float | None:
-        return spec.aws.boot_timeout_s
+    def boot_timeout_s(spec: JobSpec) -> float | None:
+        return Aws.of(spec).boot_timeout_s
 
-    def __init__(self, region: str | None = None, session=None, allow_local_store: bool = False,
-                 cleanup_wait_s: float = 300.0, poll_s: float = 5.0):
+    def __init__(self, region: str | None = None, session: Session | None = None, allow_local_store: bool = False,
+                 cleanup_wait_s: float = 300.0, poll_s: float = 5.0) -> None:
         self.region = region
         self.allow_local_store = allow_local_store  # tests: a file:// store the "instance" shares
         self.cleanup_wait_s = cleanup_wait_s
         self.poll_s = poll_s
         self._session = session
-        self._clients: dict[tuple[str, str], object] = {}
+        self._clients: dict[tuple[str, str], Client] = {}
         self._lock = threading.Lock()
         self._timers: dict[AwsHandle, threading.Timer] = {}  # termination at the end of a notice
 
     # -- clients ----------------------------------------------------------------------------------
 
-    def client(self, service: str, region: str):
+    def client(self, service: str, region: str) -> Client:
         with self._lock:
             if (service, region) not in self._clients:
                 if self._session is None:
@@ -117,11 +130,12 @@ class AwsBackend(BackendTraits):
 
     # -- secrets (backends/aws/secrets.py) ----------------------------------------------------------
 
-    def secrets_region(self, options: dict, zones: list[str]) -> str:
+    def secrets_region(self, options: LaunchOptions, zones: list[str]) -> str:
         """Where a job's secrets live: the region of its first zone, else `aws.region`, else the default."""
         return region_of(zones[0] if zones else None) or options.get("region") or self.region or DEFAULT_REGION
 
-    def put_secrets(self, job_id: str, values: dict[str, str], options: dict, zones: list[str], store) -> None:
+    def put_secrets(self, job_id: str, values: dict[str, str], options: LaunchOptions, zones: list[str],
+                    store: ObjectStore) -> None:
         """Store the values in SSM, and in the job's store where the agents find them (names only)."""
         from spotfit.backends.aws import secrets
 
@@ -130,21 +144,21 @@ class AwsBackend(BackendTraits):
                        lambda: secrets.put(self.client("ssm", region), job_id, values))
         secrets.write_pointer(store, job_id, region, sorted(values))
 
-    def delete_secrets(self, job_id: str, options: dict, zones: list[str]) -> None:
+    def delete_secrets(self, job_id: str, options: LaunchOptions, zones: list[str]) -> None:
         from spotfit.backends.aws import secrets
 
         region = self.secrets_region(options, zones)
         self._sdk_call(f"delete the job's secrets from SSM ({region})",
                        lambda: secrets.delete(self.client("ssm", region), job_id))
 
-    def put_job_secrets(self, job_id: str, values: dict[str, str], spec, store) -> None:
-        self.put_secrets(job_id, values, spec.aws.model_dump(), list(spec.market.zones), store)
+    def put_job_secrets(self, job_id: str, values: dict[str, str], spec: JobSpec, store: ObjectStore) -> None:
+        self.put_secrets(job_id, values, Aws.of(spec).model_dump(), list(spec.market.zones), store)
 
-    def delete_job_secrets(self, job_id: str, spec) -> None:
-        self.delete_secrets(job_id, spec.aws.model_dump(), list(spec.market.zones))
+    def delete_job_secrets(self, job_id: str, spec: JobSpec) -> None:
+        self.delete_secrets(job_id, Aws.of(spec).model_dump(), list(spec.market.zones))
 
-    def job_secrets_region(self, spec) -> str:
-        return self.secrets_region(spec.aws.model_dump(), list(spec.market.zones))
+    def job_secrets_region(self, spec: JobSpec) -> str:
+        return self.secrets_region(Aws.of(spec).model_dump(), list(spec.market.zones))
 
     @staticmethod
     def owns_place(place: str) -> bool:
@@ -156,24 +170,24 @@ class AwsBackend(BackendTraits):
         return re.fullmatch(REGION, place) is not None
 
     def collect_leftovers(self, places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
-                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> dict:
+                          ended_secrets: dict[str, str], keep_sources: set[str] | None) -> LeftoverReport:
         from spotfit.backends.aws.verbs import leftovers
 
         return leftovers(places, keep, job, dry_run, ended_secrets, keep_sources, session=self._session)
 
     def record_market(self, region: str, instance_type: str, path: str, zones: list[str] | None, hours: float,
-                      gap_s: int, state) -> dict:
+                      gap_s: int, state: StateDB) -> Report:
         from spotfit.backends.aws.verbs import record_live
 
         return record_live(region, instance_type, path, zones, hours, gap_s, state, session=self._session)
 
     @staticmethod
-    def _sdk_call(what: str, call):
+    def _sdk_call(what: str, call: Callable[[], _T]) -> _T:
         with sdk_errors(f"Could not {what}", hint="Check the credentials and the controller's IAM policy "
                                                   "(docs/aws.md#secrets)."):
             return call()
 
-    def live_market(self, request: LaunchRequest, zones: list[str]):
+    def live_market(self, request: LaunchRequest, zones: list[str]) -> LiveMarket | None:
         """Live spot prices of the job's instance type in its region (a `LiveMarket`), or None."""
         from spotfit.backends.aws.prices import live_market
 
@@ -183,13 +197,13 @@ class AwsBackend(BackendTraits):
 
     # -- reaching an attempt, printing the requests ---------------------------------------------------
 
-    def shell_command(self, handle: AwsHandle, options: dict, command: list[str]) -> list[str]:
+    def shell_command(self, handle: AwsHandle, options: LaunchOptions, command: list[str]) -> list[str]:
         return access.shell_command(handle, options, command)
 
-    def port_forward_command(self, handle: AwsHandle, options: dict, local: int, remote: int) -> list[str]:
+    def port_forward_command(self, handle: AwsHandle, options: LaunchOptions, local: int, remote: int) -> list[str]:
         return access.port_forward_command(handle, options, local, remote)
 
-    def dry_run(self, path: str) -> dict:
+    def dry_run(self, path: str) -> Report:
         from spotfit.backends.aws.dryrun import dry_run
 
         return dry_run(path, self)
@@ -303,11 +317,11 @@ class AwsBackend(BackendTraits):
     def _terminate(self, handle: AwsHandle) -> None:
         instances_api.terminate(self.client("ec2", handle.region), handle)
 
-    def _release(self, ec2, handle: AwsHandle) -> None:
+    def _release(self, ec2: Ec2Client, handle: AwsHandle) -> None:
         instances_api.release(ec2, handle, self.cleanup_wait_s, self.poll_s)
 
     @staticmethod
-    def _finish_cluster(request: LaunchRequest, s: LaunchSettings, instances: list[dict]) -> None:
+    def _finish_cluster(request: LaunchRequest, s: LaunchSettings, instances: list[dict[str, Any]]) -> None:
         """The workers' addresses, if the launch died before it wrote them (the agents wait for them)."""
         from spotfit.backends import shipping
 

@@ -18,11 +18,23 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from types import ModuleType
+from typing import Any, TypeAlias, cast
 
 from spotfit.errors import BackendError, cloud_errors
 from spotfit.stores.aws_errors import error_code, error_message, is_client_error
 
-__all__ = ["error_code", "error_message", "is_client_error", "load_boto3", "sdk_errors", "sdk_failure"]
+__all__ = ["Client", "Ec2Client", "Session", "SsmClient", "error_code", "error_message", "is_client_error",
+           "load_boto3", "sdk_errors", "sdk_failure"]
+
+# boto3 has no type stubs here, so mypy knows its sessions and clients only as Any; these names say which one is meant.
+Session: TypeAlias = Any
+"""A `boto3.Session`."""
+Client: TypeAlias = Any
+"""A boto3 client of any service (`Session.client(service, region_name=...)`)."""
+Ec2Client: TypeAlias = Client
+"""A boto3 EC2 client."""
+SsmClient: TypeAlias = Client
+"""A boto3 (or botocore) SSM client."""
 
 
 def load_boto3() -> ModuleType:
@@ -32,7 +44,7 @@ def load_boto3() -> ModuleType:
     except ImportError:
         raise BackendError("The aws backend needs boto3, which is not installed.",
                            hint="Install the extra: pip install 'spotfit[aws]'.") from None
-    return boto3
+    return cast(ModuleType, boto3)
 
 
 def sdk_failure(exc: BaseException) -> str | None:

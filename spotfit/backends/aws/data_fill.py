@@ -23,11 +23,14 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import Ec2Client
 
 
-def fill_and_snapshot(source: str, cache_dir: str, ec2: Any, instance_id: str, job_id: str,
-                      launch_index: int = 0, workers: int = 16) -> dict:
+def fill_and_snapshot(source: str, cache_dir: str, ec2: Ec2Client, instance_id: str, job_id: str,
+                      launch_index: int = 0, workers: int = 16) -> dict[str, Any]:
     """Steps 1–4 above; what was done, for the boot log."""
     from spotfit.backends.aws.snapshots import make_snapshot
     from spotfit.stores.datacache import DataCache

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spotfit.backends.aws.spec import Aws, aws_options
 from spotfit.backends.base import LaunchRequest
@@ -19,8 +19,13 @@ from spotfit.spec.job import load_spec
 from spotfit.state.states import Market
 from spotfit.stores import child
 
+if TYPE_CHECKING:
+    from spotfit.backends.aws.backend import AwsBackend
+    from spotfit.backends.aws.disks import DiskPlan
+    from spotfit.backends.base import Report
 
-def dry_run(path: str, backend: Any) -> dict:
+
+def dry_run(path: str, backend: AwsBackend) -> Report:
     """The calls `launch` would send for attempt 1 of the job spec at `path` (`backend`: the `AwsBackend` asked)."""
     spec = load_spec(path)
     job_id = f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -34,7 +39,7 @@ def dry_run(path: str, backend: Any) -> dict:
     check_env(request.env)
     calls = backend.plan(request, lookup=False)
     settings = backend.settings(request, lookup=False)
-    warnings = []
+    warnings: list[str] = []
     if job_url.startswith(("file://", "memory://")):
         warnings.append(f"the job's store {job_url} is not reachable from EC2: set `checkpoint.store: "
                         "s3://BUCKET/PREFIX`; a real run refuses to launch without it")
@@ -45,7 +50,7 @@ def dry_run(path: str, backend: Any) -> dict:
             "disk": disk, "calls": [c.to_json() for c in calls], "warnings": warnings}
 
 
-def describe_disk(disk: Any) -> str:
+def describe_disk(disk: DiskPlan) -> str:
     """One line on where the data cache lives (a `disks.DiskPlan`), for the dry run's summary."""
     from spotfit.backends.aws.disks import NVME_MOUNT
 

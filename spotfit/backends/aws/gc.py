@@ -20,11 +20,17 @@ moto with a placement-group stand-in):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from spotfit.backends.aws.client import error_code, load_boto3, sdk_errors
 from spotfit.backends.aws.launch import TAG_ATTEMPT, TAG_JOB, TAG_MANAGED
 from spotfit.backends.aws.snapshots import delete_snapshot, unused_snapshots
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import Ec2Client, Session
+    from spotfit.backends.base import LeftoverReport
 
 _MANAGED = {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}
 
@@ -44,15 +50,15 @@ class Leftovers:
         return (len(self.instances) + len(self.spot_requests) + len(self.security_groups)
                 + len(self.placement_groups) + len(self.snapshots))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
 
-def _job(resource: dict) -> str:
+def _job(resource: dict[str, Any]) -> str:
     return next((t["Value"] for t in resource.get("Tags", []) if t["Key"] == TAG_JOB), "?")
 
 
-def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str | None = None,
+def find_leftovers(ec2: Ec2Client, keep: set[str] | frozenset[str] = frozenset(), job: str | None = None,
                    keep_sources: set[str] | None = None) -> Leftovers:
     """Tagged resources in `ec2`'s region, minus the jobs in `keep` (only `job`'s when given).
 
@@ -63,7 +69,7 @@ def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str 
     found = Leftovers(region=ec2.meta.region_name)
     filters = [_MANAGED] + ([{"Name": f"tag:{TAG_JOB}", "Values": [job]}] if job else [])
 
-    def wanted(resource: dict) -> bool:
+    def wanted(resource: dict[str, Any]) -> bool:
         return _job(resource) not in keep
 
     pages = ec2.get_paginator("describe_instances").paginate(Filters=filters + [
@@ -83,14 +89,14 @@ def find_leftovers(ec2, keep: set[str] | frozenset[str] = frozenset(), job: str 
     return found
 
 
-def remove(ec2, found: Leftovers, wait_s: float = 300.0, poll_s: float = 5.0) -> dict:
+def remove(ec2: Ec2Client, found: Leftovers, wait_s: float = 300.0, poll_s: float = 5.0) -> dict[str, object]:
     """Terminate, cancel, then delete; returns what was removed and what is still in use."""
     if found.spot_requests:
         ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=list(found.spot_requests))
     if found.instances:
         ec2.terminate_instances(InstanceIds=list(found.instances))
         _wait_terminated(ec2, list(found.instances), wait_s, poll_s)
-    kept = []
+    kept: list[str] = []
     for name in found.placement_groups:
         if not delete_quietly(ec2.delete_placement_group, GroupName=name):
             kept.append(name)
@@ -101,7 +107,7 @@ def remove(ec2, found: Leftovers, wait_s: float = 300.0, poll_s: float = 5.0) ->
     return {"removed": found.to_json(), "still_in_use": kept}
 
 
-def _wait_terminated(ec2, ids: list[str], wait_s: float, poll_s: float) -> None:
+def _wait_terminated(ec2: Ec2Client, ids: list[str], wait_s: float, poll_s: float) -> None:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         reservations = ec2.describe_instances(InstanceIds=ids)["Reservations"]
@@ -110,7 +116,7 @@ def _wait_terminated(ec2, ids: list[str], wait_s: float, poll_s: float) -> None:
         time.sleep(poll_s)
 
 
-def cancel_spot_requests(ec2, job: str, attempt: int) -> None:
+def cancel_spot_requests(ec2: Ec2Client, job: str, attempt: int) -> None:
     """Cancel the attempt's open spot requests (a one-time request closes on its own, usually)."""
     requests = ec2.describe_spot_instance_requests(Filters=[
         {"Name": f"tag:{TAG_JOB}", "Values": [job]}, {"Name": f"tag:{TAG_ATTEMPT}", "Values": [str(attempt)]},
@@ -119,7 +125,7 @@ def cancel_spot_requests(ec2, job: str, attempt: int) -> None:
         ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=[r["SpotInstanceRequestId"] for r in requests])
 
 
-def delete_quietly(method, **params) -> bool:
+def delete_quietly(method: Callable[..., object], **params: object) -> bool:
     """Call a delete; True when the resource is gone (deleted now or already), False if in use."""
     try:
         method(**params)
@@ -136,28 +142,29 @@ def delete_quietly(method, **params) -> bool:
 
 
 def collect(regions: list[str], keep: set[str], job: str | None = None, dry_run: bool = False,
-            session=None, keep_sources: set[str] | None = None) -> dict:
+            session: Session | None = None, keep_sources: set[str] | None = None) -> LeftoverReport:
     """Find (and unless `dry_run`, remove) leftovers in `regions`; one JSON-able report.
 
     `keep_sources`: the data sources of the kept jobs; given, unused data snapshots go too.
     """
     session = session or load_boto3().Session()
-    regions_done: list[dict] = []
-    report = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": regions_done}
+    regions_done: list[dict[str, object]] = []
+    report: LeftoverReport = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": regions_done}
     for region in regions:
-        done = ", ".join(r["region"] for r in regions_done) or "none"
+        done = ", ".join(str(r["region"]) for r in regions_done) or "none"
         with sdk_errors(f"Could not clean up EC2 in {region}",
                         hint=f"Check the network, AWS_ENDPOINT_URL and the credentials; regions done: {done}."):
             ec2 = session.client("ec2", region_name=region)
             found = find_leftovers(ec2, keep=keep, job=job, keep_sources=keep_sources)
-            entry = {"region": region, "found": found.to_json(), "count": len(found)}
+            entry: dict[str, object] = {"region": region, "found": found.to_json(), "count": len(found)}
             if not dry_run and len(found):
                 entry["still_in_use"] = remove(ec2, found)["still_in_use"]
         regions_done.append(entry)
     return report
 
 
-def collect_secrets(jobs: dict[str, str], dry_run: bool = False, session=None) -> list[dict]:
+def collect_secrets(jobs: dict[str, str], dry_run: bool = False,
+                    session: Session | None = None) -> list[dict[str, object]]:
     """The SSM secret parameters left by `jobs` ({job id: region}, ended jobs only), deleted unless `dry_run`.
 
     One entry per job that still has some: {"job", "region", "parameters"} (names only, never a value).
@@ -165,7 +172,7 @@ def collect_secrets(jobs: dict[str, str], dry_run: bool = False, session=None) -
     from spotfit.backends.aws import secrets
 
     session = session or load_boto3().Session()
-    found: list[dict] = []
+    found: list[dict[str, object]] = []
     for job_id, region in sorted(jobs.items()):
         with sdk_errors(f"Could not clean up the SSM secrets of job {job_id} in {region}",
                         hint="Check the network, AWS_ENDPOINT_URL, the credentials and the IAM policy "

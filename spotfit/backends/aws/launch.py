@@ -55,7 +55,7 @@ class Call:
     operation: str
     params: dict[str, Any]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"operation": self.operation, "params": self.params}
 
 

@@ -23,9 +23,14 @@ import csv
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from spotfit.errors import UsageError
 from spotfit.market.trace import COLUMNS
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import Ec2Client
+    from spotfit.market.live import LiveMarket
 
 
 @dataclass(frozen=True)
@@ -35,13 +40,24 @@ class PricePoint:
     spot_usd_per_h: float
 
 
-def spot_price_history(ec2, instance_type: str, start: datetime, end: datetime,
+class TraceRow(TypedDict):
+    """One row of a trace file (`COLUMNS`): one zone at one tick."""
+
+    tick: int
+    timestamp: str  # naive UTC, %Y-%m-%d %H:%M:%S
+    zone: str
+    available: int  # 1 or 0
+    spot_price_usd_per_h: float
+    on_demand_usd_per_h: float
+
+
+def spot_price_history(ec2: Ec2Client, instance_type: str, start: datetime, end: datetime,
                        product: str = "Linux/UNIX") -> list[PricePoint]:
     """Every published spot price of `instance_type` in `ec2`'s region between `start` and `end`."""
     pages = ec2.get_paginator("describe_spot_price_history").paginate(
         InstanceTypes=[instance_type], ProductDescriptions=[product, f"{product} (Amazon VPC)"],
         StartTime=start, EndTime=end)
-    points = []
+    points: list[PricePoint] = []
     for page in pages:
         for rec in page["SpotPriceHistory"]:
             stamp = rec["Timestamp"]
@@ -52,11 +68,11 @@ def spot_price_history(ec2, instance_type: str, start: datetime, end: datetime,
 
 
 def market_rows(points: list[PricePoint], on_demand_usd_per_h: float, start: datetime, end: datetime,
-                gap_s: int) -> list[dict]:
+                gap_s: int) -> list[TraceRow]:
     """Trace rows, one per zone per tick from `start` to `end` (pure)."""
     zones = sorted({p.zone for p in points})
     n_ticks = max(1, int((end - start).total_seconds() // gap_s))
-    rows = []
+    rows: list[TraceRow] = []
     for tick in range(n_ticks):
         at = start + timedelta(seconds=tick * gap_s)
         for zone in zones:
@@ -81,7 +97,7 @@ def on_demand_price(instance_type: str, region: str) -> float:
     return min(prices)
 
 
-def refresh_market(ec2, instance_type: str, path: str | Path, hours: float = 24.0, gap_s: int = 300,
+def refresh_market(ec2: Ec2Client, instance_type: str, path: str | Path, hours: float = 24.0, gap_s: int = 300,
                    now: datetime | None = None, on_demand_usd_per_h: float | None = None) -> Path:
     """Write the last `hours` of `instance_type`'s spot prices as a trace CSV at `path`."""
     end = now or datetime.now(UTC).replace(tzinfo=None)
@@ -100,7 +116,7 @@ def refresh_market(ec2, instance_type: str, path: str | Path, hours: float = 24.
     return path
 
 
-def live_market(ec2, instance_type: str, zones: list[str], gap_s: int = 300):
+def live_market(ec2: Ec2Client, instance_type: str, zones: list[str], gap_s: int = 300) -> LiveMarket | None:
     """A `LiveMarket` of `instance_type` in `ec2`'s region, or None when it has no on-demand price.
 
     Prices are fetched through `ec2` as the market needs them; a fetch the SDK cannot make (no

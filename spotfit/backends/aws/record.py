@@ -23,19 +23,26 @@ import csv
 import gzip
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, cast
 
 from spotfit.backends.aws.prices import market_rows, on_demand_price, spot_price_history
 from spotfit.errors import UsageError
 from spotfit.market.trace import COLUMNS
 from spotfit.state.records import raw_spec_of
 
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import Ec2Client
+    from spotfit.backends.aws.prices import TraceRow
+    from spotfit.backends.base import Report
+    from spotfit.state.db import StateDB
+
 _STAMP = "%Y-%m-%d %H:%M:%S"
 LOOKBACK = timedelta(days=1)  # to find the price in force at the first new tick
 
 
-def _open(path: Path, mode: str):
+def _open(path: Path, mode: str) -> IO[str]:
     if path.suffix == ".gz":
-        return gzip.open(path, mode + "t", newline="", encoding="utf-8")
+        return cast(IO[str], gzip.open(path, mode + "t", newline="", encoding="utf-8"))
     return open(path, mode, newline="", encoding="utf-8")
 
 
@@ -49,7 +56,7 @@ def read_tail(path: Path) -> tuple[list[str], int, datetime] | None:
             raise UsageError(f"Cannot append to {path}: its header is {reader.fieldnames}, expected {list(COLUMNS)}.",
                              hint="Record into a new file (--trace NEW.csv).")
         zones: list[str] = []
-        last: dict = {}
+        last: dict[str, str] = {}
         for row in reader:
             if row["zone"] not in zones:
                 zones.append(row["zone"])
@@ -59,7 +66,7 @@ def read_tail(path: Path) -> tuple[list[str], int, datetime] | None:
     return zones, int(last["tick"]), datetime.strptime(last["timestamp"], _STAMP)
 
 
-def mark_outages(rows: list[dict], outages: list[tuple[str, float, str]], gap_s: int) -> list[dict]:
+def mark_outages(rows: list[TraceRow], outages: list[tuple[str, float, str]], gap_s: int) -> list[TraceRow]:
     """`available` = 0 at each row whose tick holds an outage of its zone (epoch seconds)."""
     for row in rows:
         start = datetime.strptime(row["timestamp"], _STAMP).replace(tzinfo=UTC).timestamp()
@@ -68,8 +75,9 @@ def mark_outages(rows: list[dict], outages: list[tuple[str, float, str]], gap_s:
     return rows
 
 
-def record(ec2, instance_type: str, path: str | Path, zones: list[str] | None, outages: list[tuple[str, float, str]],
-           hours: float = 24.0, gap_s: int = 300, now: datetime | None = None) -> dict:
+def record(ec2: Ec2Client, instance_type: str, path: str | Path, zones: list[str] | None,
+           outages: list[tuple[str, float, str]], hours: float = 24.0, gap_s: int = 300,
+           now: datetime | None = None) -> Report:
     """Append the ticks up to `now` to `path`; returns what was written."""
     path = Path(path)
     end = now or datetime.now(UTC).replace(tzinfo=None)
@@ -112,12 +120,12 @@ def record(ec2, instance_type: str, path: str | Path, zones: list[str] | None, o
             "outages": sum(1 for r in rows if not r["available"])}
 
 
-def observed_outages(db, region: str, instance_type: str) -> list[tuple[str, float, str]]:
+def observed_outages(db: StateDB, region: str, instance_type: str) -> list[tuple[str, float, str]]:
     """(zone, epoch s, kind) of the preemptions and capacity errors of this machine's aws attempts."""
 
     from spotfit.backends.aws.regions import instance_type_for, region_of
 
-    out = []
+    out: list[tuple[str, float, str]] = []
     for job in db.list_jobs(limit=1_000_000):
         spec = raw_spec_of(job)
         if spec.get("backend") != "aws":
@@ -132,5 +140,6 @@ def observed_outages(db, region: str, instance_type: str) -> list[tuple[str, flo
             continue
         for a in db.attempts(job["id"]):
             if a["state"] in ("preempted", "no_capacity") and region_of(a["zone"]) == region and a["ended_at"]:
-                out.append((a["zone"], float(a["ended_at"]), a["state"]))
+                zone = cast(str, a["zone"])  # not None: its region is `region`
+                out.append((zone, float(a["ended_at"]), a["state"]))
     return out

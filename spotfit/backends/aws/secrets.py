@@ -17,9 +17,14 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from spotfit.attempt import layout
 from spotfit.errors import NotFoundError
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import SsmClient
+    from spotfit.stores.base import ObjectStore
 
 TAG_JOB = "spotfit:job"
 
@@ -28,9 +33,9 @@ def parameter_path(job_id: str) -> str:
     return f"/spotfit/{job_id}/"
 
 
-def put(ssm, job_id: str, values: dict[str, str]) -> list[str]:
+def put(ssm: SsmClient, job_id: str, values: dict[str, str]) -> list[str]:
     """Store each value as a SecureString under the job's path; returns the parameter names."""
-    names = []
+    names: list[str] = []
     for name, value in sorted(values.items()):
         full = parameter_path(job_id) + name
         ssm.put_parameter(Name=full, Value=value, Type="SecureString", Description=f"spotfit secret of job {job_id}",
@@ -39,16 +44,16 @@ def put(ssm, job_id: str, values: dict[str, str]) -> list[str]:
     return names
 
 
-def names(ssm, job_id: str) -> list[str]:
+def names(ssm: SsmClient, job_id: str) -> list[str]:
     """The job's parameter names, listed without reading any value."""
-    found = []
+    found: list[str] = []
     for page in ssm.get_paginator("describe_parameters").paginate(
             ParameterFilters=[{"Key": "Path", "Option": "Recursive", "Values": [parameter_path(job_id).rstrip("/")]}]):
         found += [p["Name"] for p in page["Parameters"]]
     return found
 
 
-def delete(ssm, job_id: str) -> list[str]:
+def delete(ssm: SsmClient, job_id: str) -> list[str]:
     """Delete the job's parameters; returns the names deleted."""
     found = names(ssm, job_id)
     for i in range(0, len(found), 10):  # DeleteParameters takes at most 10 names
@@ -59,13 +64,13 @@ def delete(ssm, job_id: str) -> list[str]:
 POINTER_KEY = layout.SECRETS
 
 
-def write_pointer(store, job_id: str, region: str, secret_names: list[str]) -> None:
+def write_pointer(store: ObjectStore, job_id: str, region: str, secret_names: list[str]) -> None:
     """The job's `secrets.json`: where the agents find the values (path, region, names; never a value)."""
     doc = {"path": parameter_path(job_id), "region": region, "names": sorted(secret_names)}
     store.write_bytes(POINTER_KEY, json.dumps(doc).encode())
 
 
-def agent_env(store) -> dict[str, str]:
+def agent_env(store: ObjectStore) -> dict[str, str]:
     """On the instance: the attempt's secrets, read from SSM with the instance role ({} without any).
 
     Uses botocore alone (the runtime's `s3` extra brings it; boto3 need not be installed).

@@ -31,19 +31,25 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotfit.backends.aws.client import error_code
 from spotfit.backends.aws.data_volume import DATA_DEVICE, TAG_MANIFEST, TAG_SOURCE, DataVolume, source_tag
-from spotfit.backends.aws.disks import GIB, gp3_performance
+from spotfit.backends.aws.disks import gp3_performance
 from spotfit.backends.aws.launch import TAG_JOB, TAG_MANAGED
-from spotfit.backends.data_disk import data_disk_gib
+from spotfit.backends.data_disk import GIB, data_disk_gib
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from spotfit.backends.aws.client import Ec2Client
+    from spotfit.backends.base import LaunchOptions
 
 TAG_MADE_AT = "spotfit:made-at"  # epoch seconds: orders two snapshots of one source that EC2 started in one second
 TAG_ALSO_SOURCE = TAG_SOURCE + "/"  # + a hash of the URL: another source that uses the snapshot (record_source)
 
 
-def find_snapshot(ec2: Any, manifest: str, states: tuple[str, ...] = ("completed",)) -> dict | None:
+def find_snapshot(ec2: Ec2Client, manifest: str, states: tuple[str, ...] = ("completed",)) -> dict[str, Any] | None:
     """The newest snapshot of this account holding the data of `manifest`, in one of `states`."""
     found = ec2.describe_snapshots(OwnerIds=["self"], Filters=[
         {"Name": f"tag:{TAG_MANIFEST}", "Values": [manifest]},
@@ -52,7 +58,7 @@ def find_snapshot(ec2: Any, manifest: str, states: tuple[str, ...] = ("completed
     return max(found, key=lambda s: s["StartTime"]) if found else None
 
 
-def data_volume(ec2: Any, source: str, size_gib: float | None, fast_restore: bool) -> DataVolume:
+def data_volume(ec2: Ec2Client, source: str, size_gib: float | None, fast_restore: bool) -> DataVolume:
     """The data volume of an attempt: sized for the data (listed now) and from its snapshot if one exists."""
     from spotfit.stores.manifest import dataset_manifest
 
@@ -67,7 +73,7 @@ def data_volume(ec2: Any, source: str, size_gib: float | None, fast_restore: boo
                       snapshot_id=snapshot["SnapshotId"] if snapshot else None, fast_restore=fast_restore)
 
 
-def planned_volume(opts: dict, ec2: Any | None) -> DataVolume | None:
+def planned_volume(opts: LaunchOptions, ec2: Ec2Client | None) -> DataVolume | None:
     """The data volume the launch options ask for (`data.volume: snapshot`), else None.
 
     `ec2` None (a dry run): nothing is listed or looked up, and without `data.size_gib` the size
@@ -84,12 +90,12 @@ def planned_volume(opts: dict, ec2: Any | None) -> DataVolume | None:
                       iops=iops, throughput_mibps=mibps, fast_restore=fast)
 
 
-def enable_fast_restore(ec2: Any, snapshot_id: str, zone: str) -> None:
+def enable_fast_restore(ec2: Ec2Client, snapshot_id: str, zone: str) -> None:
     """Fast snapshot restore of `snapshot_id` in `zone` (already enabled or enabling: nothing changes)."""
     ec2.enable_fast_snapshot_restores(AvailabilityZones=[zone], SourceSnapshotIds=[snapshot_id])
 
 
-def make_snapshot(ec2: Any, instance_id: str, source: str, manifest: str, job_id: str) -> str | None:
+def make_snapshot(ec2: Ec2Client, instance_id: str, source: str, manifest: str, job_id: str) -> str | None:
     """Snapshot the data volume of `instance_id`; None when a snapshot of `manifest` exists or is being made."""
     existing = find_snapshot(ec2, manifest, states=("pending", "completed"))
     if existing is not None:
@@ -107,28 +113,28 @@ def make_snapshot(ec2: Any, instance_id: str, source: str, manifest: str, job_id
     return str(snapshot["SnapshotId"])
 
 
-def _tag(snapshot: dict, key: str) -> str:
+def _tag(snapshot: dict[str, Any], key: str) -> str:
     return next((t["Value"] for t in snapshot.get("Tags", []) if t["Key"] == key), "")
 
 
-def _made(snapshot: dict) -> tuple:
+def _made(snapshot: dict[str, Any]) -> tuple[datetime, float]:
     """When a snapshot was made: EC2's start time, then the instance's clock to the microsecond (ties)."""
     return snapshot["StartTime"], float(_tag(snapshot, TAG_MADE_AT) or 0)
 
 
-def snapshot_sources(snapshot: dict) -> list[str]:
+def snapshot_sources(snapshot: dict[str, Any]) -> list[str]:
     """The sources that used `snapshot` (tag values): the one it was made for first, then the others sorted."""
     also = sorted(t["Value"] for t in snapshot.get("Tags", []) if t["Key"].startswith(TAG_ALSO_SOURCE))
     first = _tag(snapshot, TAG_SOURCE)
     return [first] + [s for s in also if s != first]
 
 
-def record_source(ec2: Any, snapshot: dict | str, source: str) -> bool:
+def record_source(ec2: Ec2Client, snapshot: dict[str, Any] | str, source: str) -> bool:
     """Tag `snapshot` (its id or its description) with one more source that uses it, unless it has it already.
 
     False when EC2 refuses one more tag (50 at most per snapshot): gc then keeps it only for its other sources.
     """
-    described: dict = (ec2.describe_snapshots(SnapshotIds=[snapshot])["Snapshots"][0]
+    described: dict[str, Any] = (ec2.describe_snapshots(SnapshotIds=[snapshot])["Snapshots"][0]
                        if isinstance(snapshot, str) else snapshot)
     value = source_tag(source)
     if value in snapshot_sources(described):
@@ -143,7 +149,7 @@ def record_source(ec2: Any, snapshot: dict | str, source: str) -> bool:
     return True
 
 
-def unused_snapshots(ec2: Any, keep_sources: set[str]) -> dict[str, str]:
+def unused_snapshots(ec2: Ec2Client, keep_sources: set[str]) -> dict[str, str]:
     """{snapshot id: its sources, comma-separated} of the data snapshots no kept job uses (`keep_sources`: the
     kept jobs' sources).
 
@@ -153,12 +159,12 @@ def unused_snapshots(ec2: Any, keep_sources: set[str]) -> dict[str, str]:
     found = ec2.describe_snapshots(OwnerIds=["self"], Filters=[
         {"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}, {"Name": "tag-key", "Values": [TAG_MANIFEST]}])["Snapshots"]
     kept = {source_tag(s) for s in keep_sources}
-    newest: dict[str, tuple] = {}
+    newest: dict[str, tuple[datetime, float]] = {}
     for snap in found:
         if snap["State"] == "completed":
             for src in snapshot_sources(snap):
                 newest[src] = max(newest.get(src, _made(snap)), _made(snap))
-    unused = {}
+    unused: dict[str, str] = {}
     for snap in found:
         sources = snapshot_sources(snap)
         if not any(src in kept and not (snap["State"] == "completed" and _made(snap) < newest[src])
@@ -167,7 +173,7 @@ def unused_snapshots(ec2: Any, keep_sources: set[str]) -> dict[str, str]:
     return unused
 
 
-def delete_snapshot(ec2: Any, snapshot_id: str) -> bool:
+def delete_snapshot(ec2: Ec2Client, snapshot_id: str) -> bool:
     """Delete a data snapshot (its fast snapshot restores first); False while a volume is being made from it."""
     try:
         zones = [z["AvailabilityZone"] for z in ec2.describe_fast_snapshot_restores(Filters=[

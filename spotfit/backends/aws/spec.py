@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
@@ -16,6 +16,8 @@ from spotfit.spec.base import BackendSection
 
 if TYPE_CHECKING:
     from spotfit.backends.aws.cloudwatch import CloudWatchPublisher
+    from spotfit.backends.base import LaunchOptions
+    from spotfit.spec.job import JobSpec
 
 
 class Aws(BackendSection):
@@ -66,7 +68,7 @@ class Aws(BackendSection):
         return CloudWatchPublisher(job_id, job_name, self.region) if self.cloudwatch else None
 
 
-def aws_options(spec: Any) -> dict[str, Any]:
+def aws_options(spec: JobSpec) -> LaunchOptions:
     """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
     from spotfit.backends.environment import environment_options
 

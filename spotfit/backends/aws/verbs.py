@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spotfit.core import arguments
+
+if TYPE_CHECKING:
+    from spotfit.backends.aws.client import Session
+    from spotfit.backends.base import LeftoverReport, Report
+    from spotfit.state.db import StateDB
 
 REGION = r"[a-z]{2}(-[a-z]+)+-\d{1,2}"
 
@@ -23,7 +28,7 @@ def default_regions(environ: Mapping[str, str] = os.environ) -> list[str]:
 
 def leftovers(places: list[str] | None, keep: set[str], job: str | None, dry_run: bool,
               ended_secrets: dict[str, str], keep_sources: set[str] | None = None,
-              session: Any = None) -> dict[str, Any]:
+              session: Session | None = None) -> LeftoverReport:
     """EC2 resources by tag in `places` (default: `default_regions`), the data snapshots none of whose
     sources is in `keep_sources` (None: none touched), then the SSM secrets of ended jobs."""
     from spotfit.backends.aws.gc import collect, collect_secrets
@@ -38,7 +43,7 @@ def leftovers(places: list[str] | None, keep: set[str], job: str | None, dry_run
 
 
 def record_live(region: str, instance_type: str, path: str, zones: list[str] | None, hours: float, gap_s: int,
-                state: Any, session: Any = None) -> dict[str, Any]:
+                state: StateDB, session: Session | None = None) -> Report:
     """Append `instance_type`'s spot price history in `region` and the outages `state` saw to `path`."""
     from spotfit.backends.aws.client import load_boto3, sdk_errors
     from spotfit.backends.aws.record import observed_outages, record
