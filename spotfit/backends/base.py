@@ -57,7 +57,7 @@ class LeftoverReport(TypedDict, total=False):
     project: str  # gcp: the project searched
     regions: list[dict[str, object]]  # per region or zone: {region, found, count, ...}
     secrets: list[dict[str, object]]  # per ended job's secret: {job, ...}
-    secret_store: str  # where the secrets were looked for (SSM, Secret Manager)
+    secret_store: dict[str, str]  # where the secrets were looked for: {name, what, item} (SSM, Secret Manager)
 
 
 @dataclass
@@ -97,6 +97,7 @@ class Handle(Protocol):
 
 
 H = TypeVar("H", bound=Handle)
+H_in = TypeVar("H_in", bound=Handle, contravariant=True)  # an ability that only takes the backend's handles
 
 
 @runtime_checkable
@@ -104,7 +105,7 @@ class Backend(Protocol[H]):
     """Launch, watch, signal and stop attempts; `H` is the backend's own handle type."""
 
     name: str
-    runs_here: bool  # see BackendTraits
+    runs_here: ClassVar[bool]  # see BackendTraits
 
     def launch(self, request: LaunchRequest) -> H:
         """Start the attempt; return its handle. Raise `NoCapacityError` when there is none."""
@@ -199,11 +200,11 @@ class NodePrice:
 
 
 @runtime_checkable
-class NodePricer(Protocol):
+class NodePricer(Protocol[H_in]):
     """A backend whose attempts run on nodes it can price (Kubernetes: a node's instance-type and
     capacity-type labels), so that an attempt without a market is still billed."""
 
-    def node_prices(self, handle: Handle, launched: str, spec: JobSpec) -> list[NodePrice]:
+    def node_prices(self, handle: H_in, launched: str, spec: JobSpec) -> list[NodePrice]:
         """The $/h of each node the attempt's pods run on (a Kubernetes node's price: `kubernetes/nodes.py`), its own
         section of the job `spec` saying whether to read live prices and the price of a node the catalog
         does not know."""
@@ -255,13 +256,13 @@ class MarketRecorder(Protocol):
 
 
 @runtime_checkable
-class Reachable(Protocol):
+class Reachable(Protocol[H_in]):
     """A backend whose running attempts a user can reach (`spotfit ssh`, `spotfit port-forward`)."""
 
-    def shell_command(self, handle: Handle, options: LaunchOptions, command: list[str]) -> list[str]:
+    def shell_command(self, handle: H_in, options: LaunchOptions, command: list[str]) -> list[str]:
         """The command that runs `command` (a login shell when empty) on the attempt's machine."""
 
-    def port_forward_command(self, handle: Handle, options: LaunchOptions, local: int,
+    def port_forward_command(self, handle: H_in, options: LaunchOptions, local: int,
                              remote: int) -> list[str] | None:
         """The command that carries 127.0.0.1:`local` here to `remote` there; None: spotfit relays it itself."""
 

@@ -77,7 +77,7 @@ class AttemptPlanner:
         source = live.source or "spot from the price history, on-demand from the catalog"
         return f"live prices for {', '.join(live.zones)}: {source}; on-demand ${live.on_demand_usd_per_h:g}/h"
 
-    def _price_nodes(self, backend: NodePricer) -> str:
+    def _price_nodes(self, backend: NodePricer[Any]) -> str:
         """Bill each attempt at its nodes' prices (`node_market.py`; Kubernetes)."""
         from spotfit.controller.node_market import NodePriced
 

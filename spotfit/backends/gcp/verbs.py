@@ -84,9 +84,8 @@ def leftovers(backend: GcpBackend, places: list[str] | None, keep: set[str], job
             return None
         return str(owner)
 
-    # base.py's LeftoverReport types `secret_store` as str; gc reads a dict {name, what, item} (cli/render.py)
     report: LeftoverReport = {"dry_run": dry_run, "kept_jobs": sorted(keep), "project": project, "regions": [],
-                              "secret_store": SECRET_STORE}  # type: ignore[typeddict-item]
+                              "secret_store": SECRET_STORE}
     with gc.sdk_errors(f"Could not clean up Compute Engine in project {project}",
                        hint="Check the credentials, the project and SPOTFIT_GCP_ENDPOINT; docs/gcp.md lists "
                             "the roles `spotfit gc` needs."):
