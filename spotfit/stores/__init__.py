@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from spotfit.stores.base import ObjectInfo, ObjectStore
 from spotfit.stores.fsspec_store import FsspecStore
 from spotfit.stores.retry import RetryPolicy
@@ -9,7 +11,7 @@ from spotfit.stores.retry import RetryPolicy
 __all__ = ["ObjectInfo", "ObjectStore", "RetryPolicy", "open_store", "child"]
 
 
-def open_store(url: str, **storage_options) -> ObjectStore:
+def open_store(url: str, **storage_options: Any) -> ObjectStore:
     """Open the store at `url` (a `file://`, `memory://`, `s3://` or `gs://` URL)."""
     return FsspecStore(url, **storage_options)
 

@@ -42,14 +42,21 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import StoreError, UsageError
 from spotfit.stores import ObjectInfo, ObjectStore, open_store
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from types import TracebackType
+
+    from rich.progress import Progress
 
 CHUNK_BYTES = 8 * 2**20
 # "etag": size, and every range read pinned to the listed ETag (If-Match) where the store can;
@@ -75,7 +82,7 @@ class SyncStats:
     bytes_evicted: int = 0
     seconds: float = 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -101,8 +108,8 @@ def _safe_key(key: str) -> str:
 class DataCache:
     """A content-addressed cache folder with an optional size limit."""
 
-    def __init__(self, root: str | os.PathLike, limit_bytes: int | None = None, workers: int = 16,
-                 chunk_bytes: int = CHUNK_BYTES, verify: str = "etag"):
+    def __init__(self, root: str | os.PathLike[str], limit_bytes: int | None = None, workers: int = 16,
+                 chunk_bytes: int = CHUNK_BYTES, verify: str = "etag") -> None:
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify must be one of {VERIFY_MODES}, received {verify!r}")
         self.verify = verify
@@ -151,10 +158,10 @@ class DataCache:
                     if on_progress:
                         on_progress(done[0], stats.bytes_total)
 
-            jobs: dict = {}
+            jobs: dict[str, Future[str]] = {}
             try:
                 with bar, ThreadPoolExecutor(self.workers) as pool:
-                    by_content: dict = {}
+                    by_content: dict[str | None, Future[str]] = {}
                     for i in sorted(misses, key=lambda i: -i.size):
                         tag = _tag_id(i)  # keys with the same content share one download
                         if tag is None or tag not in by_content:
@@ -181,12 +188,12 @@ class DataCache:
     def _blob_path(self, blob: str) -> Path:
         return self.root / "blobs" / blob[-2:] / blob
 
-    def _blobs(self):
+    def _blobs(self) -> Iterator[tuple[Path, int, float]]:
         for path in (self.root / "blobs").glob("*/*"):
             st = path.stat()
             yield path, st.st_size, st.st_mtime
 
-    def _known_blob(self, info: ObjectInfo, seen: dict | None) -> str | None:
+    def _known_blob(self, info: ObjectInfo, seen: dict[str, Any] | None) -> str | None:
         """The blob that already holds this object's content, if it is in the cache."""
         blob = _tag_id(info)
         if blob is None and seen and seen.get("size") == info.size and seen.get("mtime") == info.mtime:
@@ -196,7 +203,8 @@ class DataCache:
         path = self._blob_path(blob)
         return blob if path.is_file() and path.stat().st_size == info.size else None
 
-    def _download(self, store: ObjectStore, info: ObjectInfo, fetched, stats: SyncStats) -> str:
+    def _download(self, store: ObjectStore, info: ObjectInfo, fetched: Callable[[int], None],
+                  stats: SyncStats) -> str:
         """Fetch one object into a blob (resuming a partial download); return the blob id."""
         blob = _tag_id(info)
         name = blob or "src-" + _digest(f"{store.url}/{info.key}:{info.size}:{info.mtime}")
@@ -300,20 +308,21 @@ class DataCache:
     def _index_path(self, source: str) -> Path:
         return self.root / "index" / f"{_digest(source, 16)}.json"
 
-    def _read_index(self, source: str) -> dict:
+    def _read_index(self, source: str) -> dict[str, dict[str, Any]]:
         try:
-            return json.loads(self._index_path(source).read_text())["objects"]
+            objects: dict[str, dict[str, Any]] = json.loads(self._index_path(source).read_text())["objects"]
+            return objects
         except (OSError, ValueError, KeyError):
             return {}
 
-    def _write_index(self, source: str, objects: dict) -> None:
+    def _write_index(self, source: str, objects: dict[str, dict[str, Any]]) -> None:
         path = self._index_path(source)
         tmp = path.with_suffix(f".tmp-{os.getpid()}")
         tmp.write_text(json.dumps({"source": source, "objects": objects}))
         os.replace(tmp, path)
 
     @contextmanager
-    def _exclusive(self):
+    def _exclusive(self) -> Iterator[None]:
         """One sync at a time per cache folder, across processes."""
         with open(self.root / "lock", "a+") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
@@ -331,7 +340,7 @@ def size_text(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def _collect(jobs: dict, plan: dict) -> None:
+def _collect(jobs: dict[str, Future[str]], plan: dict[str, str | None]) -> None:
     """Fill `plan` with the finished downloads; on the first failure cancel the rest, re-raise."""
     error = None
     for key, job in jobs.items():
@@ -357,9 +366,9 @@ class _NoHash:
 class _Bar:
     """A rich progress bar on stderr (only on a terminal unless asked for)."""
 
-    def __init__(self, source: str, total: int, done: int, show: bool | None):
+    def __init__(self, source: str, total: int, done: int, show: bool | None) -> None:
         show = sys.stderr.isatty() if show is None else show
-        self._progress = None
+        self._progress: Progress | None = None
         if show:
             from rich.console import Console
             from rich.progress import (
@@ -376,11 +385,12 @@ class _Bar:
                                       console=Console(stderr=True), transient=False)
             self._task = self._progress.add_task(source, total=total, completed=done)
 
-    def __enter__(self):
+    def __enter__(self) -> Progress | None:
         return (self._progress or nullcontext()).__enter__()
 
-    def __exit__(self, *exc):
-        return (self._progress or nullcontext()).__exit__(*exc)
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        return (self._progress or nullcontext()).__exit__(exc_type, exc, tb)
 
     def advance(self, n: int) -> None:
         if self._progress is not None:

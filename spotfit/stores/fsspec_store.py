@@ -21,6 +21,8 @@ import builtins
 import os
 import threading
 import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 import fsspec
 
@@ -35,6 +37,7 @@ _INSTALL_HINTS = {"s3": ("s3", "s3fs"), "gs": ("gcs", "gcsfs"), "gcs": ("gcs", "
 _PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ValueError, TypeError,
               StoreError)
 _MEMORY_LOCK = threading.Lock()  # memory:// exclusive creates, one at a time in this process
+T = TypeVar("T")
 
 
 def _split(url: str) -> tuple[str, str]:
@@ -47,7 +50,7 @@ def _split(url: str) -> tuple[str, str]:
     return protocol, path
 
 
-def s3_options(environ: dict | None = None) -> dict:
+def s3_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """s3fs options from `SPOTFIT_S3_ENDPOINT_URL`, `SPOTFIT_S3_PROFILE`, `SPOTFIT_S3_REGION`.
 
     Unset ones are left to botocore, which reads `AWS_ENDPOINT_URL`, `AWS_PROFILE`,
@@ -58,7 +61,7 @@ def s3_options(environ: dict | None = None) -> dict:
     'http://127.0.0.1:8333'
     """
     env = os.environ if environ is None else environ
-    options: dict = {
+    options: dict[str, Any] = {
         # Another process (the runtime, the controller) writes the same prefixes: no stale listings.
         "use_listings_cache": False,
         "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"},
@@ -73,14 +76,14 @@ def s3_options(environ: dict | None = None) -> dict:
     return options
 
 
-def _default_options(protocol: str) -> dict:
+def _default_options(protocol: str) -> dict[str, Any]:
     return s3_options() if protocol in ("s3", "s3a") else {}
 
 
 class FsspecStore:
     """An object store rooted at `url`, backed by an fsspec file system."""
 
-    def __init__(self, url: str, retry: RetryPolicy | None = None, **storage_options):
+    def __init__(self, url: str, retry: RetryPolicy | None = None, **storage_options: Any) -> None:
         protocol, _ = _split(url)
         options = {**_default_options(protocol), **storage_options}
         try:
@@ -113,7 +116,7 @@ class FsspecStore:
         root = self.root + "/"
         return path[len(root):] if path.startswith(root) else path
 
-    def _call(self, what: str, key: str, fn):
+    def _call(self, what: str, key: str, fn: Callable[[], T]) -> T:
         """Run one file-system call with retries; translate its errors."""
         try:
             return self.retry.call(fn, permanent=_PERMANENT)
@@ -126,12 +129,13 @@ class FsspecStore:
             raise StoreError(f"Could not {what} {key!r} in {self.url}: {type(exc).__name__}: {exc}") from exc
 
     def read_bytes(self, key: str) -> bytes:
-        return self._call("read", key, lambda: self.fs.cat_file(self._path(key)))
+        return cast(bytes, self._call("read", key, lambda: self.fs.cat_file(self._path(key))))
 
     def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> bytes:
-        if self._ranges is not None:
-            return self._call("read", key, lambda: self._ranges.read(self._path(key), start, end, etag))
-        data = self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
+        ranges = self._ranges
+        if ranges is not None:
+            return self._call("read", key, lambda: ranges.read(self._path(key), start, end, etag))
+        data: bytes = self._call("read", key, lambda: self.fs.cat_file(self._path(key), start=start, end=end))
         if etag is not None and self.protocol in ("gs", "gcs"):
             # gcsfs has no If-Match: the object's MD5 after the read tells whether it was the listed version.
             now = self.info(key).etag
@@ -157,7 +161,7 @@ class FsspecStore:
         return self._call("create", key, lambda: _create_remote(self.fs, path, data))
 
     def exists(self, key: str) -> bool:
-        return self._call("check", key, lambda: self.fs.exists(self._path(key)))
+        return cast(bool, self._call("check", key, lambda: self.fs.exists(self._path(key))))
 
     def info(self, key: str) -> ObjectInfo:
         raw = self._call("stat", key, lambda: self.fs.info(self._path(key)))
@@ -171,9 +175,9 @@ class FsspecStore:
     def list_info(self, prefix: str = "") -> builtins.list[ObjectInfo]:
         base = self._path(prefix)
 
-        def find():
+        def find() -> dict[str, dict[str, Any]]:
             try:
-                return self.fs.find(base, detail=True)
+                return cast("dict[str, dict[str, Any]]", self.fs.find(base, detail=True))
             except FileNotFoundError:
                 return {}
 
@@ -183,7 +187,7 @@ class FsspecStore:
         return sorted((i for i in infos if ".tmp-" not in i.key), key=lambda i: i.key)
 
     def delete(self, key: str) -> None:
-        def rm():
+        def rm() -> None:
             try:
                 self.fs.rm_file(self._path(key))
             except FileNotFoundError:
@@ -270,7 +274,7 @@ def _md5_hex(md5_base64: str | None) -> str | None:
         return None
 
 
-def _create_remote(fs, path: str, data: bytes) -> bool:
+def _create_remote(fs: Any, path: str, data: bytes) -> bool:
     """fsspec's exclusive write: `If-None-Match: *` on S3 (s3fs), `xb` in memory."""
     try:
         fs.pipe_file(path, data, mode="create")
@@ -287,7 +291,7 @@ def _create_remote(fs, path: str, data: bytes) -> bool:
     return True
 
 
-def _object_info(key: str, raw: dict) -> ObjectInfo:
+def _object_info(key: str, raw: dict[str, Any]) -> ObjectInfo:
     etag = raw.get("ETag") or _md5_hex(raw.get("md5Hash")) or raw.get("etag")
     mtime = raw.get("mtime") or raw.get("created") or raw.get("LastModified")
     if mtime is not None and hasattr(mtime, "timestamp"):

@@ -10,8 +10,10 @@ boto3 is installed and the store was opened without explicit storage options.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
-_CLIENTS: dict[tuple, object] = {}
+# (endpoint, profile, region) -> boto3 S3 client (boto3 has no types: Any)
+_CLIENTS: dict[tuple[str | None, str | None, str | None], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -22,10 +24,10 @@ class S3RangeReader:
     one costs ~50 ms, a tenth of a 256 MiB cache fill here; using one from many threads is safe.
     """
 
-    def __init__(self, options: dict):
+    def __init__(self, options: dict[str, Any]) -> None:
         self._options = options
 
-    def _get_client(self):
+    def _get_client(self) -> Any:
         region = (self._options.get("client_kwargs") or {}).get("region_name")
         key = (self._options.get("endpoint_url"), self._options.get("profile"), region)
         with _CLIENTS_LOCK:  # creating a client is not thread-safe; using one is
@@ -65,10 +67,11 @@ class S3RangeReader:
             if code == "InvalidRange":
                 return b""
             raise
-        return response["Body"].read()
+        body: bytes = response["Body"].read()
+        return body
 
 
-def range_reader(protocol: str, options: dict, explicit: bool) -> S3RangeReader | None:
+def range_reader(protocol: str, options: dict[str, Any], explicit: bool) -> S3RangeReader | None:
     """The boto3 reader for an `s3://` store opened with default options, else None."""
     if protocol not in ("s3", "s3a") or explicit:
         return None
