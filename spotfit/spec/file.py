@@ -24,7 +24,7 @@ spotfit.errors.SpecError: Job spec ... names `name` twice: at line 1 and again a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -110,6 +110,10 @@ class _SpecLoader(yaml.SafeLoader):
         self._depth = 0
         self._values = 0
         self._sizes: dict[int, int] = {}  # id(node) -> values in it once expanded (finished nodes)
+
+    if TYPE_CHECKING:  # PyYAML's stubs leave `Parser.peek_event` untyped: what it returns, for mypy only
+
+        def peek_event(self) -> yaml.Event: ...
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         mark = self.peek_event().start_mark

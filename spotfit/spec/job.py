@@ -166,7 +166,7 @@ else:
     )
 
 
-def load_spec(path: str | os.PathLike, check_script: bool = True) -> JobSpec:
+def load_spec(path: str | os.PathLike[str], check_script: bool = True) -> JobSpec:
     """Read and validate a job spec YAML file; raise `SpecError` with one clear line."""
     path = Path(path)
     if not _is_file(path):

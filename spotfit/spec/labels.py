@@ -20,6 +20,7 @@ ValueError: expected label keys of lowercase letters, ... ('Project' is not one)
 from __future__ import annotations
 
 import re
+from typing import Any
 
 MAX_LABELS = 16
 KEY = r"[a-z][a-z0-9_]{0,31}"
@@ -27,7 +28,7 @@ VALUE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
 UNLABELED = "(none)"  # the group of a job without the label asked for
 
 
-def check(labels: dict) -> dict[str, str]:
+def check(labels: dict[Any, Any]) -> dict[str, str]:
     """`labels` when every key and value is good; else a `ValueError` naming the first bad one."""
     if len(labels) > MAX_LABELS:
         raise ValueError(f"expected at most {MAX_LABELS} labels ({len(labels)} given)")

@@ -30,9 +30,9 @@ from spotfit.spec.rules import RULE_MODELS
 DOCS = "docs/job-spec.md"
 
 
-def _model_at(loc: tuple, root: type[BaseModel]) -> type[BaseModel] | None:
+def _model_at(loc: tuple[int | str, ...], root: type[BaseModel]) -> type[BaseModel] | None:
     """The pydantic model under `root` that holds the field at `loc`."""
-    model: Any = root
+    model: type[BaseModel] = root
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -52,7 +52,7 @@ def _model_at(loc: tuple, root: type[BaseModel]) -> type[BaseModel] | None:
     return model
 
 
-def _value_at(raw: Any, loc: tuple) -> Any:
+def _value_at(raw: Any, loc: tuple[int | str, ...]) -> Any:
     for part in loc:
         try:
             raw = raw[part]
@@ -61,7 +61,7 @@ def _value_at(raw: Any, loc: tuple) -> Any:
     return raw
 
 
-def _clean_loc(loc: tuple) -> tuple:
+def _clean_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     """The field path as the user wrote it: without pydantic's union member names."""
     tagged = len(loc) > 3 and loc[0] == "rules" and loc[2] in RULE_MODELS
     return tuple(p for i, p in enumerate(loc)
@@ -69,7 +69,8 @@ def _clean_loc(loc: tuple) -> tuple:
                  and not (tagged and i == 2))
 
 
-def spec_error(exc: ValidationError, raw: dict, source: str, root: type[BaseModel], docs: str = DOCS) -> SpecError:
+def spec_error(exc: ValidationError, raw: dict[str, Any], source: str, root: type[BaseModel],
+               docs: str = DOCS) -> SpecError:
     """One line for the first problem of `raw` (read from `source`) as model `root` (`and N more` when there are
     several); `docs` is the page that documents `root`'s fields."""
     # Unknown keys first: a misspelt key usually also explains a "missing" one.

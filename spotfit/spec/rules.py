@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
@@ -154,7 +154,7 @@ class Notify(BaseModel):
 
     @field_validator("webhook", mode="before")
     @classmethod
-    def _webhook(cls, value):
+    def _webhook(cls, value: Any) -> Any:
         if isinstance(value, str) and not re.match(r"^https?://[^/\s]", value):
             raise ValueError("expected an http(s):// URL or {secret: NAME} (the URL in the environment variable NAME)")
         if isinstance(value, str) and "@" in urlsplit(value).netloc:  # as the settings file refuses it
@@ -163,7 +163,7 @@ class Notify(BaseModel):
         return value
 
     @field_serializer("webhook")
-    def _redacted(self, value):
+    def _redacted(self, value: WebhookSecret | str | None) -> WebhookSecret | str | None:
         return redact_url(value) if isinstance(value, str) else value
 
     @property

@@ -119,7 +119,7 @@ def store_url(value: str, expected: str) -> str:
     return value
 
 
-def _section(model: type[BaseModel], value: dict, expected: str) -> BaseModel:
+def _section(model: type[BaseModel], value: dict[str, Any], expected: str) -> BaseModel:
     try:
         return model.model_validate(value)
     except ValidationError:

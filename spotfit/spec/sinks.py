@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Literal, TypeVar, cast
 
 from pydantic import Field, field_validator
 
@@ -94,7 +94,10 @@ class JobSink(Sink):
         return value
 
 
-def one_target(sinks: list) -> list:
+SinkT = TypeVar("SinkT", bound=Sink)
+
+
+def one_target(sinks: list[SinkT]) -> list[SinkT]:
     """`sinks` when each has exactly one of `slack`, `webhook` or `email` (a field validator of `sinks:`)."""
     for i, sink in enumerate(sinks):
         if sum(getattr(sink, k) is not None for k in ("slack", "webhook", "email")) != 1:
