@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from spotfit.attempt.layout import boot_log as boot_log_key
 from spotfit.controller import job_secrets
@@ -50,6 +51,11 @@ from spotfit.state.db import StateDB
 from spotfit.state.records import JobRecord, raw_spec_of
 from spotfit.state.states import AttemptState, JobState, StopRequest
 
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from spotfit.controller.loop import Controller
+
 __all__ = [
     "BOOT_LOG_LINES", "MAX_STARTS", "Move", "boot_log_key", "budget_list", "budget_rm", "budget_set", "cancel",
     "catalog", "controller_alive", "cost", "cost_all", "db", "doctor", "dry_run", "duplicate_error", "events",
@@ -59,7 +65,7 @@ __all__ = [
 ]
 
 
-def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
+def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict[str, Any]:
     """Drive a submitted job to its end in this process; returns its status document.
 
     Ctrl-C (SIGINT, in the main thread) never leaves an unsupervised attempt: the controller asks
@@ -79,7 +85,7 @@ def run_job(job_id: str, on_update: Callable[[], None] | None = None) -> dict:
 
 
 @contextmanager
-def _ctrl_c_stops(controller, job_id: str) -> Iterator[None]:
+def _ctrl_c_stops(controller: Controller, job_id: str) -> Iterator[None]:
     """While the block runs, SIGINT, SIGTERM or SIGHUP asks `controller` to stop the job with a checkpoint.
 
     Said on stderr; the first such signal is kept on the controller (`interrupt_signal`).
@@ -92,7 +98,7 @@ def _ctrl_c_stops(controller, job_id: str) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    def interrupt(signum, frame) -> None:
+    def interrupt(signum: int, frame: FrameType | None) -> None:
         again = controller.interrupted
         if not again:
             controller.interrupt_signal = signum
@@ -155,7 +161,7 @@ def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 3
 
 
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None,
-           change: Move | None = None) -> dict:
+           change: Move | None = None) -> dict[str, Any]:
     """Give a job whose controller died a new one: it adopts or relaunches the attempt.
 
     With `change` (`spotfit resume JOB --accelerator A100 --count 4`, `--spec NEW.yaml`), the job moves
@@ -193,7 +199,7 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
 
 
 
-def cancel(ref: str) -> dict:
+def cancel(ref: str) -> dict[str, Any]:
     """Ask the job to stop: its controller saves a checkpoint and stops the attempt."""
     state_db = db()
     job = find_job(state_db, ref)
@@ -221,7 +227,7 @@ def _cancel_orphan(state_db: StateDB, job: JobRecord) -> None:
                         JobState.CANCELLED)
 
 
-def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict:
+def wait(ref: str, timeout_s: float = 600.0, poll_s: float = 0.2) -> dict[str, Any]:
     """Block until the job reaches a terminal state (for scripts and tests)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

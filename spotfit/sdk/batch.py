@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spotfit import sdk
 from spotfit.core import arguments
@@ -44,6 +44,7 @@ from spotfit.state.records import JobRecord
 from spotfit.state.states import JobState
 
 if TYPE_CHECKING:
+    from spotfit.spec.job import JobSpec
     from spotfit.state.db import StateDB
     from spotfit.sweep.store import SweepDB
 
@@ -79,7 +80,7 @@ def expand(paths: list[str]) -> list[Path]:
     return out
 
 
-def submit(paths: list[str], parallel: int | None = None, allow_duplicate: bool = False) -> dict:
+def submit(paths: list[str], parallel: int | None = None, allow_duplicate: bool = False) -> dict[str, Any]:
     """Validate and record the batch's jobs; {id, parallel, jobs} (the queue is started apart).
 
     Unless `allow_duplicate`, the batch's job names differ from each other and from every live job.
@@ -100,7 +101,7 @@ def submit(paths: list[str], parallel: int | None = None, allow_duplicate: bool 
     return {"id": batch_id, "parallel": parallel, "jobs": job_ids}
 
 
-def _unique_names(specs: list, files: list[Path]) -> None:
+def _unique_names(specs: list[JobSpec], files: list[Path]) -> None:
     """No two of the batch's jobs share a name, and none has the name of a live job (else `UsageError`)."""
     seen: dict[str, Path] = {}
     for spec, path in zip(specs, files, strict=True):
@@ -112,7 +113,7 @@ def _unique_names(specs: list, files: list[Path]) -> None:
             raise sdk.duplicate_error(spec.name, live)
 
 
-def run_queue(batch_id: str, poll_s: float = 0.5) -> list[dict]:
+def run_queue(batch_id: str, poll_s: float = 0.5) -> list[dict[str, Any]]:
     """Start the batch's queued jobs, at most its `parallel` running at once, until all have ended."""
     from spotfit.sweep.runner import db
 
@@ -150,7 +151,7 @@ def _pass(sweeps: SweepDB, batch_id: str, parallel: int) -> bool:
     return False
 
 
-def _lost_before_its_lease(row: dict, job: JobRecord, shared: bool) -> bool:
+def _lost_before_its_lease(row: dict[str, Any], job: JobRecord, shared: bool) -> bool:
     """Whether a released job's controller died (or was never started) before taking the job's lease:
     nothing of the job ran, so this queue starts one again. On a shared state the long-running
     controllers take a pending job: there is nothing to start."""
@@ -191,7 +192,7 @@ def start_queue(batch_id: str) -> int:
     return proc.pid
 
 
-def resume(batch_id: str, detach: bool = False) -> dict:
+def resume(batch_id: str, detach: bool = False) -> dict[str, Any]:
     """Give a batch whose queue died a new one; {id, parallel, jobs: [{id, state}]} (with `detach`: as they are now)."""
     from spotfit.sweep.runner import db
 

@@ -11,14 +11,18 @@ controller enforces them before each launch (`spotfit/controller/team_budget.py`
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 from spotfit.errors import NotFoundError, UsageError
 from spotfit.host.home import state_is_shared, state_target
 from spotfit.sdk.context import db
 from spotfit.spec.labels import matches
 
+if TYPE_CHECKING:
+    from spotfit.controller.budget_store import BudgetStore
 
-def _store():
+
+def _store() -> BudgetStore | None:
     """The shared state DB's budget tables, or None without a shared state DB."""
     if not state_is_shared():
         return None
@@ -27,7 +31,7 @@ def _store():
     return BudgetStore(state_target())
 
 
-def _shared_store():
+def _shared_store() -> BudgetStore:
     store = _store()
     if store is None:
         raise UsageError("Invalid `--shared`: no shared state DB (SPOTFIT_STATE_URL is not set), expected one "
@@ -37,7 +41,7 @@ def _shared_store():
     return store
 
 
-def budget_list() -> dict:
+def budget_list() -> dict[str, Any]:
     """`path`, `shared` and `budgets`: each budget's fields, `where` it is kept (`file` or `shared`), its
     period's start, what its jobs spent since and the share."""
     from spotfit.controller.team_budget import period_start
@@ -60,7 +64,7 @@ def budget_list() -> dict:
 
 
 def budget_set(name: str, usd: float, labels: list[str] | None = None, period: str = "month",
-               at_80_percent: str = "notify", at_100_percent: str = "pause", shared: bool = False) -> dict:
+               at_80_percent: str = "notify", at_100_percent: str = "pause", shared: bool = False) -> dict[str, Any]:
     """Add budget `name`, or replace the one of that name; `labels`: `KEY=VALUE` items; `shared`: in the
     shared state DB's table. Returns `budget_list()`."""
     from pydantic import ValidationError
@@ -94,7 +98,7 @@ def budget_set(name: str, usd: float, labels: list[str] | None = None, period: s
     return budget_list()
 
 
-def budget_rm(name: str, shared: bool = False) -> dict:
+def budget_rm(name: str, shared: bool = False) -> dict[str, Any]:
     """Remove budget `name` (`shared`: from the shared state DB's table); returns `budget_list()`."""
     from spotfit.host.settings import load_settings, save_settings, settings_path
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from spotfit.core import arguments
 from spotfit.errors import NotFoundError
@@ -51,7 +52,7 @@ def controller_alive(job: JobRecord, state_db: StateDB | None = None) -> bool:
     return (state_db or db()).lease_live(job)
 
 
-def live_controllers(within_s: float = 60.0) -> list[dict]:
+def live_controllers(within_s: float = 60.0) -> list[dict[str, Any]]:
     """The long-running `spotfit controller`s seen on this state in the last `within_s` seconds."""
     return db().live_controllers(within_s)
 

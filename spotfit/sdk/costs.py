@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from spotfit.controller.cost_doc import cost_of, spend_entries
 from spotfit.errors import UsageError
@@ -44,7 +45,7 @@ def _check_by(by: str) -> str:
     return by
 
 
-def cost(ref: str | None = None) -> dict:
+def cost(ref: str | None = None) -> dict[str, Any]:
     """The job's cost ledger (the latest job when `ref` is None): rows, totals, savings, waste, regret.
 
     `totals` also holds, for the job's own market window, the hindsight optimum (`optimum_usd`),
@@ -58,7 +59,7 @@ def cost(ref: str | None = None) -> dict:
 
 
 def cost_all(since: str = "30d", by: str = "project",
-             jobs: list[tuple[JobRecord, list[AttemptRecord]]] | None = None) -> dict:
+             jobs: list[tuple[JobRecord, list[AttemptRecord]]] | None = None) -> dict[str, Any]:
     """Spend, savings against all-on-demand, waste and regret over the jobs created in the last `since`.
 
     `by`: `backend`, `zone` or a label key (`project`, `owner`, ...). Each job's `cost` document is

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spotfit.core import arguments
 from spotfit.errors import UsageError
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 MAX_STARTS = 1_000  # start ticks of `simulate`: beyond this the replays take hours and say nothing new
 
 
-def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict:
+def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict[str, Any]:
     """Rank where to run the job spec at `path`: expected cost, preemptions, finish (`spotfit plan`).
 
     `trace` replaces the spec's `market.trace` (a bundled name or a file in any format
@@ -26,7 +26,7 @@ def plan(path: str, trace: str | None = None, all_clouds: bool = False) -> dict:
     return plan_spec(load_spec(path, check_script=False), trace, all_clouds)
 
 
-def plan_spec(spec: JobSpec, trace: str | None = None, all_clouds: bool = False) -> dict:
+def plan_spec(spec: JobSpec, trace: str | None = None, all_clouds: bool = False) -> dict[str, Any]:
     """`plan` of a spec already validated (the dashboard's: posted content, or a job's recorded spec)."""
     from spotfit.market import offers
     from spotfit.market.trace import load_trace
@@ -55,7 +55,7 @@ def plan_spec(spec: JobSpec, trace: str | None = None, all_clouds: bool = False)
 
 
 def catalog(accelerator: str | None = None, count: float | None = None, cloud: str | None = None,
-            region: str | None = None, spot: bool = False) -> dict:
+            region: str | None = None, spot: bool = False) -> dict[str, Any]:
     """GPU offers of the bundled price catalogs, cheapest first (`spotfit catalog`)."""
     from spotfit.market.catalog import load_catalog
 
@@ -78,7 +78,7 @@ def catalog(accelerator: str | None = None, count: float | None = None, cloud: s
 
 def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 52.0, overhead_h: float = 0.2,
              zones: list[str] | None = None, starts: int = 6, policy: str = "all",
-             gap_s: int | None = None, max_overpay: float = 0.1) -> dict:
+             gap_s: int | None = None, max_overpay: float = 0.1) -> dict[str, Any]:
     """Replay a trace: what each policy pays and whether it meets the deadline (`spotfit simulate`).
 
     `max_overpay` is `market.max_overpay`: the default policy's floor (the others have none)."""
@@ -111,7 +111,7 @@ def simulate(trace: str = "aws-v100", work_h: float = 48.0, deadline_h: float = 
 
 
 def market_record(region: str, instance_type: str, zones: list[str] | None = None, trace: str | None = None,
-                  hours: float = 24.0, gap_s: int = 300, cloud: str | None = None) -> dict:
+                  hours: float = 24.0, gap_s: int = 300, cloud: str | None = None) -> dict[str, Any]:
     """Append `instance_type`'s live market in `region` to a trace file (`spotfit market record`).
 
     `cloud` is a backend whose cloud publishes its spot prices (`MarketRecorder`: aws, gcp); by

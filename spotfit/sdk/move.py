@@ -49,7 +49,7 @@ class Move:
 
     def apply_to(self, doc: dict[str, Any]) -> dict[str, Any]:
         """`doc` (a spec's JSON form, without `base_dir`) with the flags' changes; `doc` is not changed."""
-        out = json.loads(json.dumps(doc))
+        out: dict[str, Any] = json.loads(json.dumps(doc))
         resources = out.setdefault("resources", {})
         for key, value in (("accelerator", self.accelerator), ("count", self.count), ("workers", self.workers)):
             if value is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from spotfit.attempt import layout
 from spotfit.attempt.result import job_result
 from spotfit.core import arguments
@@ -13,7 +15,7 @@ from spotfit.state.records import AttemptRecord, EventRecord, JobRecord
 from spotfit.state.states import JobState
 
 
-def status(ref: str) -> dict:
+def status(ref: str) -> dict[str, Any]:
     """The status document of a job (also `spotfit status --json`)."""
     state_db = db()
     job = find_job(state_db, ref)
@@ -66,7 +68,7 @@ def status(ref: str) -> dict:
     }
 
 
-def _paused(state_db: StateDB, job: JobRecord) -> dict | None:
+def _paused(state_db: StateDB, job: JobRecord) -> dict[str, Any] | None:
     """For a paused job: the rule that paused it, why, and how to resume it."""
     if job["state"] != JobState.PAUSED:
         return None
@@ -83,7 +85,7 @@ def _paused(state_db: StateDB, job: JobRecord) -> dict | None:
     return {"rule": rule, "reason": reason, "resume": resume}
 
 
-def _gpu(state_db: StateDB, job_id: str, attempts: list[AttemptRecord]) -> dict | None:
+def _gpu(state_db: StateDB, job_id: str, attempts: list[AttemptRecord]) -> dict[str, Any] | None:
     """The last attempt's latest GPU reading (`count` 0 and a `note` when it had no GPU); None before one.
 
     Utilization and memory are in percent (`util_pct`, `mem_pct`), memory also in GiB, summed
@@ -108,7 +110,7 @@ def _store_problem(state_db: StateDB, job_id: str) -> str | None:
     return None if last is None or last["kind"] == "store_back" else last["message"]
 
 
-def list_jobs(limit: int = 50) -> list[dict]:
+def list_jobs(limit: int = 50) -> list[dict[str, Any]]:
     """The newest `limit` jobs, newest first, each with its `group` (sweep or batch id; `spotfit list`)."""
     arguments.number("--limit", limit, low=1, high=1_000_000, hint="Pass --limit 50.")
     from spotfit.sweep.store import open_existing
@@ -127,7 +129,7 @@ def events(ref: str, after_id: int = 0) -> list[EventRecord]:
     return db().events(job["id"], after_id)
 
 
-def logs(ref: str, attempt: int | None = None) -> dict:
+def logs(ref: str, attempt: int | None = None) -> dict[str, Any]:
     """The job's attempt logs (the last attempt's, or `attempt`'s) and its events."""
     from spotfit.stores import open_store
 

@@ -8,7 +8,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spotfit.attempt import layout
 from spotfit.controller import job_secrets
@@ -107,7 +107,7 @@ def submit(path: str, preempt_at: str | None = None, backend: str | None = None,
     return submit_spec(spec, preempt_at=preempt_at, backend=backend, allow_duplicate=allow_duplicate)
 
 
-def duplicate_error(name: str, live: dict) -> UsageError:
+def duplicate_error(name: str, live: dict[str, Any]) -> UsageError:
     """A job named `name` is refused: `live`, a job of that name, has not ended."""
     return UsageError(
         f"A job named {name!r} is already live: {live['id']} ({live['state']}). Two jobs of one name would both "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spotfit.core import arguments
 from spotfit.host.home import home
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from spotfit.state.records import JobRecord
 
 
-def dry_run(path: str, backend: str | None = None) -> dict:
+def dry_run(path: str, backend: str | None = None) -> dict[str, Any]:
     """The exact cloud requests of the job's first attempt; nothing is sent or recorded (`run --dry-run`)."""
     from spotfit.backends.base import DryRunner, able_backend, make_backend
     from spotfit.core.registry import registered_backends
@@ -30,7 +30,7 @@ def dry_run(path: str, backend: str | None = None) -> dict:
 
 
 def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool = False,
-       include_active: bool = False, backend: str | None = None) -> dict:
+       include_active: bool = False, backend: str | None = None) -> dict[str, Any]:
     """Find (and unless `dry_run`, remove) the cloud resources spotfit left behind, by tag (`spotfit gc`).
 
     `backend` is one that can leave resources behind (`LeftoverCollector`: aws, gcp); without it,
@@ -70,7 +70,8 @@ def gc(regions: list[str] | None = None, job: str | None = None, dry_run: bool =
     keep = set() if include_active else {
         j["id"] for j in db().list_jobs(limit=1_000_000) if not JobState(j["state"]).is_terminal()}
     keep_sources = None if job is not None else set() if include_active else _snapshot_sources()
-    merged: dict = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": [], "secrets": [], "backends": []}
+    merged: dict[str, Any] = {"dry_run": dry_run, "kept_jobs": sorted(keep), "regions": [], "secrets": [],
+                              "backends": []}
     for name, places in plan:
         collector = make_backend(name)
         assert isinstance(collector, LeftoverCollector)
@@ -127,7 +128,7 @@ def _ended_with_secrets(job: str | None, backend: str) -> dict[str, str]:
     return ended
 
 
-def doctor(store: str | None = None, registry: str | None = None, spec: str | None = None) -> dict:
+def doctor(store: str | None = None, registry: str | None = None, spec: str | None = None) -> dict[str, Any]:
     """What this machine can train with, each problem with its fix (`spotfit doctor`; imports TensorFlow).
 
     With `spec`, also which Keras its script runs on and why, and whether that Keras is installed here."""
