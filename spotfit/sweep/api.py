@@ -26,6 +26,7 @@ import secrets
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from spotfit import sdk
 from spotfit.core import arguments
@@ -57,7 +58,7 @@ def start(path: str, preempt_at: str | None = None, preempt_trial: int = 0) -> s
     return sweep_id
 
 
-def run(sweep_id: str, on_update: Callable[[], None] | None = None) -> dict:
+def run(sweep_id: str, on_update: Callable[[], None] | None = None) -> dict[str, Any]:
     """Drive the sweep to its end in this process; its status document."""
     SweepRunner(sweep_id, on_update=on_update).run()
     return status(sweep_id)
@@ -73,7 +74,7 @@ def start_detached(sweep_id: str) -> int:
     return proc.pid
 
 
-def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict:
+def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None) -> dict[str, Any]:
     """Give a sweep whose controller died a new one; it finishes the sweep."""
     sweep = db().get_sweep(ref)
     if sweep["state"] != "running":
@@ -88,12 +89,12 @@ def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None 
     return run(sweep["id"], on_update)
 
 
-def status(ref: str) -> dict:
+def status(ref: str) -> dict[str, Any]:
     """The leaderboard document (`spotfit sweep status --json`)."""
     return report.status(db(), sdk.db(), db().get_sweep(ref))
 
 
-def compare(ref: str, out: str | None = None) -> dict:
+def compare(ref: str, out: str | None = None) -> dict[str, Any]:
     """Write the comparison table and Optuna's plots to an HTML file; {id, path}."""
     return report.write_compare(db(), sdk.db(), db().get_sweep(ref), out)
 
@@ -103,7 +104,7 @@ def is_sweep(ref: str) -> bool:
     return db().find_sweep(ref) is not None
 
 
-def cancel(ref: str) -> dict:
+def cancel(ref: str) -> dict[str, Any]:
     """Stop the sweep: every running trial saves a checkpoint and stops; nothing new starts."""
     sweeps = db()
     sweep = sweeps.get_sweep(ref)

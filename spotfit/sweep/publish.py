@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from spotfit.attempt.registry import CARD, CLAIM, claim_version
 from spotfit.attempt.result import job_result
@@ -19,7 +20,7 @@ from spotfit.state.records import JobRecord
 from spotfit.stores import open_store
 
 
-def publish_best(name: str, job: JobRecord, sweep: dict) -> dict | None:
+def publish_best(name: str, job: JobRecord, sweep: dict[str, Any]) -> dict[str, Any] | None:
     """Publish the best trial's exported model as the next version of `name`; its card (None: no export).
 
     `job` is the best trial's job row; `sweep` is {id, trial, params, objective: {metric, mode, value}}.

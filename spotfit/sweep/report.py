@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from typing import Any
 
 from spotfit.state.db import StateDB
 from spotfit.state.records import AttemptRecord
@@ -44,14 +45,14 @@ def training_usd(attempts: list[AttemptRecord]) -> float:
     return total
 
 
-def best_trial(rows: list[dict], mode: str) -> dict | None:
+def best_trial(rows: list[dict[str, Any]], mode: str) -> dict[str, Any] | None:
     """The completed trial with the best value (the earliest of equals), or None."""
     done = [r for r in rows if r["state"] == "completed" and r["value"] is not None]
     sign = 1 if mode == "max" else -1
     return max(done, key=lambda r: (sign * r["value"], -r["number"]), default=None)
 
 
-def status(sweeps: SweepDB, jobs: StateDB, sweep: dict, detail: bool = False) -> dict:
+def status(sweeps: SweepDB, jobs: StateDB, sweep: dict[str, Any], detail: bool = False) -> dict[str, Any]:
     """The leaderboard; with `detail`, also each trial's steps and the sweep's message (the table)."""
     spec = json.loads(sweep["spec_json"])
     rows, saved = [], 0.0
@@ -76,7 +77,7 @@ def status(sweeps: SweepDB, jobs: StateDB, sweep: dict, detail: bool = False) ->
     return doc
 
 
-def write_compare(sweeps: SweepDB, jobs: StateDB, sweep: dict, out: str | None) -> dict:
+def write_compare(sweeps: SweepDB, jobs: StateDB, sweep: dict[str, Any], out: str | None) -> dict[str, Any]:
     """The comparison page: the leaderboard table and Optuna's plots (plotly.js inline, no CDN)."""
     from spotfit.sweep import study
     from spotfit.sweep.spec import SweepSpec

@@ -20,6 +20,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from spotfit import sdk
 from spotfit.attempt.result import job_result
@@ -32,6 +33,9 @@ from spotfit.sweep import asha, publish, report, study, trials
 from spotfit.sweep.spec import SweepSpec
 from spotfit.sweep.store import SweepDB, sweeps_target
 
+if TYPE_CHECKING:
+    from spotfit.state.db import StateDB
+
 ACTIVE = ("creating", "running", "pausing", "pruning")  # trial states that hold a slot
 FINAL = ("completed", "pruned", "failed", "cancelled")
 
@@ -41,7 +45,7 @@ def db() -> SweepDB:
     return SweepDB(sweeps_target())
 
 
-def controller_alive(sweep: dict, sweeps: SweepDB | None = None) -> bool:
+def controller_alive(sweep: dict[str, Any], sweeps: SweepDB | None = None) -> bool:
     """Whether a sweep controller holds the sweep's lease now (on this host: its process is alive)."""
     return (sweeps or db()).lease_live(sweep)
 
@@ -82,7 +86,7 @@ class SweepRunner:
         while True:
             sweep = self.db.get_sweep(self.sweep_id)
             if sweep["state"] != "running":
-                return sweep["state"]
+                return str(sweep["state"])
             self.db.renew_lease("sweeps", self.sweep_id, self.holder, self.ttl_s)  # LeaseLost: another drives it
             self._observe()
             if sweep["cancel_requested"]:
@@ -115,7 +119,7 @@ class SweepRunner:
         self.db.add_trial(self.sweep_id, number, params)
         self._start_job(number, params)
 
-    def _start_job(self, number: int, params: dict) -> None:
+    def _start_job(self, number: int, params: dict[str, Any]) -> None:
         """Submit and start trial `number`'s job, or link the job a dead controller had submitted."""
         name = trials.job_name(self.sweep_id, number)
         try:
@@ -155,7 +159,7 @@ class SweepRunner:
                     self._finish(open_trials)
                 return
 
-    def _promotable(self, rows: list[dict], final: bool) -> dict | None:
+    def _promotable(self, rows: list[dict[str, Any]], final: bool) -> dict[str, Any] | None:
         """The paused trial ASHA promotes now (the highest rung first), if any."""
         for trial in sorted((t for t in rows if t["state"] == "paused"), key=lambda t: -t["rung"]):
             if sdk.controller_alive(self.jobs.get_job(trial["job_id"])):
@@ -169,14 +173,14 @@ class SweepRunner:
         return {t.number: t.intermediate_values[rung] for t in self.study.get_trials(deepcopy=False)
                 if rung in t.intermediate_values}
 
-    def _promote(self, trial: dict) -> None:
+    def _promote(self, trial: dict[str, Any]) -> None:
         # The job resumes first: a crash after it leaves a paused row over a live job, read as promoted.
         sdk.resume(trial["job_id"], detach=True)
         self.db.update_trial(self.sweep_id, trial["number"], state="running", promotions=trial["promotions"] + 1)
         self.jobs.add_event(trial["job_id"], "promoted", f"promoted by ASHA at epoch {trial['rung']}: resumes "
                             "from its checkpoint")
 
-    def _finish(self, rows: list[dict]) -> None:
+    def _finish(self, rows: list[dict[str, Any]]) -> None:
         """Nothing left to run: trials still paused are pruned; the sweep is complete."""
         for trial in rows:
             if trial["state"] == "paused":
@@ -207,10 +211,10 @@ class SweepRunner:
             if JobState(job["state"]).is_terminal():
                 self._closed(self.db_trial(trial["number"]), job)
 
-    def db_trial(self, number: int) -> dict:
+    def db_trial(self, number: int) -> dict[str, Any]:
         return next(t for t in self.db.trials(self.sweep_id) if t["number"] == number)
 
-    def _read_epochs(self, trial: dict) -> None:
+    def _read_epochs(self, trial: dict[str, Any]) -> None:
         """Report each new epoch's objective; prune or pause on the pruner's verdict."""
         events = self.jobs.events(trial["job_id"], trial["events_seen"])
         if not events:
@@ -221,7 +225,7 @@ class SweepRunner:
                             event["data"].get("metrics") or {})
         self.db.update_trial(self.sweep_id, trial["number"], events_seen=events[-1]["id"])
 
-    def _epoch(self, number: int, job_id: str, epoch: int, metrics: dict) -> None:
+    def _epoch(self, number: int, job_id: str, epoch: int, metrics: dict[str, Any]) -> None:
         metric = self.spec.objective.metric
         if metric not in metrics:
             self._missing_metric(sorted(metrics))
@@ -248,7 +252,7 @@ class SweepRunner:
         if not JobState(job["state"]).is_terminal():
             self.jobs.request_stop(job_id, StopRequest.PRUNE)
 
-    def _closed(self, trial: dict, job: JobRecord) -> None:
+    def _closed(self, trial: dict[str, Any], job: JobRecord) -> None:
         """The trial's job ended: close the trial in the study and in the rows."""
         number, state = trial["number"], JobState(job["state"])
         # Stopped with no step left (a pause that landed on the last step), or by a rule of the
@@ -272,7 +276,7 @@ class SweepRunner:
             study.tell(self.study, number, "fail")
             self.db.update_trial(self.sweep_id, number, state="failed" if state is JobState.FAILED else "cancelled")
 
-    def _final_value(self, trial: dict, job: JobRecord) -> float | None:
+    def _final_value(self, trial: dict[str, Any], job: JobRecord) -> float | None:
         result = job_result(job["result_json"])
         value = (result.get("metrics") or {}).get(self.spec.objective.metric)
         if value is None:
@@ -304,6 +308,6 @@ class SweepRunner:
         return spent_usd(self.db.trials(self.sweep_id), self.jobs)
 
 
-def spent_usd(rows: list[dict], jobs) -> float:
+def spent_usd(rows: list[dict[str, Any]], jobs: StateDB) -> float:
     """What the sweep's trial jobs have cost so far (their ended attempts, as the ledger bills them)."""
     return sum(a["cost_usd"] or 0.0 for t in rows if t["job_id"] for a in jobs.attempts(t["job_id"]))

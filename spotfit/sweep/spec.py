@@ -68,7 +68,7 @@ class Param(BaseModel):
         return {"kind": kind, "values": _bounds(kind, values)}
 
 
-def _bounds(kind: str, values: list) -> tuple:
+def _bounds(kind: str, values: list[Any]) -> tuple[Any, ...]:
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     if len(values) != 2 or not numbers or not all(abs(v) < float("inf") for v in values):
         raise ValueError(f"expected `{kind}: [low, high]`, two finite numbers")
@@ -127,7 +127,7 @@ class SweepSpec(_Section):
         return Path(self.base_dir) / self.job
 
 
-def load_sweep(path: str | os.PathLike) -> SweepSpec:
+def load_sweep(path: str | os.PathLike[str]) -> SweepSpec:
     """Read and validate a sweep file; raise `SpecError` with one clear line."""
     path = Path(path)
     if not path.is_file():

@@ -137,7 +137,7 @@ class SweepDB:
 
     # sweeps -------------------------------------------------------------------------------
 
-    def create_sweep(self, sweep_id: str, name: str, spec_json: str, options: dict | None = None) -> None:
+    def create_sweep(self, sweep_id: str, name: str, spec_json: str, options: dict[str, Any] | None = None) -> None:
         """Record a sweep; `options` are the command line's (`--preempt-at`), kept for `resume`."""
         now = time.time()
         with self._db.transaction():
@@ -178,7 +178,7 @@ class SweepDB:
 
     # trials -------------------------------------------------------------------------------
 
-    def add_trial(self, sweep_id: str, number: int, params: dict) -> None:
+    def add_trial(self, sweep_id: str, number: int, params: dict[str, Any]) -> None:
         with self._db.transaction():
             self._q("INSERT INTO sweep_trials (sweep_id, number, params_json) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                     (sweep_id, number, json.dumps(params)))

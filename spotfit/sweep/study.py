@@ -114,18 +114,19 @@ def create(sweep_id: str, spec: SweepSpec) -> None:
 
 
 def load(sweep_id: str, spec: SweepSpec) -> optuna.Study:
-    return _optuna().load_study(study_name=sweep_id, storage=storage_url(), sampler=_sampler(spec),
-                                pruner=_pruner(spec))
+    study: optuna.Study = _optuna().load_study(study_name=sweep_id, storage=storage_url(), sampler=_sampler(spec),
+                                               pruner=_pruner(spec))
+    return study
 
 
-def ask(study: optuna.Study, spec: SweepSpec) -> tuple[int, dict]:
+def ask(study: optuna.Study, spec: SweepSpec) -> tuple[int, dict[str, Any]]:
     """A new trial: its number and its params (recorded in the study before this returns)."""
     study.sampler = _sampler(spec, len(study.get_trials(deepcopy=False)))
     trial = study.ask(distributions(spec))
     return trial.number, dict(trial.params)
 
 
-def open_trials(study: optuna.Study) -> dict[int, dict]:
+def open_trials(study: optuna.Study) -> dict[int, dict[str, Any]]:
     """Trials still running in the study: number -> params."""
     running = _optuna().trial.TrialState.RUNNING
     return {t.number: dict(t.params) for t in study.get_trials(deepcopy=False, states=(running,))}

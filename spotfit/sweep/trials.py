@@ -34,7 +34,7 @@ def param_text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def trial_spec(base: JobSpec, sweep_id: str, number: int, params: dict, pass_as: str,
+def trial_spec(base: JobSpec, sweep_id: str, number: int, params: dict[str, Any], pass_as: str,
                deadline_h: float | None, budget_usd: float | None) -> JobSpec:
     """The job spec of trial `number`: the base spec, renamed, with the params.
 
