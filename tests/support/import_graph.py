@@ -1,4 +1,5 @@
-"""spotfit's own import graph, read from the source (every import, at the top or inside a function).
+"""spotfit's own import graph, read from the source (every import that runs, at the top or inside a function;
+one under `if TYPE_CHECKING:` is the type checker's alone, never runs, and is no edge).
 
 `module_cycles()` lists the circles between modules; `package_edges()` the graph between its
 parts (a sub-package, or a module at the root); `layers()` orders those parts from the bottom
@@ -32,6 +33,20 @@ def _resolve(name: str) -> str:
     return name
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the import nodes inside `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`) blocks.
+
+    >>> tree = ast.parse("if TYPE_CHECKING:\\n    import a\\nimport b")
+    >>> [n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import) and id(n) in _type_checking_only(tree)]
+    ['a']
+    """
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            found.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return found
+
+
 @cache
 def module_edges() -> dict[str, frozenset[str]]:
     """module -> the spotfit modules it imports (`from spotfit import x` names the module `x`)."""
@@ -39,7 +54,11 @@ def module_edges() -> dict[str, frozenset[str]]:
     edges: dict[str, frozenset[str]] = {}
     for name, path in mods.items():
         found: set[str] = set()
-        for node in ast.walk(parse(path.read_text(), str(path))):
+        tree = parse(path.read_text(), str(path))
+        typing_only = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
