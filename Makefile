@@ -67,9 +67,12 @@ check: $(STAMP)
 heavy-list: $(STAMP)
 	$(BIN)/python -m tests.support.heavy
 
+STRICT_PACKAGES = state attempt market controller backends stores spec sdk
+
 lint: $(STAMP)
 	$(BIN)/ruff check spotfit tests bench examples
 	$(BIN)/mypy
+	$(BIN)/mypy --strict $(foreach p,$(STRICT_PACKAGES),-p spotfit.$(p))
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
