@@ -30,21 +30,64 @@ backend is used): adding a backend is a folder under `backends/` and one line th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypedDict, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias, TypedDict, TypeVar, cast, runtime_checkable
 
 from spotfit.core.registry import BACKENDS, load, registered_backends
 from spotfit.state.states import Market
 
 if TYPE_CHECKING:
+    from spotfit.backends.environment import EnvironmentOptions
     from spotfit.market.live import LiveMarket
     from spotfit.market.policies.base import Decision
+    from spotfit.spec.base import BackendSection
     from spotfit.spec.job import JobSpec
     from spotfit.state.db import StateDB
     from spotfit.stores.base import ObjectStore
 
-LaunchOptions: TypeAlias = "dict[str, Any]"
-"""The spec's section of a backend (`aws:`, `gcp:`, `kubernetes:`) dumped, with what the backend also needs of
-the spec (`runtime_extras`, `data_*`, `environment`): what `BackendTraits.options` makes and the backend reads."""
+S = TypeVar("S", bound="BackendSection")
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """The spec's `data:` as a cloud machine needs it: its size (a disk), where the dataset comes from, how it
+    is filled (`workers`) and read (`copy` or `mount`); a job without `data:` has the defaults."""
+
+    size_gib: float | None = None
+    volume: str = "root"
+    source: str | None = None
+    workers: int = 16
+    mode: str = "copy"
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> DataOptions:
+        data = spec.data
+        if data is None:
+            return cls()
+        return cls(size_gib=data.size_gib, volume=data.volume, source=data.source, workers=data.workers,
+                   mode=data.mode)
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What a backend launches with besides the request: its own section of the spec (`aws:`, `gcp:`,
+    `kubernetes:`; None for a backend without one) and what else of the spec its machines need. Made by
+    `BackendTraits.options`; a backend reads its section with `section_as(Aws)`.
+
+    >>> LaunchOptions().data.mode, LaunchOptions().runtime_extras
+    ('copy', ())
+    """
+
+    section: BackendSection | None = None
+    runtime_extras: tuple[str, ...] = ()  # the section's, with the notebook's extra for a notebook job
+    runtime_pip: str | None = None  # the section's `runtime_pip`: a published spotfit installed, not this wheel
+    data: DataOptions = field(default_factory=DataOptions)
+    environment: EnvironmentOptions | None = None  # what a cloud instance installs (`environment_options`)
+    has_secrets: bool = False  # the job has `secrets:` or is a notebook (gcp: the VM reads Secret Manager)
+    notebook_token: bool = False  # a notebook job: its token goes to the attempt (kubernetes)
+
+    def section_as(self, kind: type[S]) -> S:
+        """The backend's own section; the section's defaults where the launch carries none (a test's request)."""
+        return self.section if isinstance(self.section, kind) else kind()
 Report: TypeAlias = "dict[str, object]"
 """A JSON-able report (`market record`, `--dry-run`): its reader prints it or dumps it."""
 
@@ -74,7 +117,7 @@ class LaunchRequest:
     log_key: str = ""
     accelerator: str = "V100"  # per machine, as in the spec's `resources`
     accelerator_count: int = 1
-    options: LaunchOptions = field(default_factory=dict)  # the spec's section of this backend (`aws:`)
+    options: LaunchOptions = field(default_factory=LaunchOptions)  # the spec's, for this backend
     decision: Decision | None = None  # the policy's decision this launch carries out (None: a recovery's find)
 
 
@@ -133,8 +176,8 @@ class Backend(Protocol[H]):
 class BackendTraits:
     """What a backend class tells without an instance; the defaults fit a backend with no spec section.
 
-    >>> BackendTraits.options(object()), BackendTraits.boot_timeout_s(object())
-    ({}, None)
+    >>> BackendTraits.options(object()) == LaunchOptions(), BackendTraits.boot_timeout_s(object())
+    (True, None)
     """
 
     #: Attempts run as processes on this machine: the secrets pass through the controller's environment,
@@ -146,7 +189,7 @@ class BackendTraits:
     @staticmethod
     def options(spec: JobSpec) -> LaunchOptions:
         """The spec's section of this backend as the launch options (`LaunchRequest.options`)."""
-        return {}
+        return LaunchOptions()
 
     @staticmethod
     def boot_timeout_s(spec: JobSpec) -> float | None:

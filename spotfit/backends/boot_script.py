@@ -22,7 +22,9 @@ Example:
 >>> from spotfit.backends.environment import instance_env
 >>> steps = BootSteps("the VM's role", "cp", "META", "SPOTFIT_META_URL", "http://meta", "  PY=python3\\n",
 ...                   "my.agent", "--meta")
->>> text = boot_script("s3://b/jobs/j1", 2, instance_env("s3://b/jobs/j1", "img", {}), steps, "/opt/spotfit")
+>>> from spotfit.backends.base import LaunchOptions
+>>> text = boot_script("s3://b/jobs/j1", 2, instance_env("s3://b/jobs/j1", "img", LaunchOptions()), steps,
+...                   "/opt/spotfit")
 >>> text.splitlines()[-1]
 '"$VENV/bin/python" -m my.agent s3://b/jobs/j1 2 --meta "$META"'
 """

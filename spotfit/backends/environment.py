@@ -18,7 +18,8 @@ unpacks it instead. The cache lives beside `jobs/` under the job's store root
 
 Example:
 
->>> env = instance_env("s3://b/spotfit/jobs/j1", "ami-1", {"runtime_extras": ["s3"]})
+>>> from spotfit.backends.base import LaunchOptions
+>>> env = instance_env("s3://b/spotfit/jobs/j1", "ami-1", LaunchOptions(runtime_extras=("s3",)))
 >>> env.cache_url
 's3://b/spotfit/cache'
 >>> env.env_url == f"s3://b/spotfit/cache/env/{env.key}.tar.gz" and env.pip_spec.endswith("[s3]")
@@ -82,9 +83,9 @@ def requirements_text(environment: Mapping[str, Any]) -> str:
 
 def instance_env(job_url: str, image_id: str, options: LaunchOptions) -> InstanceEnv:
     """What the instances of a job install (pure apart from building the wheel in memory)."""
-    requirements = requirements_text(options.get("environment") or {})
-    extras = ",".join(options.get("runtime_extras") or DEFAULT_EXTRAS)
-    published = options.get("runtime_pip")
+    requirements = requirements_text(options.environment or {})
+    extras = ",".join(options.runtime_extras or DEFAULT_EXTRAS)
+    published = options.runtime_pip
     wheel: Wheel | None = None
     if published:
         runtime = pip_spec = published

@@ -7,6 +7,7 @@ command (SSM, SSH, kubectl) that reaches an attempt on each backend (docs/notebo
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from spotfit.backends.base import backend_class
 from spotfit.errors import NotFoundError, UsageError
@@ -14,6 +15,9 @@ from spotfit.sdk.context import db, find_job
 from spotfit.sdk.submit import submit_spec
 from spotfit.state.records import AttemptRecord, JobRecord, raw_spec_of
 from spotfit.state.states import AttemptState, JobState
+
+if TYPE_CHECKING:
+    from spotfit.backends.base import LaunchOptions
 
 
 def notebook(path: str | None = None, backend: str | None = None) -> str:
@@ -59,9 +63,17 @@ def notebook_where(ref: str, wait_s: float = 0.0) -> dict:
             "attempt": info["attempt"], "backend": backend, "port": port, "forward": forward}
 
 
-def _options(job: JobRecord) -> dict:
+def _options(job: JobRecord) -> LaunchOptions:
+    """What `ssh` and `port-forward` need of the job's launch: its backend's section as the job recorded it."""
+    from spotfit.backends.base import LaunchOptions
+    from spotfit.core.registry import BACKENDS, load
+
     spec = raw_spec_of(job)
-    return spec.get(spec.get("backend", "local")) or {}
+    name = spec.get("backend", "local")
+    entry = BACKENDS.get(name)
+    if entry is None or entry.section is None:
+        return LaunchOptions()
+    return LaunchOptions(section=load(entry.section).model_construct(**(spec.get(name) or {})))
 
 
 def _live_handle(job: JobRecord) -> tuple[AttemptRecord, object]:

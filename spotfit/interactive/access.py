@@ -13,7 +13,8 @@ commands (a `Reachable` backend; `backends/*/access.py`):
 
 >>> from spotfit.backends.kubernetes.handle import KubernetesHandle
 >>> h = KubernetesHandle(namespace="ml", name="nb-1", kind="Job", job="nb", attempt=1, job_url="file:///s")
->>> port_forward_command("kubernetes", h, {}, 8888, 8888)
+>>> from spotfit.backends.base import LaunchOptions
+>>> port_forward_command("kubernetes", h, LaunchOptions(), 8888, 8888)
 ['kubectl', '--namespace', 'ml', 'port-forward', '--address', '127.0.0.1', 'job/nb-1', '8888:8888']
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from spotfit.backends.base import Reachable, make_backend
+from spotfit.backends.base import LaunchOptions, Reachable, make_backend
 from spotfit.core.registry import registered_backends
 from spotfit.errors import UsageError
 
@@ -41,12 +42,13 @@ def parse_ports(text: str) -> tuple[int, int]:
     return ports
 
 
-def shell_command(backend: str, handle: Any, options: dict, command: list[str]) -> list[str]:
+def shell_command(backend: str, handle: Any, options: LaunchOptions, command: list[str]) -> list[str]:
     """The command that runs `command` (a login shell when empty) on the attempt's machine."""
     return _reachable(backend).shell_command(handle, options, command)
 
 
-def port_forward_command(backend: str, handle: Any, options: dict, local: int, remote: int) -> list[str] | None:
+def port_forward_command(backend: str, handle: Any, options: LaunchOptions, local: int,
+                         remote: int) -> list[str] | None:
     """The command that carries 127.0.0.1:`local` here to `remote` on the attempt's machine.
 
     None for a local attempt: spotfit relays the port itself (`relay`).

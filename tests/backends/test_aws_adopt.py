@@ -24,11 +24,13 @@ from spotfit.attempt.config import RuntimeConfig
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.gc import find_leftovers
 from spotfit.backends.aws.handle import AwsHandle
+from spotfit.backends.aws.spec import Aws
 from spotfit.backends.base import LaunchRequest
 from spotfit.controller.loop import Controller
 from spotfit.core import crashpoints
 from spotfit.stores import open_store
 from tests.support.aws_moto import aws_backend, instances
+from tests.support.launch_options import launch_options
 from tests.support.wait import wait_for
 
 SPEC = """
@@ -164,7 +166,7 @@ def job_url(tmp_path):
 
 def _request(url: str, workers: int = 1) -> LaunchRequest:
     return LaunchRequest(job_id="job-1", attempt=1, job_url=url, zone="us-west-2b", market="spot", workers=workers,
-                         options={"ami": "ami-12c6146b"})
+                         options=launch_options(Aws, ami="ami-12c6146b"))
 
 
 def test_find_returns_what_launch_returned_and_nothing_for_another_attempt(aws, job_url):
@@ -177,7 +179,7 @@ def test_find_returns_what_launch_returned_and_nothing_for_another_attempt(aws, 
     assert aws_backend(aws).find(_request(job_url, workers=2)) == launched
     assert store.read_bytes("attempts/0001/cluster.json") == cluster  # the agents wait for it: written now
     other = LaunchRequest(job_id="job-1", attempt=2, job_url=job_url, zone="us-west-2b", market="spot",
-                          options={"ami": "ami-12c6146b"})
+                          options=launch_options(Aws, ami="ami-12c6146b"))
     assert backend.find(other) is None
     backend.stop(launched, grace_s=0)
 

@@ -7,6 +7,7 @@ import pytest
 from spotfit.backends.aws import disks
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.userdata import user_data
+from spotfit.backends.base import LaunchOptions
 from spotfit.backends.environment import instance_env
 from spotfit.errors import UsageError
 
@@ -57,7 +58,7 @@ def test_run_instances_carries_the_mapping_with_the_configured_root():
 
 
 def test_user_data_mounts_the_nvme_and_points_the_cache_there_only_when_asked():
-    env = instance_env("s3://b/jobs/j", "ami-1", {})
+    env = instance_env("s3://b/jobs/j", "ami-1", LaunchOptions())
     with_nvme = user_data("s3://b/jobs/j", 1, env, nvme_cache=True)
     assert f"export SPOTFIT_CACHE_DIR={disks.NVME_MOUNT}/spotfit-cache" in with_nvme
     assert with_nvme.index("SPOTFIT_CACHE_DIR") < with_nvme.index("spotfit.backends.aws.agent")

@@ -13,6 +13,7 @@ from spotfit.backends import environment
 from spotfit.backends import wheel as wheel_module
 from spotfit.backends.aws.backend import AwsBackend
 from spotfit.backends.aws.spec import aws_options
+from spotfit.backends.base import LaunchOptions
 from spotfit.backends.environment import cache_root, instance_env
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import SpecError, UsageError
@@ -38,20 +39,21 @@ def test_the_wheel_holds_exactly_the_running_package_and_its_dependencies(tmp_pa
 
 
 def test_the_cache_key_changes_with_the_environment_and_only_with_it():
-    base = instance_env("s3://b/p/jobs/j1", "ami-1", {"environment": {"pip": ["a==1"], "requirements": ""}})
-    same = instance_env("s3://b/p/jobs/j2", "ami-1", {"environment": {"pip": ["a==1"], "requirements": ""}})
+    def env(job: str, image: str, pip: str, extras: tuple[str, ...] = ()):
+        return instance_env(job, image, LaunchOptions(runtime_extras=extras,
+                                                      environment={"pip": [pip], "requirements": ""}))
+
+    base, same = env("s3://b/p/jobs/j1", "ami-1", "a==1"), env("s3://b/p/jobs/j2", "ami-1", "a==1")
     assert base.key == same.key and base.env_url == same.env_url  # jobs sharing a store share the cache
-    for other in (instance_env("s3://b/p/jobs/j1", "ami-2", {"environment": {"pip": ["a==1"]}}),
-                  instance_env("s3://b/p/jobs/j1", "ami-1", {"environment": {"pip": ["a==2"]}}),
-                  instance_env("s3://b/p/jobs/j1", "ami-1", {"runtime_extras": ["s3"],
-                                                             "environment": {"pip": ["a==1"]}})):
+    for other in (env("s3://b/p/jobs/j1", "ami-2", "a==1"), env("s3://b/p/jobs/j1", "ami-1", "a==2"),
+                  env("s3://b/p/jobs/j1", "ami-1", "a==1", extras=("s3",))):
         assert other.key != base.key
     assert cache_root("s3://b/p/jobs/j1") == "s3://b/p/cache" and cache_root("s3://b/x") == "s3://b/x/cache"
 
 
 def test_upload_puts_wheel_and_requirements_where_the_boot_script_reads_them(tmp_path):
     env = instance_env(f"file://{tmp_path}/jobs/j1", "ami-1",
-                       {"environment": {"pip": ["b==2"], "requirements": "a==1\n\n# c\n"}})
+                       LaunchOptions(environment={"pip": ["b==2"], "requirements": "a==1\n\n# c\n"}))
     environment.upload(env)
     store = open_store(env.cache_url)
     assert store.read_bytes(f"wheels/{env.wheel_name}") == running_wheel().data
@@ -64,7 +66,7 @@ def test_spec_environment_reads_the_requirements_file_and_refuses_unknown_keys(t
     (tmp_path / "job.yaml").write_text("name: j\nscript: train.py\nbackend: aws\n"
                                        "environment: {requirements: requirements.txt, pip: [rich]}\n")
     options = aws_options(load_spec(tmp_path / "job.yaml"))
-    assert options["environment"] == {"pip": ["rich"], "requirements": "pandas>=2,<3\n"}
+    assert options.environment == {"pip": ["rich"], "requirements": "pandas>=2,<3\n"}
     with pytest.raises(SpecError, match="requirement"):
         parse_spec({"name": "j", "script": "t.py", "environment": {"requirement": "r.txt"}})
     (tmp_path / "job.yaml").write_text("name: j\nscript: train.py\nenvironment: {requirements: missing.txt}\n")

@@ -8,7 +8,7 @@ import pytest
 
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.userdata import check_no_secrets, user_data
-from spotfit.backends.base import backend_options
+from spotfit.backends.base import LaunchOptions, backend_options
 from spotfit.backends.environment import instance_env
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import BackendError, SpecError, UsageError
@@ -110,7 +110,7 @@ def test_fill_replaces_placeholders_only():
 
 
 def test_user_data_installs_the_shipped_wheel_runs_the_agent_powers_off_and_holds_no_secret():
-    env = instance_env("s3://bucket/jobs/j 1", "ami-1", {})
+    env = instance_env("s3://bucket/jobs/j 1", "ami-1", LaunchOptions())
     text = user_data("s3://bucket/jobs/j 1", 3, env)
     assert f"'./{env.wheel_name}[tf-gpu,s3]'" in text and env.wheel_url in text
     assert 'IMDS="${SPOTFIT_IMDS_URL:-http://169.254.169.254}"' in text
@@ -128,7 +128,7 @@ def test_user_data_installs_the_shipped_wheel_runs_the_agent_powers_off_and_hold
 
 
 def test_user_data_installs_a_published_spotfit_only_when_runtime_pip_says_so():
-    env = instance_env("s3://b/jobs/j", "ami-1", {"runtime_pip": "spotfit[tf-gpu,s3]==0.1.0"})
+    env = instance_env("s3://b/jobs/j", "ami-1", LaunchOptions(runtime_pip="spotfit[tf-gpu,s3]==0.1.0"))
     text = user_data("s3://b/jobs/j", 1, env)
     assert env.wheel_url is None and "wheels/" not in text and "'spotfit[tf-gpu,s3]==0.1.0'" in text
 

@@ -10,12 +10,14 @@ import pytest
 
 from spotfit.backends.base import LaunchRequest, make_backend
 from spotfit.backends.gcp.backend import GcpBackend
+from spotfit.backends.gcp.spec import Gcp
 from spotfit.errors import NoCapacityError, UsageError
 from spotfit.market.policies.base import ON_DEMAND, spot
 from spotfit.state.states import Market
 from spotfit.stores import open_store
 from tests.support.gce_api import GceApi
 from tests.support.jobs import spotfit_cmd
+from tests.support.launch_options import launch_options
 
 pytestmark = pytest.mark.emulated_instance
 PROJECT = "spotfit-test"
@@ -36,7 +38,7 @@ def request(job: str, zone: str = "us-central1-a", attempt: int = 1, decision=No
     decision = decision or spot(zone)
     return LaunchRequest(job_id="job-1", attempt=attempt, job_url=job, zone=zone, market=Market.SPOT,
                          accelerator="V100", accelerator_count=1, decision=decision,
-                         options={"runtime_pip": "spotfit==0.1.0", **options})
+                         options=launch_options(Gcp, runtime_pip="spotfit==0.1.0", **options))
 
 
 def test_registered_and_loaded_lazily():
@@ -177,7 +179,7 @@ def test_no_zones_launches_in_the_plans_region_in_the_zones_the_api_lists(job_sp
         launches = []
         for zone in spec.market.zones:
             req = request(job, zone=zone, decision=spot(zone))
-            req.accelerator, req.options = "A100", {**req.options, "project": PROJECT}
+            req.accelerator, req.options = "A100", launch_options(Gcp, runtime_pip="spotfit==0.1.0", project=PROJECT)
             try:
                 launches.append(backend(api).launch(req))
                 break

@@ -21,6 +21,7 @@ from spotfit.backends.base import LaunchRequest
 from spotfit.backends.gcp.backend import GcpBackend
 from spotfit.backends.gcp.launch import labels
 from spotfit.backends.gcp.secrets import SecretManager, secret_id
+from spotfit.backends.gcp.spec import Gcp
 from spotfit.backends.gcp.verbs import append_observation
 from spotfit.cli import app
 from spotfit.market.policies.base import spot
@@ -29,6 +30,7 @@ from spotfit.spec.job import JobSpec
 from spotfit.state.states import JobState, Market
 from tests.support.billing_api import BillingApi, n1_v100_skus
 from tests.support.gce_api import GceApi
+from tests.support.launch_options import launch_options
 from tests.support.secret_manager import SecretManagerApi
 
 pytestmark = pytest.mark.emulated_instance
@@ -56,7 +58,7 @@ def _job(job_id: str, state: JobState) -> None:
 def _launch(job_url: str, job_id: str, zone: str) -> None:
     GcpBackend(project=PROJECT, allow_local_store=True, operation_timeout_s=30).launch(LaunchRequest(
         job_id=job_id, attempt=1, job_url=job_url, zone=zone, market=Market.SPOT, accelerator="V100",
-        decision=spot(zone), options={"runtime_pip": "spotfit==0.1.0"}))
+        decision=spot(zone), options=launch_options(Gcp, runtime_pip="spotfit==0.1.0")))
 
 
 def test_gc_deletes_the_vms_disks_and_secrets_of_jobs_no_live_job_owns(cloud, job):

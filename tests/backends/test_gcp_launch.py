@@ -121,7 +121,7 @@ def test_the_requirements_file_reaches_the_startup_environment(job_spec):
     (spec_path.parent / "requirements.txt").write_text("pandas>=2,<3\n")
     from spotfit.backends.gcp.spec import gcp_options
 
-    assert gcp_options(load_spec(spec_path))["environment"] == {"pip": ["rich"], "requirements": "pandas>=2,<3\n"}
+    assert gcp_options(load_spec(spec_path)).environment == {"pip": ["rich"], "requirements": "pandas>=2,<3\n"}
 
 
 def test_no_credentials_is_one_usage_line(job_spec, monkeypatch, tmp_path):
@@ -167,7 +167,7 @@ def test_a_job_with_secrets_gives_its_vms_the_cloud_platform_scope(job_spec):
     doc = GcpBackend().plan(_request(spec))[0].body
     assert doc["serviceAccounts"][0]["scopes"][-1] == SCOPE
     assert f"{SCOPE}.read-only" not in doc["serviceAccounts"][0]["scopes"]
-    assert gcp_options(load_spec(job_spec(SPEC, name="plain")))["has_secrets"] is False
+    assert gcp_options(load_spec(job_spec(SPEC, name="plain"))).has_secrets is False
     plain = GcpBackend().plan(_request(load_spec(job_spec(SPEC, name="plain2"))))[0].body
     assert SCOPE not in plain["serviceAccounts"][0]["scopes"]
 

@@ -8,6 +8,8 @@ import pytest
 
 from spotfit import interactive, sdk
 from spotfit.backends.aws.handle import AwsHandle
+from spotfit.backends.aws.spec import Aws
+from spotfit.backends.base import LaunchOptions
 from spotfit.backends.kubernetes.handle import KubernetesHandle
 from spotfit.controller.budget import rules_of
 from spotfit.controller.rules import Observation, RuleEngine
@@ -16,6 +18,7 @@ from spotfit.interactive import access
 from spotfit.spec.job import parse_spec
 from spotfit.spec.rules import IdleNotebook
 from spotfit.stores import open_store
+from tests.support.launch_options import launch_options
 
 
 def test_a_notebook_needs_no_script_and_gets_the_default_idle_rule():
@@ -44,20 +47,21 @@ def test_idle_notebook_fires_only_without_kernel_activity_and_with_a_quiet_accel
 
 def test_aws_access_goes_through_ssm_and_ssh_rides_on_it():
     handle = AwsHandle(region="us-east-1", job="nb", attempt=1, job_url="s3://b/j", instances=("i-0abc",))
-    forward = access.port_forward_command("aws", handle, {}, 8888, 8888)
+    forward = access.port_forward_command("aws", handle, LaunchOptions(), 8888, 8888)
     assert forward[:7] == ["aws", "ssm", "start-session", "--region", "us-east-1", "--target", "i-0abc"]
     assert json.loads(forward[-1]) == {"portNumber": ["8888"], "localPortNumber": ["8888"]}
     assert "AWS-StartPortForwardingSession" in forward
-    ssh = access.port_forward_command("aws", handle, {"key_name": "team"}, 6006, 6006)
+    ssh = access.port_forward_command("aws", handle, launch_options(Aws, key_name="team"), 6006, 6006)
     assert ssh[0] == "ssh" and ssh[-3:] == ["-L", "127.0.0.1:6006:127.0.0.1:6006", "ubuntu@i-0abc"]
     assert any("AWS-StartSSHSession" in part for part in ssh)  # no inbound port: SSH rides on SSM
-    assert access.shell_command("aws", handle, {}, ["nvidia-smi"])[-1] == json.dumps({"command": ["nvidia-smi"]})
+    shell = access.shell_command("aws", handle, LaunchOptions(), ["nvidia-smi"])
+    assert shell[-1] == json.dumps({"command": ["nvidia-smi"]})
 
 
 def test_kubernetes_access_is_kubectl_on_the_attempts_job():
     handle = KubernetesHandle(namespace="ml", name="nb-1", kind="Job", job="nb", attempt=1, job_url="s3://b/j",
                               context="prod")
-    assert access.shell_command("kubernetes", handle, {}, []) == [
+    assert access.shell_command("kubernetes", handle, LaunchOptions(), []) == [
         "kubectl", "--context", "prod", "--namespace", "ml", "exec", "-it", "job/nb-1", "--", "/bin/bash"]
 
 

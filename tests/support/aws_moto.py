@@ -27,7 +27,9 @@ import boto3
 from botocore.exceptions import ClientError
 
 from spotfit.backends.aws.backend import AwsBackend
+from spotfit.backends.aws.spec import Aws
 from spotfit.backends.base import LaunchRequest
+from tests.support.launch_options import launch_options
 
 REGION = "us-west-2"
 AMI = "ami-12c6146b"  # one of moto's bundled images
@@ -153,7 +155,7 @@ def launch_request(url: str, attempt: int = 1, zone: str | None = "us-west-2b", 
     """Attempt `attempt` of job-1 on spot V100 in `zone`, with MY_FLAG=1 in its environment."""
     return LaunchRequest(job_id="job-1", attempt=attempt, job_url=url, zone=zone, market="spot",
                          workers=workers, env={"MY_FLAG": "1"}, accelerator="V100",
-                         options={"ami": AMI, **options})
+                         options=launch_options(Aws, ami=AMI, **options))
 
 
 class FastRestores:

@@ -6,7 +6,8 @@ inbound port is needed either. Pure builders: from the attempt's handle to the e
 
 >>> from spotfit.backends.aws.handle import AwsHandle
 >>> h = AwsHandle(region="us-east-1", job="j", attempt=1, job_url="file:///s", instances=("i-1",))
->>> shell_command(h, {}, [])
+>>> from spotfit.backends.base import LaunchOptions
+>>> shell_command(h, LaunchOptions(), [])
 ['aws', 'ssm', 'start-session', '--region', 'us-east-1', '--target', 'i-1']
 """
 
@@ -16,6 +17,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from spotfit.backends.aws.spec import Aws
 from spotfit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,8 +30,8 @@ AWS_USER = "ubuntu"  # the login of the Deep Learning AMIs spotfit launches by d
 def shell_command(handle: AwsHandle, options: LaunchOptions, command: list[str]) -> list[str]:
     """The command that runs `command` (a login shell when empty) on the attempt's chief instance."""
     instance, region = _instance(handle)
-    if options.get("key_name"):
-        return [*_ssh(instance, region, options["key_name"]), "-t", f"{AWS_USER}@{instance}", *command]
+    if key_name := options.section_as(Aws).key_name:
+        return [*_ssh(instance, region, key_name), "-t", f"{AWS_USER}@{instance}", *command]
     base = ["aws", "ssm", "start-session", "--region", region, "--target", instance]
     if not command:
         return base
@@ -40,8 +42,8 @@ def shell_command(handle: AwsHandle, options: LaunchOptions, command: list[str])
 def port_forward_command(handle: AwsHandle, options: LaunchOptions, local: int, remote: int) -> list[str]:
     """The command that carries 127.0.0.1:`local` here to `remote` on the attempt's chief instance."""
     instance, region = _instance(handle)
-    if options.get("key_name"):
-        return [*_ssh(instance, region, options["key_name"]), "-N",
+    if key_name := options.section_as(Aws).key_name:
+        return [*_ssh(instance, region, key_name), "-N",
                 "-L", f"127.0.0.1:{local}:127.0.0.1:{remote}", f"{AWS_USER}@{instance}"]
     return ["aws", "ssm", "start-session", "--region", region, "--target", instance,
             "--document-name", "AWS-StartPortForwardingSession",

@@ -92,28 +92,27 @@ class AwsBackend(BackendTraits):
         """Where and how to launch `request`; `lookup=False` leaves AMI and VPC as placeholders."""
         from spotfit.backends.aws.ami import resolve_ami
 
-        opts = request.options
-        region = region_of(request.zone) or opts.get("region") or self.region or DEFAULT_REGION
-        instance_type = opts.get("instance_type") or instance_type_for(
-            request.accelerator, request.accelerator_count, region)
-        ami = opts.get("ami")
+        opts, aws = request.options, request.options.section_as(Aws)
+        region = region_of(request.zone) or aws.region or self.region or DEFAULT_REGION
+        instance_type = aws.instance_type or instance_type_for(request.accelerator, request.accelerator_count, region)
+        ami = aws.ami
         settings = LaunchSettings(
             region=region, zone=request.zone, instance_type=instance_type,
             image_id=ami if ami and ami.startswith("ami-") else "{image_id}",
-            vpc_id=None if opts.get("subnet") else "{vpc_id}",
-            market=request.market, workers=request.workers, subnet_id=opts.get("subnet"),
-            key_name=opts.get("key_name"), ssh_cidr=opts.get("ssh_cidr"),
-            iam_instance_profile=opts.get("iam_instance_profile"),
-            worker_port=int(opts.get("worker_port") or 2222),
-            data_bytes=int(opts["data_size_gib"] * GIB) if opts.get("data_size_gib") else None,
-            root_volume_gib=int(opts.get("root_volume_gib") or DEFAULT_ROOT_GIB),
-            root_device=opts.get("root_device") or DEFAULT_ROOT_DEVICE,
+            vpc_id=None if aws.subnet else "{vpc_id}",
+            market=request.market, workers=request.workers, subnet_id=aws.subnet,
+            key_name=aws.key_name, ssh_cidr=aws.ssh_cidr,
+            iam_instance_profile=aws.iam_instance_profile,
+            worker_port=int(aws.worker_port or 2222),
+            data_bytes=int(opts.data.size_gib * GIB) if opts.data.size_gib else None,
+            root_volume_gib=int(aws.root_volume_gib or DEFAULT_ROOT_GIB),
+            root_device=aws.root_device or DEFAULT_ROOT_DEVICE,
         )
         rq.check_ssh_cidr(settings.ssh_cidr, settings.key_name)
         if not lookup:
             return replace(settings, data_volume=planned_volume(opts, None))
         ec2 = self.client("ec2", region)
-        image = resolve_ami(ec2, self.client("ssm", region), opts.get("ami"))
+        image = resolve_ami(ec2, self.client("ssm", region), aws.ami)
         return replace(settings, image_id=image, vpc_id=instances_api.vpc_id(ec2, settings),
                        data_volume=planned_volume(opts, ec2))
 
@@ -130,35 +129,35 @@ class AwsBackend(BackendTraits):
 
     # -- secrets (backends/aws/secrets.py) ----------------------------------------------------------
 
-    def secrets_region(self, options: LaunchOptions, zones: list[str]) -> str:
+    def secrets_region(self, section: Aws, zones: list[str]) -> str:
         """Where a job's secrets live: the region of its first zone, else `aws.region`, else the default."""
-        return region_of(zones[0] if zones else None) or options.get("region") or self.region or DEFAULT_REGION
+        return region_of(zones[0] if zones else None) or section.region or self.region or DEFAULT_REGION
 
-    def put_secrets(self, job_id: str, values: dict[str, str], options: LaunchOptions, zones: list[str],
+    def put_secrets(self, job_id: str, values: dict[str, str], section: Aws, zones: list[str],
                     store: ObjectStore) -> None:
         """Store the values in SSM, and in the job's store where the agents find them (names only)."""
         from spotfit.backends.aws import secrets
 
-        region = self.secrets_region(options, zones)
+        region = self.secrets_region(section, zones)
         self._sdk_call(f"store the job's secrets in SSM ({region})",
                        lambda: secrets.put(self.client("ssm", region), job_id, values))
         secrets.write_pointer(store, job_id, region, sorted(values))
 
-    def delete_secrets(self, job_id: str, options: LaunchOptions, zones: list[str]) -> None:
+    def delete_secrets(self, job_id: str, section: Aws, zones: list[str]) -> None:
         from spotfit.backends.aws import secrets
 
-        region = self.secrets_region(options, zones)
+        region = self.secrets_region(section, zones)
         self._sdk_call(f"delete the job's secrets from SSM ({region})",
                        lambda: secrets.delete(self.client("ssm", region), job_id))
 
     def put_job_secrets(self, job_id: str, values: dict[str, str], spec: JobSpec, store: ObjectStore) -> None:
-        self.put_secrets(job_id, values, Aws.of(spec).model_dump(), list(spec.market.zones), store)
+        self.put_secrets(job_id, values, Aws.of(spec), list(spec.market.zones), store)
 
     def delete_job_secrets(self, job_id: str, spec: JobSpec) -> None:
-        self.delete_secrets(job_id, Aws.of(spec).model_dump(), list(spec.market.zones))
+        self.delete_secrets(job_id, Aws.of(spec), list(spec.market.zones))
 
     def job_secrets_region(self, spec: JobSpec) -> str:
-        return self.secrets_region(Aws.of(spec).model_dump(), list(spec.market.zones))
+        return self.secrets_region(Aws.of(spec), list(spec.market.zones))
 
     @staticmethod
     def owns_place(place: str) -> bool:
@@ -345,8 +344,8 @@ def _data_script(request: LaunchRequest, s: LaunchSettings) -> str:
     """The user-data lines of the data volume (`data.volume: snapshot`) and the mount tool (`data.mode: mount`)."""
     from spotfit.backends.aws.userdata import MOUNT_TOOLS
 
-    tools = MOUNT_TOOLS if request.options.get("data_mode") == "mount" else ""
-    return tools + boot_script(s.data_volume, s.region, request.job_id, int(request.options.get("data_workers") or 16))
+    tools = MOUNT_TOOLS if request.options.data.mode == "mount" else ""
+    return tools + boot_script(s.data_volume, s.region, request.job_id, int(request.options.data.workers or 16))
 
 
 def _ask_to_stop(handle: AwsHandle, notice_s: float) -> None:

@@ -79,9 +79,11 @@ def planned_volume(opts: LaunchOptions, ec2: Ec2Client | None) -> DataVolume | N
     `ec2` None (a dry run): nothing is listed or looked up, and without `data.size_gib` the size
     is the placeholder `{data_volume_gib}`.
     """
-    if opts.get("data_volume") != "snapshot" or not opts.get("data_source"):
+    from spotfit.backends.aws.spec import Aws
+
+    if opts.data.volume != "snapshot" or not opts.data.source:
         return None
-    source, size_gib, fast = opts["data_source"], opts.get("data_size_gib"), bool(opts.get("fast_snapshot_restore"))
+    source, size_gib, fast = opts.data.source, opts.data.size_gib, bool(opts.section_as(Aws).fast_snapshot_restore)
     if ec2 is not None:
         return data_volume(ec2, source, size_gib, fast)
     data_bytes = int(size_gib * GIB) if size_gib else 0

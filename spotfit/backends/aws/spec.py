@@ -70,12 +70,10 @@ class Aws(BackendSection):
 
 def aws_options(spec: JobSpec) -> LaunchOptions:
     """The `aws:` section for the backend, with `environment` resolved (the requirements file's text)."""
+    from spotfit.backends.base import DataOptions, LaunchOptions
     from spotfit.backends.environment import environment_options
 
-    return {**Aws.of(spec).model_dump(), "runtime_extras": spec.runtime_extras(Aws.of(spec).runtime_extras),
-            "data_size_gib": spec.data.size_gib if spec.data else None,
-            "data_volume": spec.data.volume if spec.data else "root",
-            "data_source": spec.data.source if spec.data else None,
-            "data_workers": spec.data.workers if spec.data else 16,
-            "data_mode": spec.data.mode if spec.data else "copy",
-            "environment": environment_options(spec)}
+    section = Aws.of(spec)
+    return LaunchOptions(section=section, runtime_extras=tuple(spec.runtime_extras(section.runtime_extras)),
+                         runtime_pip=section.runtime_pip,
+                         data=DataOptions.of(spec), environment=environment_options(spec))

@@ -31,7 +31,8 @@ Two environment variables, unset on EC2, let the emulated instance of the tests
 Example:
 
 >>> from spotfit.backends.environment import instance_env
->>> text = user_data("s3://bucket/jobs/j1", 2, instance_env("s3://bucket/jobs/j1", "ami-1", {}))
+>>> from spotfit.backends.base import LaunchOptions
+>>> text = user_data("s3://bucket/jobs/j1", 2, instance_env("s3://bucket/jobs/j1", "ami-1", LaunchOptions()))
 >>> text.startswith("#!/bin/bash") and "shutdown -h now" in text
 True
 """

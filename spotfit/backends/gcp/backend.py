@@ -91,26 +91,26 @@ class GcpBackend(BackendTraits):
 
     def settings(self, request: LaunchRequest) -> LaunchSettings:
         """Where and how to launch `request` (pure: the catalog and the request only)."""
-        opts = request.options
+        opts, gcp = request.options, request.options.section_as(Gcp)
         decision = request.decision
         zone = (decision.zone if decision is not None and decision.zone else None) or request.zone \
-            or next(iter(opts.get("zones") or ()), None) or f"{opts.get('region') or DEFAULT_REGION}-a"
+            or next(iter(gcp.zones or ()), None) or f"{gcp.region or DEFAULT_REGION}-a"
         market = decision.market if decision is not None and decision.market is not None else request.market
-        project = opts.get("project") or self.project or os.environ.get(PROJECT_ENV)
+        project = gcp.project or self.project or os.environ.get(PROJECT_ENV)
         if not project:
             raise UsageError("No Google Cloud project for the gcp backend: `gcp.project` is not set and neither "
                              f"is ${PROJECT_ENV}.", hint="Set `gcp.project: MY-PROJECT` in the job spec.")
-        data_gib = int(opts.get("data_size_gib") or 0)
+        data_gib = int(opts.data.size_gib or 0)
         return LaunchSettings(
             project=project, zone=zone, market=Market(market), workers=request.workers,
-            machine=machine_for(request.accelerator, request.accelerator_count, zone, opts.get("machine_type")),
-            service_account=opts.get("service_account"), scopes=_scopes(opts),
-            network=opts.get("network") or LaunchSettings.network, subnetwork=opts.get("subnetwork"),
-            external_ip=bool(opts.get("external_ip")),
-            image_project=opts.get("image_project") or LaunchSettings.image_project,
-            image_family=opts.get("image_family") or LaunchSettings.image_family,
-            disk_size_gib=int(opts.get("disk_size_gib") or 100) + data_gib,
-            disk_type=opts.get("disk_type") or LaunchSettings.disk_type)
+            machine=machine_for(request.accelerator, request.accelerator_count, zone, gcp.machine_type),
+            service_account=gcp.service_account, scopes=_scopes(opts),
+            network=gcp.network or LaunchSettings.network, subnetwork=gcp.subnetwork,
+            external_ip=bool(gcp.external_ip),
+            image_project=gcp.image_project or LaunchSettings.image_project,
+            image_family=gcp.image_family or LaunchSettings.image_family,
+            disk_size_gib=int(gcp.disk_size_gib or 100) + data_gib,
+            disk_type=gcp.disk_type or LaunchSettings.disk_type)
 
     def plan(self, request: LaunchRequest) -> list[Insert]:
         """The exact inserts `launch` would send (for `--dry-run`); nothing is created or uploaded."""
@@ -134,7 +134,7 @@ class GcpBackend(BackendTraits):
             for zone in zones or [s.zone]:
                 try:
                     machine = machine_for(request.accelerator, request.accelerator_count, zone,
-                                          request.options.get("machine_type"))
+                                          request.options.section_as(Gcp).machine_type)
                 except UsageError:
                     continue  # the GPU is not offered there: not a zone of this market
                 out[zone] = live_prices(self.catalog, machine, request.accelerator, request.accelerator_count,
@@ -247,7 +247,8 @@ class GcpBackend(BackendTraits):
         self._check_store(request.job_url)
         s = self.settings(request)
         store = open_store(request.job_url)
-        shipping.ship(store, request.attempt, request.env, s.workers, int(request.options.get("worker_port") or 2222))
+        port = int(request.options.section_as(Gcp).worker_port or 2222)
+        shipping.ship(store, request.attempt, request.env, s.workers, port)
         boot = environment.instance_env(request.job_url, _image(s), request.options)
         environment.upload(boot)
         inserts = insert_requests(s, request.job_id, request.attempt,
@@ -259,7 +260,7 @@ class GcpBackend(BackendTraits):
                 self._insert(insert)
             if s.workers > 1:
                 ips = [self._get(handle, name).network_interfaces[0].network_i_p for name in handle.instances]
-                shipping.write_cluster(store, request.attempt, ips, int(request.options.get("worker_port") or 2222))
+                shipping.write_cluster(store, request.attempt, ips, port)
         except BaseException:
             self._delete(handle)  # a partial cluster cannot train: nothing is left running
             raise
@@ -376,8 +377,8 @@ def _scopes(opts: LaunchOptions) -> tuple[str, ...]:
     (the service account's IAM roles then decide what it may do)."""
     from spotfit.backends.gcp.secrets import SCOPE
 
-    scopes = tuple(opts.get("scopes") or LaunchSettings.scopes)
-    if opts.get("has_secrets") and SCOPE not in scopes:
+    scopes = tuple(opts.section_as(Gcp).scopes or LaunchSettings.scopes)
+    if opts.has_secrets and SCOPE not in scopes:
         scopes = tuple(s for s in scopes if s != f"{SCOPE}.read-only") + (SCOPE,)
     return scopes
 

@@ -71,10 +71,11 @@ class Gcp(BackendSection):
 def gcp_options(spec: JobSpec) -> LaunchOptions:
     """The `gcp:` section for the backend, with the data size, the notebook extra of a notebook job and the
     job's `environment` resolved as the AWS backend resolves it (the requirements file's text)."""
+    from spotfit.backends.base import DataOptions, LaunchOptions
     from spotfit.backends.environment import environment_options
 
     section = Gcp.of(spec)
-    return {**section.model_dump(), "runtime_extras": spec.runtime_extras(section.runtime_extras),
-            "data_size_gib": spec.data.size_gib if spec.data else None,
-            "has_secrets": bool(spec.secrets or spec.is_notebook),  # the VM reads them: scope cloud-platform
-            "environment": environment_options(spec)}
+    return LaunchOptions(section=section, runtime_extras=tuple(spec.runtime_extras(section.runtime_extras)),
+                         runtime_pip=section.runtime_pip,
+                         data=DataOptions.of(spec), environment=environment_options(spec),
+                         has_secrets=bool(spec.secrets or spec.is_notebook))  # the VM reads them: cloud-platform

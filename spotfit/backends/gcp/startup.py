@@ -20,7 +20,8 @@ sandbox: `SPOTFIT_ROOT` (default `/opt/spotfit`) and `SPOTFIT_METADATA_URL` (def
 Example:
 
 >>> from spotfit.backends.environment import instance_env
->>> text = startup_script("gs://b/jobs/j1", 2, instance_env("gs://b/jobs/j1", "family/tf", {}))
+>>> from spotfit.backends.base import LaunchOptions
+>>> text = startup_script("gs://b/jobs/j1", 2, instance_env("gs://b/jobs/j1", "family/tf", LaunchOptions()))
 >>> text.startswith("#!/bin/bash") and "gcloud storage cp" in text and "shutdown -h now" in text
 True
 """

@@ -2,7 +2,8 @@
 
 >>> from spotfit.backends.kubernetes.handle import KubernetesHandle
 >>> h = KubernetesHandle(namespace="ml", name="nb-1", kind="Job", job="nb", attempt=1, job_url="file:///s")
->>> port_forward_command(h, {}, 8888, 8888)
+>>> from spotfit.backends.base import LaunchOptions
+>>> port_forward_command(h, LaunchOptions(), 8888, 8888)
 ['kubectl', '--namespace', 'ml', 'port-forward', '--address', '127.0.0.1', 'job/nb-1', '8888:8888']
 """
 

@@ -89,13 +89,13 @@ class KubernetesBackend(BackendTraits):
         Bad input raises a `UsageError` (exit 2); the notes returned say what was chosen instead
         (the Indexed Job fallback).
         """
-        options, workers = Kubernetes.of(spec).model_dump(), spec.resources.workers
-        check_env(dict(spec.env), options["secret_env"])
-        secret_values(tuple(options["secret_env"]))
-        self.client(options.get("kubeconfig"), options.get("context"))
-        if workers <= 1 or (options.get("multi_worker") or "auto") == "indexed":
+        section, workers = Kubernetes.of(spec), spec.resources.workers
+        check_env(dict(spec.env), section.secret_env)
+        secret_values(tuple(section.secret_env))
+        self.client(section.kubeconfig, section.context)
+        if workers <= 1 or (section.multi_worker or "auto") == "indexed":
             return []
-        if self.multi_worker_kind(options, workers) == "tfjob":
+        if self.multi_worker_kind(section, workers) == "tfjob":
             return []
         return [f"the cluster has no TFJob CRD ({mf.TFJOB_CRD}): the job's {workers} workers run as an Indexed "
                 "Job behind a headless Service, each pod building TF_CONFIG from its index"]
@@ -112,12 +112,12 @@ class KubernetesBackend(BackendTraits):
 
         return dry_run(path, self)
 
-    def multi_worker_kind(self, options: LaunchOptions, workers: int, has_tfjob: bool | None = None) -> str:
+    def multi_worker_kind(self, section: Kubernetes, workers: int, has_tfjob: bool | None = None) -> str:
         """"tfjob" or "indexed" for `workers` > 1, by `kubernetes.multi_worker` and the cluster's CRDs."""
-        multi = options.get("multi_worker") or "auto"
+        multi = section.multi_worker or "auto"
         if multi == "indexed":
             return "indexed"
-        has = self.has_tfjob(options) if has_tfjob is None else has_tfjob
+        has = self.has_tfjob(section) if has_tfjob is None else has_tfjob
         if multi == "tfjob" and not has:
             raise UsageError(f"Invalid `kubernetes.multi_worker`: received 'tfjob', but the cluster has no TFJob "
                              f"CRD ({mf.TFJOB_CRD}) for the job's {workers} workers.",
@@ -125,10 +125,10 @@ class KubernetesBackend(BackendTraits):
                                   "(an Indexed Job + headless Service when the CRD is missing).")
         return "tfjob" if has else "indexed"
 
-    def has_tfjob(self, options: LaunchOptions) -> bool:
+    def has_tfjob(self, section: Kubernetes) -> bool:
         """Whether the cluster has Kubeflow's TFJob CRD (`tfjobs.kubeflow.org`)."""
         k8s = kc.load_kubernetes().client
-        api = self.client(options.get("kubeconfig"), options.get("context"))
+        api = self.client(section.kubeconfig, section.context)
         try:
             k8s.ApiextensionsV1Api(api).read_custom_resource_definition(mf.TFJOB_CRD)
         except Exception as exc:
@@ -144,26 +144,25 @@ class KubernetesBackend(BackendTraits):
 
     def settings(self, request: LaunchRequest, tfjob: bool | None = None) -> mf.AttemptSettings:
         """The manifests' settings for `request`; `tfjob=None` asks the cluster (several workers)."""
-        opts = request.options
-        check_env(request.env, opts.get("secret_env") or [])
-        multi = self.multi_worker_kind(opts, request.workers, tfjob) if request.workers > 1 else "indexed"
+        opts, kube = request.options, request.options.section_as(Kubernetes)
+        check_env(request.env, kube.secret_env or [])
+        multi = self.multi_worker_kind(kube, request.workers, tfjob) if request.workers > 1 else "indexed"
         gpus = 0 if request.accelerator.upper() == "CPU" else request.accelerator_count
         return mf.AttemptSettings(
             job_id=request.job_id, attempt=request.attempt, job_url=request.job_url,
-            namespace=opts.get("namespace") or "default", image=opts.get("image") or DEFAULT_IMAGE,
-            script=container_script(wheel_url(request), opts.get("runtime_extras") or DEFAULT_EXTRAS,
-                                    opts.get("runtime_pip")),
+            namespace=kube.namespace or "default", image=kube.image or DEFAULT_IMAGE,
+            script=container_script(wheel_url(request), opts.runtime_extras or DEFAULT_EXTRAS, opts.runtime_pip),
             workers=max(request.workers, 1), gpus=gpus,
-            placement=placement(opts.get("spot"), request.market, opts),
-            grace_s=int(opts.get("grace_s") or 120),
-            service_account=opts.get("service_account"), env=dict(request.env),
+            placement=placement(kube.spot, request.market, kube),
+            grace_s=int(kube.grace_s or 120),
+            service_account=kube.service_account, env=dict(request.env),
             # A notebook's token goes into the attempt's Secret beside `secret_env` (never into the store).
-            secret_env=tuple(opts.get("secret_env") or ()) + ((TOKEN_ENV,) if opts.get("notebook_token") else ()),
-            env_from_secrets=tuple(opts.get("env_from_secrets") or ()),
-            worker_port=int(opts.get("worker_port") or 2222), multi_worker=multi,
-            data_volume_gib=data_disk_gib(int(opts["data_size_gib"] * GIB)) if opts.get("data_size_gib") else None,
-            fuse=opts.get("data_mode") == "mount",
-            data_storage_class=opts.get("data_storage_class"))
+            secret_env=tuple(kube.secret_env or ()) + ((TOKEN_ENV,) if opts.notebook_token else ()),
+            env_from_secrets=tuple(kube.env_from_secrets or ()),
+            worker_port=int(kube.worker_port or 2222), multi_worker=multi,
+            data_volume_gib=data_disk_gib(int(opts.data.size_gib * GIB)) if opts.data.size_gib else None,
+            fuse=opts.data.mode == "mount",
+            data_storage_class=kube.data_storage_class)
 
     # -- the Backend protocol -----------------------------------------------------------------------
 
@@ -191,10 +190,10 @@ class KubernetesBackend(BackendTraits):
         return handle
 
     def _handle(self, request: LaunchRequest, s: mf.AttemptSettings) -> KubernetesHandle:
-        opts = request.options
+        kube = request.options.section_as(Kubernetes)
         return KubernetesHandle(namespace=s.namespace, name=s.name, kind=s.kind, job=request.job_id,
                                 attempt=request.attempt, job_url=request.job_url, workers=s.workers,
-                                kubeconfig=opts.get("kubeconfig"), context=opts.get("context"),
+                                kubeconfig=kube.kubeconfig, context=kube.context,
                                 service=s.name if s.kind == "IndexedJob" else None, secret=mf.secret_name(s))
 
     def load_handle(self, text: str) -> KubernetesHandle:
@@ -308,7 +307,7 @@ class KubernetesBackend(BackendTraits):
 
 def ships_wheel(options: LaunchOptions) -> bool:
     """Whether the pods install the running spotfit's wheel (neither `runtime_wheel` nor `runtime_pip` set)."""
-    return not (options.get("runtime_wheel") or options.get("runtime_pip"))
+    return not (options.section_as(Kubernetes).runtime_wheel or options.runtime_pip)
 
 
 def wheel_url(request: LaunchRequest) -> str | None:
@@ -317,7 +316,7 @@ def wheel_url(request: LaunchRequest) -> str | None:
     The shipped wheel's URL follows from its content, so a dry run shows the URL `launch` uploads to.
     """
     if not ships_wheel(request.options):
-        return request.options.get("runtime_wheel")
+        return request.options.section_as(Kubernetes).runtime_wheel
     return shipped_wheel_url(request.job_url)
 
 

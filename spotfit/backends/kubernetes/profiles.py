@@ -28,7 +28,7 @@ from spotfit.errors import UsageError
 from spotfit.state.states import Market
 
 if TYPE_CHECKING:
-    from spotfit.backends.base import LaunchOptions
+    from spotfit.backends.kubernetes.spec import Kubernetes
 
 PROFILES = ("eks", "gke", "aks", "custom")
 GKE_SPOT = "cloud.google.com/gke-spot"
@@ -64,9 +64,8 @@ def _avoid(key: str, operator: str, values: list[str] | None = None) -> dict[str
         "nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}
 
 
-def placement(profile: str | None, market: Market, options: LaunchOptions | None = None) -> Placement:
-    """The placement of a `market` (spot or on-demand) attempt under `profile`."""
-    options = options or {}
+def placement(profile: str | None, market: Market, section: Kubernetes | None = None) -> Placement:
+    """The placement of a `market` (spot or on-demand) attempt under `profile` (`custom`: the section's selectors)."""
     spot = market == Market.SPOT
     if profile is None:
         return Placement()
@@ -84,7 +83,8 @@ def placement(profile: str | None, market: Market, options: LaunchOptions | None
         return Placement(affinity=_avoid(AKS_PRIORITY, "NotIn", ["spot"]))
     if profile == "custom":
         if spot:
-            return Placement(dict(options.get("spot_selector") or {}), list(options.get("spot_tolerations") or []))
-        return Placement(dict(options.get("on_demand_selector") or {}))
+            return Placement(dict(section.spot_selector if section else {}),
+                             list(section.spot_tolerations if section else []))
+        return Placement(dict(section.on_demand_selector if section else {}))
     raise UsageError(f"Invalid `kubernetes.spot`: received {profile!r}, expected one of {', '.join(PROFILES)}.",
                      hint="Set `kubernetes.spot:` to the profile of your cluster's node pools (docs/kubernetes.md).")

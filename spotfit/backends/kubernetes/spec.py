@@ -87,7 +87,9 @@ class Kubernetes(BackendSection):
 
 def kubernetes_options(spec: JobSpec) -> LaunchOptions:
     """The `kubernetes:` section for the backend, with the notebook extra (and its token) for a notebook job."""
+    from spotfit.backends.base import DataOptions, LaunchOptions
+
     section = Kubernetes.of(spec)
-    return {**section.model_dump(), "runtime_extras": spec.runtime_extras(section.runtime_extras),
-            "notebook_token": spec.is_notebook, "data_size_gib": spec.data.size_gib if spec.data else None,
-            "data_mode": spec.data.mode if spec.data else "copy"}
+    return LaunchOptions(section=section, runtime_extras=tuple(spec.runtime_extras(section.runtime_extras)),
+                         runtime_pip=section.runtime_pip,
+                         data=DataOptions.of(spec), notebook_token=spec.is_notebook)

@@ -15,10 +15,12 @@ from spotfit.attempt.config import RuntimeConfig
 from spotfit.backends.base import LaunchRequest
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.backend import KubernetesBackend
+from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import UsageError
 from spotfit.stores import open_store
 from tests.support.kube import FakeCluster
+from tests.support.launch_options import launch_options
 
 
 @pytest.fixture
@@ -35,7 +37,7 @@ def _request(tmp_path, cluster, workers: int = 1, attempt: int = 1, **options) -
     opts = {"kubeconfig": str(cluster.write_kubeconfig(tmp_path / "kubeconfig")), "namespace": "ml",
             "image": "tf:gpu", "spot": "eks", **options}
     return LaunchRequest(job_id="j1", attempt=attempt, job_url=job_url, zone=None, market="spot", workers=workers,
-                         accelerator="V100", accelerator_count=1, options=opts)
+                         accelerator="V100", accelerator_count=1, options=launch_options(Kubernetes, **opts))
 
 
 def test_launch_sends_exactly_the_dry_run_objects_and_ships_the_code(tmp_path, cluster):

@@ -14,27 +14,31 @@ import shlex
 import pytest
 import yaml
 
-from spotfit.backends.base import LaunchRequest, backend_options
+from spotfit.backends.base import LaunchOptions, LaunchRequest, backend_options
 from spotfit.backends.kubernetes import manifests as mf
 from spotfit.backends.kubernetes.backend import KubernetesBackend
 from spotfit.backends.kubernetes.pod import tf_config, worker_env
 from spotfit.backends.kubernetes.profiles import PROFILES
+from spotfit.backends.kubernetes.spec import Kubernetes
 from spotfit.backends.wheel import running_wheel
 from spotfit.errors import SpecError
 from spotfit.spec.job import parse_spec
 from tests.backends.kube.tfjob_schema import TFJOB_SCHEMA
 from tests.support.jobs import spotfit_cmd, write_spec
 from tests.support.k8s_schemas import schemas
+from tests.support.launch_options import launch_options
 
 CUSTOM = {"spot_selector": {"pool": "spot"}, "on_demand_selector": {"pool": "regular"},
           "spot_tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]}
 
 
-def _request(workers: int = 1, market: str = "spot", accelerator: str = "V100", **options) -> LaunchRequest:
+def _request(workers: int = 1, market: str = "spot", accelerator: str = "V100", launch: LaunchOptions | None = None,
+             **options) -> LaunchRequest:
+    """The request; `launch` (a spec's `backend_options`) in place of the flat `options` over the test's defaults."""
     opts = {"namespace": "ml", "image": "tensorflow/tensorflow:2.21.0-gpu", "grace_s": 120, **options}
     return LaunchRequest(job_id="digits-20261130-214352-ab12", attempt=3, job_url="s3://b/spotfit/jobs/digits",
-                         zone=None, market=market, workers=workers, env={"MODE": "fast"},
-                         accelerator=accelerator, accelerator_count=2, options=opts)
+                         zone=None, market=market, workers=workers, env={"MODE": "fast"}, accelerator=accelerator,
+                         accelerator_count=2, options=launch or launch_options(Kubernetes, **opts))
 
 
 def _objects(workers: int = 1, market: str = "spot", tfjob: bool = False, **options) -> list[dict]:
@@ -152,7 +156,7 @@ def test_several_workers_with_the_crd_are_a_tfjob_and_secrets_come_as_env_from()
 def test_a_notebook_job_pod_installs_the_notebook_extra_and_a_training_job_pod_does_not():
     def script(raw: dict) -> str:
         spec = parse_spec({"name": "j", "backend": "kubernetes", **raw})
-        return KubernetesBackend().settings(_request(**backend_options(spec))).script
+        return KubernetesBackend().settings(_request(launch=backend_options(spec))).script
 
     wheel = f"/tmp/{running_wheel().filename}"
     assert shlex.quote(f"{wheel}[s3,gcs,notebook]") in script({"kind": "notebook"})
@@ -182,7 +186,7 @@ def test_a_job_with_a_data_size_gets_an_ephemeral_volume_for_its_cache_sized_lik
     spec = parse_spec({"name": "d", "script": "t.py", "backend": "kubernetes",
                        "data": {"source": "s3://b/d", "size_gib": 3}, "kubernetes": {"data_storage_class": "gp3"}})
     opts = backend_options(spec)
-    assert opts["data_size_gib"] == 3 and opts["data_storage_class"] == "gp3"
+    assert opts.data.size_gib == 3 and opts.section_as(Kubernetes).data_storage_class == "gp3"
 
 
 def test_a_job_that_mounts_its_data_gets_dev_fuse_and_sys_admin_and_no_other_job_does():
@@ -196,7 +200,7 @@ def test_a_job_that_mounts_its_data_gets_dev_fuse_and_sys_admin_and_no_other_job
     assert "securityContext" not in json.dumps(_objects(1, data_size_gib=2))
     spec = parse_spec({"name": "d", "script": "t.py", "backend": "kubernetes",
                        "data": {"source": "s3://b/d", "mode": "mount"}})
-    assert backend_options(spec)["data_mode"] == "mount"
+    assert backend_options(spec).data.mode == "mount"
 
 
 def test_dry_run_prints_exactly_the_manifests(tmp_path):
