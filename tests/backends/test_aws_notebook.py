@@ -19,7 +19,7 @@ from spotfit.attempt.notebook import TOKEN_ENV
 from spotfit.backends.aws import agent
 from spotfit.stores import open_store
 from tests.backends.test_aws_agent import servers  # noqa: F401 — the IMDS fixture
-from tests.notebooks.jupyter import request
+from tests.interactive.jupyter import request
 from tests.support.aws_moto import aws_backend, launch_request
 from tests.support.wait import wait_for
 

@@ -21,7 +21,7 @@ from spotfit.backends.wheel import running_wheel
 from spotfit.interactive import notebooks
 from spotfit.stores import open_store
 from tests.backends.test_aws_emulated import cloud  # noqa: F401 — the emulated cloud fixture
-from tests.notebooks.jupyter import request
+from tests.interactive.jupyter import request
 from tests.support.aws_moto import instances
 from tests.support.seaweed import BUCKET
 from tests.support.wait import wait_for

@@ -19,7 +19,7 @@ from spotfit import interactive, sdk
 from spotfit.backends.local_process import LocalHandle
 from spotfit.state.states import AttemptState
 from spotfit.stores import open_store
-from tests.notebooks.jupyter import request, run_cell
+from tests.interactive.jupyter import request, run_cell
 from tests.support.jobs import spotfit_cmd
 from tests.support.wait import wait_for
 
