@@ -62,7 +62,7 @@ def job_cost(job: JobRecord, attempts: list[AttemptRecord], policies: bool = Tru
     from spotfit.controller.hindsight import hindsight
     from spotfit.controller.ledger import ledger
     from spotfit.errors import SpecError
-    from spotfit.market.policies.base import ALIASES
+    from spotfit.market.policies.registry import ALIASES
     from spotfit.spec.job import JobSpec, spec_of
 
     doc = ledger(attempts, job["total_steps"])

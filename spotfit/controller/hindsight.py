@@ -29,14 +29,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotfit.backends.base import backend_class
 from spotfit.errors import SpotfitError
-from spotfit.market.policies.base import POLICIES, make_policy
-from spotfit.market.simulator import Job, simulate
-from spotfit.market.trace import Trace, load_trace, resolve_trace
+from spotfit.market.job import Job
+from spotfit.market.trace_files import resolve_trace
 from spotfit.spec.job import JobSpec
+
+if TYPE_CHECKING:
+    from spotfit.market.trace import Trace
 
 _NO_DEADLINE_S = 86_400.0  # the slack the controller gives a job without a deadline, beyond twice its work
 
@@ -90,6 +92,9 @@ def hindsight(spec: JobSpec | None, origin_s: float | None, work_s: float | None
         trace = _trace(path, spec.market.gap_s).select(spec.market.zones or None)
     except SpotfitError as err:
         return _absent(f"its trace cannot be read now ({err.message})")
+    from spotfit.market.policies.base import POLICIES, make_policy  # NumPy: only where a window is replayed
+    from spotfit.market.simulator import simulate
+
     first_s = trace.start.replace(tzinfo=UTC).timestamp() if trace.start.tzinfo is None else trace.start.timestamp()
     start_tick = max(0, int((origin_s - first_s) // trace.gap_s))
     runs = {name: simulate(make_policy(name), trace, job, start_tick, trace.zones) for name in POLICIES
@@ -128,6 +133,8 @@ def _mtime_ns(path: Path) -> int:
 
 @lru_cache(maxsize=4)
 def _load(path: str, version: int, gap_s: float | None) -> Trace:
+    from spotfit.market.trace import load_trace
+
     return load_trace(path, gap_s=gap_s)
 
 

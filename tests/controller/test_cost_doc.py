@@ -84,14 +84,16 @@ def test_the_controller_keeps_the_document_of_the_job_that_ended(state, replays)
 
 
 def test_a_running_jobs_optimum_is_solved_once_and_again_when_its_window_changes(state, monkeypatch):
+    from spotfit.market import simulator  # hindsight imports `simulate` where it replays a window
+
     solved: list[str] = []
-    real = hindsight.simulate
+    real = simulator.simulate
 
     def counted(policy, *args, **kwargs):
         solved.append(type(policy).__name__)
         return real(policy, *args, **kwargs)
 
-    monkeypatch.setattr(hindsight, "simulate", counted)
+    monkeypatch.setattr(simulator, "simulate", counted)
     first = sdk.cost_all()
     # Each window once (two of the seeded jobs share one), each kept.
     assert solved and set(solved) == {"Optimum"} and len(solved) == state.kept_optima_count() < 3

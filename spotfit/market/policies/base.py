@@ -43,6 +43,10 @@ from enum import StrEnum
 from typing import ClassVar, Protocol, cast, runtime_checkable
 
 from spotfit.errors import UsageError
+from spotfit.market.job import DEFAULT_MAX_OVERPAY as DEFAULT_MAX_OVERPAY  # re-exported
+from spotfit.market.policies.registry import ALIASES as ALIASES  # re-exported
+from spotfit.market.policies.registry import DEFAULT_POLICY as DEFAULT_POLICY  # re-exported
+from spotfit.market.policies.registry import POLICIES as POLICIES  # re-exported
 from spotfit.market.view import MarketView
 from spotfit.state.states import Market
 
@@ -256,21 +260,6 @@ def gain_if_launched(ctx: Context) -> float:
     return max(0.0, ctx.gap_s - ctx.overhead_s)
 
 
-POLICIES: dict[str, str] = {
-    "on_demand": "spotfit.market.policies.on_demand:OnDemand",
-    "greedy": "spotfit.market.policies.greedy:Greedy",
-    "greedy_first": "spotfit.market.policies.greedy:GreedyFirst",
-    "uniform_progress": "spotfit.market.policies.uniform_progress:UniformProgress",
-    "uniform_progress_first": "spotfit.market.policies.uniform_progress:UniformProgressFirst",
-    "spotfit": "spotfit.market.policies.spotfit:Spotfit",
-    "rollout": "spotfit.market.policies.rollout:Rollout",
-    "mdp": "spotfit.market.policies.mdp:Mdp",
-    "optimum": "spotfit.market.policies.optimum:Optimum",
-}
-
-DEFAULT_POLICY = "mdp"
-DEFAULT_MAX_OVERPAY = 0.1  # `market.max_overpay`: the default policy's hard bound (`within_floor`, floor.py)
-ALIASES = {"default": DEFAULT_POLICY}
 
 
 def make_policy(name: str) -> Policy:
