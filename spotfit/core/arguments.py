@@ -80,7 +80,7 @@ def env_number(name: str, default: float, *, low: float = 0.0, low_open: bool = 
                      f"{_plain(low)}{note}.", hint=hint or f"Unset {name} for the default of {default:g}{unit}.")
 
 
-_PATH_SHOWN = 4096  # Linux's PATH_MAX: a path in an error is shown whole, it is what its user must find and fix
+PATH_SHOWN = 4096  # Linux's PATH_MAX: a path in an error is shown whole, it is what its user must find and fix
 
 
 def env_folder(name: str, default: Path, environ: Mapping[str, str] | None = None) -> Path:
@@ -101,11 +101,11 @@ def env_folder(name: str, default: Path, environ: Mapping[str, str] | None = Non
         return default
     hint = f"Point {name} at a folder, or unset it for the default ({default})."
     if "\0" in raw:
-        raise UsageError(f"Invalid {name}: received {_short(raw, _PATH_SHOWN)}, expected a folder's path "
+        raise UsageError(f"Invalid {name}: received {_short(raw, PATH_SHOWN)}, expected a folder's path "
                          "(it holds a NUL byte).", hint=hint)
     path = Path(raw).expanduser().absolute()
     if path.exists() and not path.is_dir():
-        raise UsageError(f"Invalid {name}: received {_short(raw, _PATH_SHOWN)}, expected a folder (it is a file).",
+        raise UsageError(f"Invalid {name}: received {_short(raw, PATH_SHOWN)}, expected a folder (it is a file).",
                          hint=hint)
     return path
 

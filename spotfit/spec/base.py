@@ -20,6 +20,7 @@ from typing import Annotated, Any, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator
 
+from spotfit.core.arguments import PATH_SHOWN
 from spotfit.spec import labels
 
 MAX_INT = 2**53  # larger integers lose precision in JSON and as floats: no spec field needs one
@@ -84,10 +85,6 @@ def _short(value: Any, limit: int = 120) -> str:
     """`repr(value)`, cut to `limit` characters: a message quotes a huge value without becoming one."""
     text = redact_userinfo(repr(value))
     return text if len(text) <= limit else f"{text[:limit - 1]}… ({len(text):,} characters)"
-
-
-PATH_SHOWN = 4096
-"""A path in a message is shown whole up to Linux's PATH_MAX: it is what its reader must find and fix."""
 
 
 def quoted_path(path: Any) -> str:
