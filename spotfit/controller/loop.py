@@ -57,7 +57,8 @@ class Controller:
     def __init__(self, db: StateDB, job_id: str, backend: Backend[Any] | None = None,
                  poll_s: float = 0.1, on_update: Callable[[], None] | None = None, for_others: bool = False):
         self.db = db
-        db.supervise_from_memory()  # a full disk under the home never stops its supervision
+        if db.memory is None:  # a full disk under the home never stops its supervision (one per connection)
+            db.supervise_from_memory()
         self.job_id = job_id
         job = db.get_job(job_id)
         self.job_url = job["store_url"]
@@ -109,53 +110,70 @@ class Controller:
 
     def run(self) -> str:
         """Run until the job is completed, failed, cancelled or stopped; return that state."""
+        self.claim()
+        try:
+            self.begin()
+            while (state := self.step()) is None:
+                time.sleep(self.poll_s)
+            return state
+        finally:
+            self.end()
+
+    # One job's loop in three parts, so that one process can drive many jobs (`controller/pool.py`):
+    # `claim` then `begin` once, `step` once a pass until it returns the job's state, `end` always.
+
+    def claim(self) -> None:
+        """Take the job's lease (`LeaseTaken` when a live controller holds it)."""
         if not self.db.claim_lease(self.job_id, self.holder, self.lease_s):
             raise lease.LeaseTaken.of(self.job_id)
-        try:
-            return self._drive()
-        finally:  # a controller that stops for any reason frees the job at once (if it still holds it)
-            self.db.release_lease(self.job_id, self.holder)
-            self.db.flush()  # what it kept in memory on a full disk lands before it ends
-            self._record_state_waits()
-            if self.notifier.sinks:  # the deliveries under way get a last, bounded wait
-                self.notifier.close(self.db.get_job(self.job_id))
 
-    def _drive(self) -> str:
+    def begin(self) -> None:
+        """Start the job's clock, adopt its live attempt, and take a paused job back."""
         self.plan.start_clock()
         self._adopt()
         if self.db.get_job(self.job_id)["state"] == JobState.PAUSED:
             self.db.move_job(self.job_id, JobState.WAITING, "resumed")
             self.db.add_event(self.job_id, "resumed", "paused job resumed")
-        while True:
-            job = self.db.get_job(self.job_id)
-            self.notifier.poll(job)
-            state = JobState(job["state"])
-            if state.is_terminal():
-                job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)
-                shutil.rmtree(export_scratch(self.job_id), ignore_errors=True)  # what a dead export left here
-                cost_doc.keep_ended(self.db, self.job_id)
-                if self._config_error is not None:
-                    raise self._config_error
-                return state
-            if state is JobState.PAUSED and not self.rules.price_paused:  # no controller until `spotfit resume JOB`
-                return state
-            self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
-            self._record_state_waits()
-            self.ingest()
-            current = self._current()
-            if self.interrupted and not job["cancel_requested"]:
-                job["cancel_requested"] = StopRequest.INTERRUPT
-                self.db.request_stop(self.job_id, StopRequest.INTERRUPT)
-            if job["cancel_requested"]:
-                self._cancel(current, StopRequest(job["cancel_requested"]))
-            elif current is not None:
-                self._watch(current)
-            elif self.rules.price_paused:
-                self.apply(self.rules.resume_below_cap())
-            else:
-                self._decide_and_launch()
-            self.on_update()
-            time.sleep(self.poll_s)
+
+    def end(self) -> None:
+        """A controller that stops for any reason frees the job at once (if it still holds it)."""
+        self.db.release_lease(self.job_id, self.holder)
+        self.db.flush()  # what it kept in memory on a full disk lands before it ends
+        self._record_state_waits()
+        if self.notifier.sinks:  # the deliveries under way get a last, bounded wait
+            self.notifier.close(self.db.get_job(self.job_id))
+
+    def step(self) -> str | None:
+        """One pass of the loop: the job's state once it is over (or paused for good), else None."""
+        job = self.db.get_job(self.job_id)
+        self.notifier.poll(job)
+        state = JobState(job["state"])
+        if state.is_terminal():
+            job_secrets.release(self.backend, self.db, self.job_id, self.spec, state)
+            shutil.rmtree(export_scratch(self.job_id), ignore_errors=True)  # what a dead export left here
+            cost_doc.keep_ended(self.db, self.job_id)
+            if self._config_error is not None:
+                raise self._config_error
+            return state
+        if state is JobState.PAUSED and not self.rules.price_paused:  # no controller until `spotfit resume JOB`
+            return state
+        self.db.renew_lease(self.job_id, self.holder, self.lease_s, trace_now_s=self.plan.now_s())
+        self._record_state_waits()
+        self.ingest()
+        current = self._current()
+        if self.interrupted and not job["cancel_requested"]:
+            job["cancel_requested"] = StopRequest.INTERRUPT
+            self.db.request_stop(self.job_id, StopRequest.INTERRUPT)
+        if job["cancel_requested"]:
+            self._cancel(current, StopRequest(job["cancel_requested"]))
+        elif current is not None:
+            self._watch(current)
+        elif self.rules.price_paused:
+            self.apply(self.rules.resume_below_cap())
+        else:
+            self._decide_and_launch()
+        self.on_update()
+        return None
 
     def _record_state_waits(self) -> None:
         """Writes that waited out a locked or full state DB (`state/wait.py`): one `state_wait` event each."""

@@ -137,7 +137,7 @@ def start_detached(job_id: str) -> int | None:
     return proc.pid
 
 
-def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 32,
+def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 2000, workers: int = 4,
                      log: Callable[[str], None] = print, metrics_port: int | None = None,
                      metrics_host: str = "127.0.0.1") -> None:
     """Run a long-running controller on this state until the process ends (`spotfit controller`).
@@ -149,7 +149,9 @@ def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 3
 
     arguments.number("--scan-s", scan_s, low=0, high=3600, low_open=True, hint="Pass --scan-s 2.")
     arguments.number("--poll-s", poll_s, low=0, high=60, low_open=True, hint="Pass --poll-s 1.")
-    arguments.number("--max-jobs", max_jobs, low=1, high=10_000, hint="Pass --max-jobs 32.")
+    arguments.number("--max-jobs", max_jobs, low=1, high=10_000, hint="Pass --max-jobs 2000.")
+    arguments.number("--workers", workers, low=1, high=9, hint="Pass --workers 4 (at most 9: with the "
+                                                               "controller's own, 10 state connections).")
     if metrics_port is not None:
         from spotfit.controller import metrics
 
@@ -157,7 +159,7 @@ def serve_controller(scan_s: float = 2.0, poll_s: float = 1.0, max_jobs: int = 3
         arguments.text("--metrics-host", metrics_host, hint="Pass --metrics-host 127.0.0.1 (0.0.0.0 in a pod).")
         server = metrics.serve(str(state_target()), metrics_host, metrics_port)
         log(f"metrics on http://{metrics_host}:{server.server_port}/metrics")
-    Service(state_target(), scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, log=log).run()
+    Service(state_target(), scan_s=scan_s, poll_s=poll_s, max_jobs=max_jobs, workers=workers, log=log).run()
 
 
 def resume(ref: str, detach: bool = False, on_update: Callable[[], None] | None = None,

@@ -64,11 +64,11 @@ def test_a_job_whose_driver_crashes_is_released_and_rests(tmp_path, monkeypatch)
     db = StateDB(tmp_path / "state.db")
     _job(db, "bad-1")
     assert service.scan() == ["bad-1"]
-    service.drivers["bad-1"].join(60)
-    assert not service.drivers["bad-1"].is_alive(), "the crashed driver to end"
+    assert service.wait_ended("bad-1", 60), "the crashed driver to end"
     assert any("bad-1: controller crashed" in line and "a bug in the loop" in line for line in lines), lines
     assert db.get_job("bad-1")["lease_owner"] is None  # another controller may take it at once
     assert service.scan() == []  # this one leaves it alone for a while: no crash loop
+    service.close()
 
 
 def test_a_job_whose_recorded_spec_no_longer_validates_is_released_and_rests(tmp_path):
@@ -77,12 +77,13 @@ def test_a_job_whose_recorded_spec_no_longer_validates_is_released_and_rests(tmp
     db = StateDB(tmp_path / "state.db")
     _job(db, "old-1", spec={"not": "a spec"})  # as a spec another spotfit version wrote could read here
     assert service.scan() == ["old-1"]
-    service.drivers["old-1"].join(60)
+    assert service.wait_ended("old-1", 60)
     (line,) = [line for line in lines if line.startswith("old-1: stopped driving")]
     assert "does not validate with this spotfit" in line and "leaves it alone for 60 s" in line
     assert "Traceback" not in "\n".join(lines)
     assert db.get_job("old-1")["lease_owner"] is None and db.get_job("old-1")["state"] == "pending"
     assert service.scan() == []  # not leased again at every scan
+    service.close()
 
 
 def test_bad_controller_flags_and_settings_end_in_one_error_line(monkeypatch):
