@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from spotfit.attempt import layout
-from spotfit.backends.aws import access
+from spotfit.backends.aws import access, poll
 from spotfit.backends.aws import instances as instances_api
 from spotfit.backends.aws import launch as rq
 from spotfit.backends.aws.client import load_boto3, sdk_errors
@@ -85,6 +85,11 @@ class AwsBackend(BackendTraits):
                     self._session = load_boto3().Session()
                 self._clients[service, region] = self._session.client(service, region_name=region)
             return self._clients[service, region]
+
+    def _poll_key(self, ec2: Ec2Client, region: str) -> poll.Key:
+        """Who sees which instances: the endpoint, the region and the account's access key."""
+        credentials = self._session.get_credentials() if self._session is not None else None
+        return ec2.meta.endpoint_url, region, getattr(credentials, "access_key", None)
 
     # -- resolving an offer -------------------------------------------------------------------------
 
@@ -286,9 +291,13 @@ class AwsBackend(BackendTraits):
                          if rq.uses_placement_group(s) else None)
 
     def status(self, handle: AwsHandle) -> AttemptStatus:
-        states = instances_api.states(self.client("ec2", handle.region), handle)
+        # One listing of the region answers every attempt the process watches for about a pass (`poll.py`).
+        ec2 = self.client("ec2", handle.region)
+        states = poll.SHARED.states(self._poll_key(ec2, handle.region), ec2, list(handle.instances),
+                                    instances_api.managed_states, by_id=instances_api.states_by_id)
         # Several workers train together: one gone (e.g. reclaimed) ends the attempt for all.
-        running = bool(states) and all(st in ("pending", "running") for st in states.values())
+        running = bool(states) and len(states) == len(handle.instances) and all(
+            st in ("pending", "running") for st in states.values())
         return AttemptStatus(running=running)  # the exit code comes from attempts/<n>/exit.json
 
     def preempt(self, handle: AwsHandle, notice_s: float) -> None:
@@ -314,7 +323,9 @@ class AwsBackend(BackendTraits):
         self._release(self.client("ec2", handle.region), handle)
 
     def _terminate(self, handle: AwsHandle) -> None:
-        instances_api.terminate(self.client("ec2", handle.region), handle)
+        ec2 = self.client("ec2", handle.region)
+        instances_api.terminate(ec2, handle)
+        poll.SHARED.forget(self._poll_key(ec2, handle.region))  # what this process changed is asked anew
 
     def _release(self, ec2: Ec2Client, handle: AwsHandle) -> None:
         instances_api.release(ec2, handle, self.cleanup_wait_s, self.poll_s)

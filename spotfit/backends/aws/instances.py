@@ -99,16 +99,28 @@ def run(ec2: Ec2Client, calls: list[Call], region: str, security_group: str) -> 
 
 def states(ec2: Ec2Client, handle: AwsHandle) -> dict[str, str]:
     """{instance id: state} of the attempt's instances ({} when EC2 no longer knows them)."""
-    if not handle.instances:
+    return states_by_id(ec2, list(handle.instances))
+
+
+def states_by_id(ec2: Ec2Client, ids: list[str]) -> dict[str, str]:
+    """{instance id: state} of the instances `ids` ({} when EC2 no longer knows them)."""
+    if not ids:
         return {}
     try:
-        pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=list(handle.instances))
+        pages = ec2.get_paginator("describe_instances").paginate(InstanceIds=ids)
         return {i["InstanceId"]: i["State"]["Name"]
                 for page in pages for r in page["Reservations"] for i in r["Instances"]}
     except Exception as exc:
         if error_code(exc) == "InvalidInstanceID.NotFound":
             return {}
         raise
+
+
+def managed_states(ec2: Ec2Client) -> dict[str, str]:
+    """{instance id: state} of every instance spotfit launched in the client's region, in one paginated call."""
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[{"Name": f"tag:{rq.TAG_MANAGED}", "Values": ["true"]}], PaginationConfig={"PageSize": 1000})
+    return {i["InstanceId"]: i["State"]["Name"] for page in pages for r in page["Reservations"] for i in r["Instances"]}
 
 
 def terminate(ec2: Ec2Client, handle: AwsHandle) -> None:
