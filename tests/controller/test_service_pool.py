@@ -48,7 +48,7 @@ def test_six_jobs_on_two_workers_use_three_state_connections(tmp_path, monkeypat
     try:
         # Completed, and its driving over: the worker saw the end, logged it and released the lease.
         wait_for(lambda: all((j := db.get_job(i))["state"] == "completed" and j["lease_owner"] is None for i in ids),
-                 240, lambda: "every job completed and released; the controller's last lines:\n" + "\n".join(lines[-40:]))
+                 240, lambda: "every job completed and released; the controller said:\n" + "\n".join(lines[-40:]))
     finally:
         stop.set()
         runner.join(60)
