@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,7 @@ from typing import Any
 from spotfit.controller.team_budget import LEVELS, SPENT_USD, Crossing, crossings, period_start
 from spotfit.host.settings import TeamBudget
 from spotfit.spec.labels import matches
+from spotfit.state.db import StateDB
 from spotfit.state.dialect import Postgres, Sqlite, connect, display_target, execute, execute_schema
 from spotfit.state.records import raw_spec_of
 from spotfit.state.states import AttemptState
@@ -81,17 +83,28 @@ CREATE TABLE IF NOT EXISTS budget_reservations (
 )
 """
 _LIVE = tuple(str(s) for s in AttemptState if s.is_live())
+_ON_CONNECTION: weakref.WeakKeyDictionary[StateDB, BudgetStore] = weakref.WeakKeyDictionary()
 
 
 class BudgetStore:
     """The `team_budgets` and `budget_reservations` tables of a state DB (one per process or thread)."""
 
-    def __init__(self, target: str | Path):
+    def __init__(self, target: str | Path, connection: Sqlite | Postgres | None = None):
+        """On its own connection to `target`, or on `connection` (a state DB's, in the same thread)."""
         self.path = display_target(target)
-        self._db: Sqlite | Postgres = connect(target)
+        self._db: Sqlite | Postgres = connection if connection is not None else connect(target)
         with self._db.transaction():
             self._db.lock_schema()  # PostgreSQL: two processes creating the tables at once take turns
             execute_schema(self._db, _SCHEMA)
+
+    @classmethod
+    def of(cls, db: StateDB) -> BudgetStore:
+        """The budget tables over `db`'s own connection, one per connection: a controller driving many jobs on a
+        worker's connection (`controller/pool.py`) opens no connection per job."""
+        store = _ON_CONNECTION.get(db)
+        if store is None:
+            store = _ON_CONNECTION[db] = cls(db.target, connection=db.connection)
+        return store
 
     def close(self) -> None:
         self._db.close()

@@ -174,7 +174,7 @@ class RuleActions:
         if self._budget_store is None:
             from spotfit.controller.budget_store import BudgetStore
 
-            self._budget_store = BudgetStore(self.db.target)
+            self._budget_store = BudgetStore.of(self.db)  # on the job's own connection
         return self._budget_store
 
     def _launch_usd_per_h(self) -> float:

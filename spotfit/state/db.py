@@ -70,6 +70,11 @@ class StateDB:
         if self.memory is not None:
             self.memory.flush(self, wait=True)
 
+    @property
+    def connection(self) -> Sqlite | Postgres:
+        """The one connection (for tables of other parts kept in the same DB: controller/budget_store.py)."""
+        return self._db
+
     def close(self) -> None:
         self._db.close()
 

@@ -3,7 +3,8 @@
 Six hollow jobs (spotfit/hollow/: real attempt processes, no TensorFlow) are submitted to a
 shared SQLite state; a `Service` with two workers drives them all to `completed` in this process.
 Every connection to the state that opens meanwhile is counted where connections are made
-(`state.dialect.connect`): the service's own and one per worker, whatever the number of jobs.
+(`state.dialect.Sqlite`; the jobs' budgets use the team's budget tables too): the service's own
+and one per worker, whatever the number of jobs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from spotfit import sdk
 from spotfit.controller.service import Service
 from spotfit.host.home import state_target
-from spotfit.state import db as state_db
+from spotfit.state.dialect import Sqlite
 from tests.support.hollow_jobs import write_hollow_spec
 from tests.support.wait import wait_for
 
@@ -29,14 +30,19 @@ def test_six_jobs_on_two_workers_use_three_state_connections(tmp_path, monkeypat
     monkeypatch.setenv("SPOTFIT_STATE_URL", f"sqlite:///{tmp_path / 'team.db'}")
     ids = []
     for i in range(JOBS):
-        spec = write_hollow_spec(tmp_path / f"job{i}", f"name: pool-{i}\nscript: train.py\nmarket: {{trace: null}}\n",
+        text = f"name: pool-{i}\nscript: train.py\nmarket: {{trace: null}}\nbudget_usd: 100\n"
+        spec = write_hollow_spec(tmp_path / f"job{i}", text,
                                  epochs=1, steps_per_epoch=4)
         ids.append(sdk.submit(str(spec)))
     db = sdk.db()
     opened: list[str] = []
-    connect = state_db.connect
-    monkeypatch.setattr(state_db, "connect", lambda target: opened.append(threading.current_thread().name)
-                        or connect(target))
+    connect = Sqlite.__init__
+
+    def counted(self, path):  # every connection to the state, whichever part opens it
+        opened.append(threading.current_thread().name)
+        connect(self, path)
+
+    monkeypatch.setattr(Sqlite, "__init__", counted)
     lines: list[str] = []
     stop = threading.Event()
 
