@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 from dataclasses import dataclass, replace
@@ -101,8 +102,30 @@ class ZoneStats:
 
 
 def load_trace(path: str | Path, gap_s: float | None = None) -> Trace:
-    """Read a trace CSV (gzipped or not) into a `Trace`, validating every row."""
+    """Read a trace CSV (gzipped or not) into a `Trace`, validating every row.
+
+    A trace read before, whose file has not changed since (same size and modification time), is
+    the same `Trace`, its arrays read-only: a controller driving many jobs on one market reads
+    and keeps it once (`controller/pool.py`).
+    """
     path = resolve_trace(path)
+    file = Path(str(path).partition("#")[0]) if not path.is_file() else path
+    try:
+        stat = file.stat()
+    except OSError:
+        return _load_trace(path, gap_s)  # the read says what is wrong
+    return _cached_trace(str(path), stat.st_size, stat.st_mtime_ns, gap_s)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_trace(path: str, size: int, mtime_ns: int, gap_s: float | None) -> Trace:
+    trace = _load_trace(Path(path), gap_s)
+    for array in (trace.available, trace.spot_usd_per_h, trace.on_demand_usd_per_h):
+        array.setflags(write=False)
+    return trace
+
+
+def _load_trace(path: Path, gap_s: float | None) -> Trace:
     dataset = ""
     if not path.is_file():
         path, dataset = Path(str(path).partition("#")[0]), str(path).partition("#")[2]
