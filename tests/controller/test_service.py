@@ -90,6 +90,8 @@ def test_bad_controller_flags_and_settings_end_in_one_error_line(monkeypatch):
     runner = CliRunner()
     out = runner.invoke(app, ["controller", "--scan-s", "0"])
     assert out.exit_code == 2 and "Invalid `--scan-s`: received 0.0" in out.output
+    out = runner.invoke(app, ["controller", "--workers", "10"])  # 10 workers and the service: 11 connections
+    assert out.exit_code == 2 and "Invalid `--workers`: received 10" in out.output
     monkeypatch.setenv("SPOTFIT_STATE_URL", "mysql://team:s3cret@db/spotfit")
     out = runner.invoke(app, ["list"])
     assert out.exit_code == 2 and "Invalid SPOTFIT_STATE_URL" in out.output
